@@ -1,0 +1,525 @@
+// CUDA memory for the gdr md: the C API of gdr_cuda.h over the dlopen'ed driver (cuda_driver.h)
+// and the policy logic (reg_policy.h).
+#include "gdr_cuda.h"
+
+#include "cuda_driver.h"
+#include "reg_policy.h"
+
+#include <infiniband/verbs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <string>
+
+using namespace gdr::cuda;
+using namespace gdr::cuda::drv;
+
+namespace {
+
+const char *const kSysfsRoot = "/sys";
+
+size_t host_page_size()
+{
+    static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return page;
+}
+
+std::string hex(uintptr_t value)
+{
+    char text[32];
+    std::snprintf(text, sizeof(text), "0x%zx", static_cast<size_t>(value));
+    return text;
+}
+
+/** The pointer attributes every query needs, in one driver call. */
+struct PointerAttributes {
+    unsigned           memory_type    = 0;  // CUmemorytype, 0: unknown to CUDA
+    unsigned           is_managed     = 0;  // the driver writes a bool: keep the rest zero
+    int                device_ordinal = -1;
+    unsigned long long buffer_id      = 0;
+    CUcontext          context        = nullptr;
+
+    /** false: the driver does not know the address (pageable host memory, or freed). */
+    bool query(const Api &api, const void *addr)
+    {
+        int   attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                              CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                              CU_POINTER_ATTRIBUTE_CONTEXT};
+        void *data[]       = {&memory_type, &is_managed, &device_ordinal, &buffer_id, &context};
+        // cuPointerGetAttributes (unlike cuPointerGetAttribute) returns success with zeroed
+        // values for addresses it does not know, and needs no current context.
+        CUresult result = api.cuPointerGetAttributes(sizeof(attributes) / sizeof(attributes[0]),
+                                                     attributes, data,
+                                                     reinterpret_cast<CUdeviceptr>(addr));
+        return result == CUDA_SUCCESS && memory_type != 0;
+    }
+
+    bool is_device() const { return memory_type == CU_MEMORYTYPE_DEVICE && !is_managed; }
+};
+
+/**
+ * A context in which driver calls about memory of `attrs` can be made: the allocation's own
+ * context, else (VMM allocations belong to no context) the device's primary context if active.
+ * The caller's current context is restored on scope exit; none is created.
+ */
+class MemoryContextScope {
+public:
+    MemoryContextScope(const Api &api, const PointerAttributes &attrs) :
+        primary_(api, attrs.context != nullptr ? -1 : device_of(api, attrs.device_ordinal), false),
+        scope_(api, attrs.context != nullptr ? attrs.context : primary_.get())
+    {
+    }
+
+private:
+    static CUdevice device_of(const Api &api, int ordinal)
+    {
+        CUdevice device = -1;
+        return api.cuDeviceGet(&device, ordinal) == CUDA_SUCCESS ? device : -1;
+    }
+
+    RetainedPrimaryContext primary_;
+    ScopedContext          scope_;
+};
+
+gdr_cuda_status_t export_dmabuf(const Driver &driver, const void *addr, size_t length, int *fd,
+                                uint64_t *offset, std::string *why)
+{
+    if (!driver.usable()) {
+        *why = driver.reason();
+        return GDR_CUDA_ERR_UNSUPPORTED;
+    }
+    const Api &api = driver.api();
+    if (api.cuMemGetHandleForAddressRange == nullptr) {
+        *why = "the CUDA driver (version " + std::to_string(driver.version()) +
+               ") lacks cuMemGetHandleForAddressRange (needs >= 11.7)";
+        return GDR_CUDA_ERR_UNSUPPORTED;
+    }
+    const uintptr_t start = reinterpret_cast<uintptr_t>(addr);
+    if (length > UINTPTR_MAX - start - host_page_size()) {
+        *why = "range overflows the address space";
+        return GDR_CUDA_ERR_INVALID_PARAM;
+    }
+    PointerAttributes attrs;
+    if (!attrs.query(api, addr) || !attrs.is_device()) {
+        *why = hex(start) + " is not CUDA device memory";
+        return GDR_CUDA_ERR_NOT_CUDA;
+    }
+
+    const size_t    page          = host_page_size();
+    const uintptr_t aligned_start = start & ~(page - 1);
+    const uintptr_t aligned_end   = (start + length + page - 1) & ~(page - 1);
+    MemoryContextScope context(api, attrs);
+    int      dmabuf_fd = -1;
+    CUresult result    = api.cuMemGetHandleForAddressRange(&dmabuf_fd, aligned_start,
+                                                           aligned_end - aligned_start,
+                                                           CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    if (result != CUDA_SUCCESS) {
+        *why = "cuMemGetHandleForAddressRange(DMA_BUF_FD, " + hex(aligned_start) + ", " +
+               std::to_string(aligned_end - aligned_start) + ") failed: " +
+               driver.error_text(result);
+        return result == CUDA_ERROR_OUT_OF_MEMORY ? GDR_CUDA_ERR_NO_MEMORY :
+                                                    GDR_CUDA_ERR_UNSUPPORTED;
+    }
+    *fd     = dmabuf_fd;
+    *offset = start - aligned_start;
+    return GDR_CUDA_OK;
+}
+
+// The real registration backend: libcuda + libibverbs.
+gdr_cuda_status_t backend_export(void *, const void *addr, size_t length, int *fd,
+                                 uint64_t *offset, std::string *why)
+{
+    return export_dmabuf(Driver::instance(), addr, length, fd, offset, why);
+}
+
+void backend_close(void *, int fd) { close(fd); }
+
+ibv_mr *backend_reg_dmabuf_mr(void *, ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
+                              int fd, int access)
+{
+#ifdef GDR_HAVE_IBV_REG_DMABUF_MR
+    return ibv_reg_dmabuf_mr(pd, offset, length, iova, fd, access);
+#else
+    (void)pd, (void)offset, (void)length, (void)iova, (void)fd, (void)access;
+    errno = ENOSYS;  // built against rdma-core < 34: no ibv_reg_dmabuf_mr
+    return nullptr;
+#endif
+}
+
+std::string backend_peermem_module(void *) { return find_peermem_module(kSysfsRoot); }
+
+ibv_mr *backend_reg_mr(void *, ibv_pd *pd, void *addr, size_t length, int access)
+{
+    return ibv_reg_mr(pd, addr, length, access);
+}
+
+const RegBackend &real_backend()
+{
+    static const RegBackend backend = [] {
+        RegBackend b;
+        b.export_dmabuf  = backend_export;
+        b.close_fd       = backend_close;
+        b.reg_dmabuf_mr  = backend_reg_dmabuf_mr;
+        b.peermem_module = backend_peermem_module;
+        b.reg_mr         = backend_reg_mr;
+        return b;
+    }();
+    return backend;
+}
+
+std::string device_label(const Api &api, CUdevice device, int ordinal)
+{
+    char name[128] = "?";
+    api.cuDeviceGetName(name, sizeof(name), device);
+    int domain = 0, bus = 0, slot = 0;
+    api.cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, device);
+    api.cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, device);
+    api.cuDeviceGetAttribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, device);
+    char label[192];
+    std::snprintf(label, sizeof(label), "GPU%d %s [%04x:%02x:%02x]", ordinal, name, domain, bus,
+                  slot);
+    return label;
+}
+
+int device_attribute(const Api &api, CUdevice device, int attribute)
+{
+    int value = 0;
+    return api.cuDeviceGetAttribute(&value, attribute, device) == CUDA_SUCCESS ? value : 0;
+}
+
+constexpr size_t kProbeBytes  = 2u << 20;  // one GPU page: the allocation is page-aligned
+constexpr int    kProbeAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                             IBV_ACCESS_REMOTE_READ;
+
+/** Registers the probe buffer with one method only; returns "" on success, else why not. */
+std::string try_method(ibv_pd *pd, const void *buffer, gdr_cuda_reg_method_t method)
+{
+    gdr_cuda_config_t only{GDR_CUDA_POLICY_YES,
+                           method == GDR_CUDA_REG_DMABUF ? GDR_CUDA_POLICY_YES :
+                                                           GDR_CUDA_POLICY_NO};
+    RegOutcome outcome = register_in_order(real_backend(), only, GDR_CUDA_METHOD_BIT(method), pd,
+                                           buffer, kProbeBytes, kProbeAccess);
+    if (outcome.mr != nullptr) {
+        ibv_dereg_mr(outcome.mr);
+        return {};
+    }
+    // register_in_order lists the skipped method too; keep only the one asked about.
+    const std::string prefix = method == GDR_CUDA_REG_DMABUF ? "dma-buf: " : "peermem: ";
+    size_t begin = outcome.reason.find(prefix);
+    std::string why = begin == std::string::npos ? outcome.reason :
+                                                   outcome.reason.substr(begin + prefix.size());
+    return why.substr(0, why.find("; "));
+}
+
+/** Probes one GPU with a real 2 MiB allocation (a context is current). */
+void probe_with_allocation(const Driver &driver, ibv_pd *pd, const std::string &peermem,
+                           bool gdr_attr, DeviceFacts *facts)
+{
+    const Api  &api    = driver.api();
+    CUdeviceptr buffer = 0;
+    CUresult    result = api.cuMemAlloc_v2(&buffer, kProbeBytes);
+    if (result != CUDA_SUCCESS) {
+        facts->dmabuf_detail += ", test cuMemAlloc(2 MiB) failed: " + driver.error_text(result);
+        facts->peermem_detail = "not tested (no test buffer)";
+        return;
+    }
+    const void *address = reinterpret_cast<const void *>(buffer);
+    if (pd == nullptr) {
+        int         fd     = -1;
+        uint64_t    offset = 0;
+        std::string why;
+        if (export_dmabuf(driver, address, kProbeBytes, &fd, &offset, &why) == GDR_CUDA_OK) {
+            close(fd);
+            facts->dmabuf_detail += ", export of a 2 MiB cuMemAlloc ok, not registered (no pd)";
+        } else {
+            facts->dmabuf_detail += ", export failed: " + why;
+        }
+    } else {
+        std::string why  = try_method(pd, address, GDR_CUDA_REG_DMABUF);
+        facts->dmabuf_ok = why.empty();
+        facts->dmabuf_detail += why.empty() ? ", registered a 2 MiB cuMemAlloc buffer" :
+                                              ", test registration failed: " + why;
+        if (gdr_attr && !peermem.empty()) {
+            why               = try_method(pd, address, GDR_CUDA_REG_PEERMEM);
+            facts->peermem_ok = why.empty();
+            facts->peermem_detail = why.empty() ? peermem + " loaded, registered a 2 MiB buffer" :
+                                                  "test registration failed: " + why;
+        }
+    }
+    api.cuMemFree_v2(buffer);
+}
+
+/** Probes one GPU from attributes and the provider's answer to an fd of -1 (no context). */
+void probe_without_allocation(ibv_pd *pd, DeviceFacts *facts)
+{
+    const std::string untested = " (not exercised: no active CUDA context on this GPU)";
+    if (pd == nullptr) {
+        facts->dmabuf_detail += untested;
+        return;
+    }
+    errno      = 0;
+    ibv_mr *mr = backend_reg_dmabuf_mr(nullptr, pd, 0, host_page_size(), 0, -1, kProbeAccess);
+    int     err = errno;
+    if (mr != nullptr) {  // cannot happen with fd -1; never leak it if it does
+        ibv_dereg_mr(mr);
+    }
+    // EBADF: the provider implements reg_dmabuf_mr and rejected our fd (UCX's ib md test).
+    facts->dmabuf_ok = err == EBADF;
+    facts->dmabuf_detail += facts->dmabuf_ok ?
+        ", provider accepts dma-buf (ibv_reg_dmabuf_mr(fd -1) gave EBADF)" + untested :
+        ", provider lacks dma-buf: ibv_reg_dmabuf_mr(fd -1) gave " +
+            std::string(strerror(err)) + " (errno " + std::to_string(err) + ")";
+}
+
+DeviceFacts probe_device(const Driver &driver, int ordinal, ibv_pd *pd, const std::string &peermem,
+                         bool may_create_context)
+{
+    const Api  &api = driver.api();
+    DeviceFacts facts;
+    CUdevice    device = 0;
+    if (api.cuDeviceGet(&device, ordinal) != CUDA_SUCCESS) {
+        facts.label         = "GPU" + std::to_string(ordinal);
+        facts.dmabuf_detail = facts.peermem_detail = "cuDeviceGet failed";
+        return facts;
+    }
+    facts.label   = device_label(api, device, ordinal);
+    bool dma_attr = device_attribute(api, device, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED) != 0;
+    bool gdr_attr = device_attribute(api, device, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED) != 0;
+
+    if (!gdr_attr) {
+        facts.peermem_detail = "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED=0";
+    } else if (peermem.empty()) {
+        facts.peermem_detail = "neither nvidia_peermem nor nv_peer_mem is loaded";
+    } else if (pd == nullptr) {
+        facts.peermem_detail = peermem + " loaded, nothing to register with (no pd)";
+    } else {
+        // Refined below when a test buffer can be registered.
+        facts.peermem_ok     = true;
+        facts.peermem_detail = peermem + " loaded (not exercised: no active CUDA context)";
+    }
+
+    if (!dma_attr) {
+        facts.dmabuf_detail = "CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED=0";
+        return facts;
+    }
+    if (api.cuMemGetHandleForAddressRange == nullptr) {
+        facts.dmabuf_detail = "driver lacks cuMemGetHandleForAddressRange";
+        return facts;
+    }
+    facts.dmabuf_detail = "DMA_BUF_SUPPORTED=1";
+    RetainedPrimaryContext primary(api, device, may_create_context);
+    if (primary.get() == nullptr) {
+        probe_without_allocation(pd, &facts);
+        return facts;
+    }
+    ScopedContext scope(api, primary.get());
+    probe_with_allocation(driver, pd, peermem, gdr_attr, &facts);
+    return facts;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char *gdr_cuda_reg_method_name(gdr_cuda_reg_method_t method)
+{
+    switch (method) {
+    case GDR_CUDA_REG_DMABUF: return "dma-buf";
+    case GDR_CUDA_REG_PEERMEM: return "peermem";
+    default: return "none";
+    }
+}
+
+const char *gdr_cuda_policy_name(gdr_cuda_policy_t policy)
+{
+    switch (policy) {
+    case GDR_CUDA_POLICY_NO: return "no";
+    case GDR_CUDA_POLICY_YES: return "yes";
+    case GDR_CUDA_POLICY_TRY: return "try";
+    default: return "?";
+    }
+}
+
+int gdr_cuda_available(char *reason, size_t reason_len)
+{
+    const Driver &driver = Driver::instance();
+    copy_reason(driver.reason(), reason, reason_len);
+    return driver.usable() ? 1 : 0;
+}
+
+gdr_cuda_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_mem_info_t *info)
+{
+    if (info == nullptr) {
+        return GDR_CUDA_ERR_INVALID_PARAM;
+    }
+    *info                = gdr_cuda_mem_info_t{};
+    info->kind           = GDR_CUDA_MEM_HOST;
+    info->base           = const_cast<void *>(addr);
+    info->alloc_length   = length;
+    info->device_ordinal = -1;
+
+    const Driver &driver = Driver::instance();
+    if (!driver.usable()) {
+        return GDR_CUDA_OK;
+    }
+    const Api        &api = driver.api();
+    PointerAttributes attrs;
+    if (!attrs.query(api, addr)) {
+        return GDR_CUDA_OK;
+    }
+    info->buffer_id = attrs.buffer_id;
+    if (attrs.memory_type == CU_MEMORYTYPE_HOST) {
+        info->kind = GDR_CUDA_MEM_HOST_PINNED;
+        return GDR_CUDA_OK;
+    }
+    if (attrs.memory_type != CU_MEMORYTYPE_DEVICE) {
+        return GDR_CUDA_OK;  // arrays are not addressable memory: treat as unknown
+    }
+    info->device_ordinal = attrs.device_ordinal;
+    info->kind           = attrs.is_managed ? GDR_CUDA_MEM_MANAGED : GDR_CUDA_MEM_DEVICE;
+
+    // Allocation range and GPUDirect capability: attributes first (no context needed, VMM-aware);
+    // cuMemGetAddressRange in the allocation's context as the fallback for older drivers.
+    CUdeviceptr range_start = 0;
+    size_t      range_size  = 0;
+    unsigned    gdr_capable = 0;
+    int         attributes[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE};
+    void       *data[]       = {&range_start, &range_size, &gdr_capable};
+    CUresult    result       = api.cuPointerGetAttributes(3, attributes, data,
+                                                          reinterpret_cast<CUdeviceptr>(addr));
+    if ((result != CUDA_SUCCESS || range_size == 0) && !attrs.is_managed) {
+        MemoryContextScope context(api, attrs);
+        result = api.cuMemGetAddressRange_v2(&range_start, &range_size,
+                                             reinterpret_cast<CUdeviceptr>(addr));
+    }
+    if (result == CUDA_SUCCESS && range_size != 0) {
+        info->base         = reinterpret_cast<void *>(range_start);
+        info->alloc_length = range_size;
+    }
+    info->gpu_direct_rdma_capable = gdr_capable != 0;
+
+    if (!attrs.is_managed) {
+        // Only cuMemMap'ed ranges have an allocation handle to retain.
+        CUmemGenericAllocationHandle handle = 0;
+        if (api.cuMemRetainAllocationHandle(&handle, const_cast<void *>(addr)) == CUDA_SUCCESS) {
+            info->is_vmm = 1;
+            api.cuMemRelease(handle);
+        }
+    }
+    return GDR_CUDA_OK;
+}
+
+gdr_cuda_status_t gdr_cuda_buffer_id(const void *addr, uint64_t *buffer_id)
+{
+    if (buffer_id == nullptr) {
+        return GDR_CUDA_ERR_INVALID_PARAM;
+    }
+    *buffer_id           = 0;
+    const Driver &driver = Driver::instance();
+    if (!driver.usable()) {
+        return GDR_CUDA_ERR_NOT_CUDA;
+    }
+    unsigned long long id = 0;
+    if (driver.api().cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                           reinterpret_cast<CUdeviceptr>(addr)) != CUDA_SUCCESS ||
+        id == 0) {
+        return GDR_CUDA_ERR_NOT_CUDA;
+    }
+    *buffer_id = id;
+    return GDR_CUDA_OK;
+}
+
+int gdr_cuda_region_is_stale(const void *addr, uint64_t buffer_id)
+{
+    if (buffer_id == 0) {
+        return 0;
+    }
+    uint64_t current = 0;
+    return gdr_cuda_buffer_id(addr, &current) != GDR_CUDA_OK || current != buffer_id;
+}
+
+gdr_cuda_status_t gdr_cuda_dmabuf_export(const void *addr, size_t length, int *fd,
+                                         uint64_t *offset, char *reason, size_t reason_len)
+{
+    copy_reason("", reason, reason_len);
+    if (fd == nullptr || offset == nullptr || length == 0) {
+        copy_reason("NULL fd/offset or empty range", reason, reason_len);
+        return GDR_CUDA_ERR_INVALID_PARAM;
+    }
+    *fd = -1;
+    std::string       why;
+    gdr_cuda_status_t status = export_dmabuf(Driver::instance(), addr, length, fd, offset, &why);
+    copy_reason(why, reason, reason_len);
+    return status;
+}
+
+gdr_cuda_status_t gdr_cuda_config_check(const gdr_cuda_config_t *config, char *reason,
+                                        size_t reason_len)
+{
+    std::string why = config == nullptr ? "NULL config" : check_config(*config);
+    copy_reason(why, reason, reason_len);
+    return why.empty() ? GDR_CUDA_OK : GDR_CUDA_ERR_INVALID_PARAM;
+}
+
+gdr_cuda_status_t gdr_cuda_probe(struct ibv_pd *pd, const gdr_cuda_config_t *config,
+                                 unsigned flags, gdr_cuda_probe_result_t *result)
+{
+    if (result == nullptr) {
+        return GDR_CUDA_ERR_INVALID_PARAM;
+    }
+    *result = gdr_cuda_probe_result_t{};
+    if (config == nullptr) {
+        copy_reason("NULL config", result->reason, sizeof(result->reason));
+        return GDR_CUDA_ERR_INVALID_PARAM;
+    }
+
+    ProbeInput input;
+    input.have_pd = pd != nullptr;
+    // Nothing to find out when CUDA registration is off or contradictory: touch no driver.
+    if (config->gpu_direct_rdma != GDR_CUDA_POLICY_NO && check_config(*config).empty()) {
+        const Driver &driver  = Driver::instance();
+        input.cuda_available  = driver.usable();
+        input.no_cuda_reason  = driver.reason();
+        const std::string peermem = find_peermem_module(kSysfsRoot);
+        for (int ordinal = 0; ordinal < driver.device_count(); ++ordinal) {
+            input.devices.push_back(probe_device(driver, ordinal, pd, peermem,
+                                                 (flags & GDR_CUDA_PROBE_MAY_CREATE_CONTEXT) != 0));
+        }
+    }
+    ProbeVerdict verdict     = decide_probe_verdict(*config, input);
+    result->cuda_registrable = verdict.registrable;
+    result->methods          = verdict.methods;
+    copy_reason(verdict.reason, result->reason, sizeof(result->reason));
+    return verdict.status;
+}
+
+gdr_cuda_status_t gdr_cuda_reg_mr(struct ibv_pd *pd, const void *addr, size_t length, int access,
+                                  const gdr_cuda_config_t *config, unsigned methods,
+                                  gdr_cuda_reg_result_t *result)
+{
+    if (result == nullptr || config == nullptr) {
+        return GDR_CUDA_ERR_INVALID_PARAM;
+    }
+    *result = gdr_cuda_reg_result_t{};
+    gdr_cuda_mem_info_t info;
+    gdr_cuda_mem_query(addr, length, &info);
+    if (info.kind != GDR_CUDA_MEM_DEVICE && info.kind != GDR_CUDA_MEM_MANAGED) {
+        char unavailable[GDR_CUDA_REASON_MAX] = "";
+        std::string why = gdr_cuda_available(unavailable, sizeof(unavailable)) ?
+                              hex(reinterpret_cast<uintptr_t>(addr)) + " is not CUDA device memory" :
+                              std::string(unavailable);
+        copy_reason(why, result->reason, sizeof(result->reason));
+        return GDR_CUDA_ERR_NOT_CUDA;
+    }
+    RegOutcome outcome = register_in_order(real_backend(), *config, methods, pd, addr, length,
+                                           access);
+    result->mr     = outcome.mr;
+    result->method = outcome.method;
+    copy_reason(outcome.reason, result->reason, sizeof(result->reason));
+    return outcome.status;
+}
+
+}  // extern "C"

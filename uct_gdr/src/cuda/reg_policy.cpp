@@ -1,0 +1,224 @@
+// Registration order, probe verdict and config rules: see reg_policy.h.
+#include "reg_policy.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace gdr::cuda {
+
+namespace {
+
+std::string errno_text(int err)
+{
+    return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")";
+}
+
+std::string join(const std::vector<std::string> &parts, const char *separator)
+{
+    std::string out;
+    for (const std::string &part : parts) {
+        if (!out.empty()) {
+            out += separator;
+        }
+        out += part;
+    }
+    return out;
+}
+
+bool has_method(unsigned methods, gdr_cuda_reg_method_t method)
+{
+    return (methods & GDR_CUDA_METHOD_BIT(method)) != 0;
+}
+
+}  // namespace
+
+std::string check_config(const gdr_cuda_config_t &config)
+{
+    if (config.gpu_direct_rdma == GDR_CUDA_POLICY_NO && config.dmabuf == GDR_CUDA_POLICY_YES) {
+        return "UCX_GDR_DMABUF=yes contradicts UCX_GDR_GPU_DIRECT_RDMA=no";
+    }
+    return {};
+}
+
+RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t &config,
+                             unsigned methods, ibv_pd *pd, const void *addr, size_t length,
+                             int access)
+{
+    RegOutcome               outcome;
+    std::vector<std::string> tried;  // one "<method>: <why not>" per method that did not work
+
+    if (methods == 0) {
+        methods = GDR_CUDA_METHODS_ALL;
+    }
+    if (pd == nullptr || addr == nullptr || length == 0) {
+        outcome.status = GDR_CUDA_ERR_INVALID_PARAM;
+        outcome.reason = pd == nullptr ? "no protection domain" : "empty range";
+        return outcome;
+    }
+    if (config.gpu_direct_rdma == GDR_CUDA_POLICY_NO) {
+        outcome.reason = "CUDA memory registration disabled by UCX_GDR_GPU_DIRECT_RDMA=no";
+        return outcome;
+    }
+
+    // (1) dma-buf
+    if (config.dmabuf == GDR_CUDA_POLICY_NO) {
+        tried.push_back("dma-buf: disabled by UCX_GDR_DMABUF=no");
+    } else if (!has_method(methods, GDR_CUDA_REG_DMABUF)) {
+        tried.push_back("dma-buf: not used (md-open probe found it unavailable)");
+    } else {
+        int               fd     = -1;
+        uint64_t          offset = 0;
+        std::string       why;
+        gdr_cuda_status_t status = backend.export_dmabuf(backend.ctx, addr, length, &fd, &offset,
+                                                         &why);
+        if (status != GDR_CUDA_OK) {
+            tried.push_back("dma-buf: export failed: " + why);
+        } else {
+            errno      = 0;
+            ibv_mr *mr = backend.reg_dmabuf_mr(backend.ctx, pd, offset, length,
+                                               reinterpret_cast<uintptr_t>(addr), fd, access);
+            int err    = errno;
+            // The MR holds its own reference to the dma-buf; ours is no longer needed.
+            backend.close_fd(backend.ctx, fd);
+            if (mr != nullptr) {
+                outcome.status = GDR_CUDA_OK;
+                outcome.mr     = mr;
+                outcome.method = GDR_CUDA_REG_DMABUF;
+                outcome.reason = join(tried, "; ");
+                return outcome;
+            }
+            tried.push_back("dma-buf: ibv_reg_dmabuf_mr(offset " + std::to_string(offset) +
+                            ", length " + std::to_string(length) + ") failed: " +
+                            errno_text(err));
+        }
+    }
+
+    // (2) peermem.  UCX_GDR_DMABUF=yes means dma-buf or nothing: no silent fallback.
+    if (config.dmabuf == GDR_CUDA_POLICY_YES) {
+        tried.push_back("peermem: not tried (UCX_GDR_DMABUF=yes)");
+    } else if (!has_method(methods, GDR_CUDA_REG_PEERMEM)) {
+        tried.push_back("peermem: not used (md-open probe found it unavailable)");
+    } else {
+        std::string module = backend.peermem_module(backend.ctx);
+        if (module.empty()) {
+            tried.push_back("peermem: neither nvidia_peermem nor nv_peer_mem is loaded");
+        } else {
+            errno      = 0;
+            ibv_mr *mr = backend.reg_mr(backend.ctx, pd, const_cast<void *>(addr), length, access);
+            int err    = errno;
+            if (mr != nullptr) {
+                outcome.status = GDR_CUDA_OK;
+                outcome.mr     = mr;
+                outcome.method = GDR_CUDA_REG_PEERMEM;
+                outcome.reason = join(tried, "; ");
+                return outcome;
+            }
+            tried.push_back("peermem: ibv_reg_mr on the device pointer failed with " + module +
+                            " loaded: " + errno_text(err));
+        }
+    }
+
+    // (3) refuse
+    outcome.status = GDR_CUDA_ERR_UNSUPPORTED;
+    outcome.reason = join(tried, "; ");
+    return outcome;
+}
+
+ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeInput &input)
+{
+    ProbeVerdict verdict;
+    std::string  contradiction = check_config(config);
+    if (!contradiction.empty()) {
+        verdict.status = GDR_CUDA_ERR_INVALID_PARAM;
+        verdict.reason = contradiction;
+        return verdict;
+    }
+    if (config.gpu_direct_rdma == GDR_CUDA_POLICY_NO) {
+        verdict.reason = "CUDA memory registration disabled by UCX_GDR_GPU_DIRECT_RDMA=no";
+        return verdict;
+    }
+
+    // What is required, for the message when it cannot be had.
+    std::string requirement;
+    if (config.dmabuf == GDR_CUDA_POLICY_YES) {
+        requirement = "UCX_GDR_DMABUF=yes";
+    } else if (config.gpu_direct_rdma == GDR_CUDA_POLICY_YES) {
+        requirement = "UCX_GDR_GPU_DIRECT_RDMA=yes";
+    }
+
+    if (!input.cuda_available) {
+        verdict.reason = input.no_cuda_reason.empty() ? "no CUDA" : input.no_cuda_reason;
+    } else {
+        std::vector<std::string> per_device;
+        for (const DeviceFacts &device : input.devices) {
+            per_device.push_back(device.label + ": dma-buf: " + device.dmabuf_detail +
+                                 "; peermem: " + device.peermem_detail);
+            if (!input.have_pd) {
+                continue;
+            }
+            if (device.dmabuf_ok && config.dmabuf != GDR_CUDA_POLICY_NO) {
+                verdict.methods |= GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_DMABUF);
+            }
+            if (device.peermem_ok && config.dmabuf != GDR_CUDA_POLICY_YES) {
+                verdict.methods |= GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_PEERMEM);
+            }
+        }
+        std::string facts = join(per_device, " | ");
+        if (!input.have_pd) {
+            verdict.reason = "no verbs device (no protection domain to register with); " + facts;
+        } else if (verdict.methods == 0) {
+            verdict.reason = "no GPU memory registration method works: " + facts;
+        } else {
+            verdict.reason = facts;
+        }
+        if (config.dmabuf == GDR_CUDA_POLICY_NO) {
+            verdict.reason += " (dma-buf disabled by UCX_GDR_DMABUF=no)";
+        }
+    }
+    verdict.registrable = verdict.methods != 0;
+
+    bool unmet = (config.dmabuf == GDR_CUDA_POLICY_YES &&
+                  !has_method(verdict.methods, GDR_CUDA_REG_DMABUF)) ||
+                 (config.gpu_direct_rdma == GDR_CUDA_POLICY_YES && !verdict.registrable);
+    if (unmet) {
+        verdict.status = GDR_CUDA_ERR_UNSUPPORTED;
+        verdict.reason = requirement + " but " +
+                         (config.dmabuf == GDR_CUDA_POLICY_YES ? "dma-buf registration" :
+                                                                 "GPU memory registration") +
+                         " is not available: " + verdict.reason;
+    }
+    return verdict;
+}
+
+std::string find_peermem_module(const std::string &sysfs_root)
+{
+    // Same evidence as UCX's ib md (uct_ib_md_check_peermem): the module version files.
+    static const struct {
+        const char *path;
+        const char *module;
+    } candidates[] = {
+        {"/kernel/mm/memory_peers/nv_mem/version", "nv_peer_mem"},
+        {"/module/nvidia_peermem/version", "nvidia_peermem"},
+        {"/module/nv_peer_mem/version", "nv_peer_mem"},
+    };
+    for (const auto &candidate : candidates) {
+        if (access((sysfs_root + candidate.path).c_str(), F_OK) == 0) {
+            return candidate.module;
+        }
+    }
+    return {};
+}
+
+void copy_reason(const std::string &text, char *buffer, size_t capacity)
+{
+    if (buffer == nullptr || capacity == 0) {
+        return;
+    }
+    size_t n = text.size() < capacity - 1 ? text.size() : capacity - 1;
+    std::memcpy(buffer, text.data(), n);
+    buffer[n] = '\0';
+}
+
+}  // namespace gdr::cuda
