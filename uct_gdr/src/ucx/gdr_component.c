@@ -1,0 +1,85 @@
+/**
+ * gdr_component.c - registers component "gdr" (md "gdr", tl "gdr_rc") in the
+ * UCX that loaded us.
+ *
+ * UCX 1.13 only loads the modules compiled into it, so we register from our
+ * own ELF constructor, which runs after libucs/libuct's (we depend on them):
+ * LD_PRELOAD, linking, or dlopen before ucp_init() all work.  Registration is
+ * what UCT_COMPONENT_REGISTER/UCT_TL_DEFINE would do, but done by hand so that
+ * the ABI guard runs first and nothing is registered on a mismatching UCX.
+ */
+#include "gdr_uct.h"
+#include "gdr_abi.h"
+
+#include <ucs/debug/log.h>
+#include <stdio.h>
+
+extern ucs_class_t UCS_CLASS_NAME(gdr_iface_t);
+ucs_status_t gdr_iface_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
+                                     unsigned *num_devices_p);
+UCS_CLASS_DECLARE_NEW_FUNC(gdr_iface_t, uct_iface_t, uct_md_h, uct_worker_h,
+                           const uct_iface_params_t*, const uct_iface_config_t*);
+
+uct_component_t gdr_component = {
+    .query_md_resources = uct_md_query_single_md_resource,
+    .md_open            = gdr_md_open,
+    .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
+    .rkey_unpack        = gdr_md_rkey_unpack,
+    .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
+    .rkey_release       = gdr_md_rkey_release,
+    .name               = GDR_COMPONENT_NAME,
+    .md_config          = {
+        .name           = "GPUDirect RDMA memory domain",
+        .prefix         = GDR_CONFIG_PREFIX,
+        .table          = gdr_md_config_table,
+        .size           = sizeof(gdr_md_config_t),
+    },
+    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
+    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&gdr_component),
+    .flags              = 0,
+    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function
+};
+
+uct_tl_t gdr_rc_tl = {
+    .name          = GDR_TL_NAME,
+    .query_devices = gdr_iface_query_devices,
+    .iface_open    = UCS_CLASS_NEW_FUNC_NAME(gdr_iface_t),
+    .config        = {
+        .name      = GDR_TL_NAME " transport",
+        .prefix    = GDR_CONFIG_PREFIX,
+        .table     = gdr_iface_config_table,
+        .size      = sizeof(gdr_iface_config_t),
+    }
+};
+
+static int gdr_registered;
+
+static void __attribute__((constructor)) gdr_component_init(void)
+{
+    char reason[256];
+
+    if (gdr_abi_check(reason, sizeof(reason)) != 0) {
+        /* One line, on stderr: logging may not even be usable on a foreign UCX */
+        fprintf(stderr, "libuct_gdr: not registering component '" GDR_COMPONENT_NAME
+                "': %s\n", reason);
+        return;
+    }
+
+    ucs_list_add_tail(&gdr_component.tl_list, &gdr_rc_tl.list);
+    ucs_list_add_tail(&ucs_config_global_list, &gdr_component.md_config.list);
+    ucs_list_add_tail(&ucs_config_global_list, &gdr_rc_tl.config.list);
+    ucs_list_add_tail(&uct_components_list, &gdr_component.list);
+    gdr_registered = 1;
+}
+
+static void __attribute__((destructor)) gdr_component_cleanup(void)
+{
+    if (!gdr_registered) {
+        return;
+    }
+    ucs_list_del(&gdr_component.list);
+    ucs_list_del(&gdr_rc_tl.config.list);
+    ucs_list_del(&gdr_component.md_config.list);
+    ucs_list_del(&gdr_rc_tl.list);
+    gdr_registered = 0;
+}

@@ -1,0 +1,249 @@
+/**
+ * gdr_md.c - memory domain "gdr": one md over every usable verbs device.
+ *
+ * A registration makes one MR per device (same order as md->devices), and a
+ * packed rkey carries all of their rkeys: the peer's endpoint knows which of
+ * our devices its QP talks to (gdr_ep_addr_t.dev_index) and picks that one.
+ */
+#include "gdr_uct.h"
+
+#include <ucs/sys/string.h>
+#include <ucs/debug/log.h>
+#include <string.h>
+
+ucs_config_field_t gdr_md_config_table[] = {
+    {"", "", NULL, ucs_offsetof(gdr_md_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"GPU_DIRECT_RDMA", "try",
+     "Register CUDA device memory with the HCA (GPUDirect RDMA): yes|no|try.\n"
+     "'yes' fails md open when neither dma-buf nor peermem works.",
+     ucs_offsetof(gdr_md_config_t, gpu_direct_rdma), UCS_CONFIG_TYPE_TERNARY},
+
+    {"DMABUF", "try",
+     "Use dma-buf (cuMemGetHandleForAddressRange + ibv_reg_dmabuf_mr) for CUDA\n"
+     "memory: yes|no|try. 'yes' fails md open when dma-buf is unavailable.",
+     ucs_offsetof(gdr_md_config_t, dmabuf), UCS_CONFIG_TYPE_TERNARY},
+
+    {NULL}
+};
+
+/* Access rights no wider than what the registration asks for. */
+static int gdr_md_access_flags(unsigned uct_flags)
+{
+    int access = IBV_ACCESS_LOCAL_WRITE; /* gets, atomics results, receives */
+
+    if (uct_flags & UCT_MD_MEM_ACCESS_REMOTE_PUT) {
+        access |= IBV_ACCESS_REMOTE_WRITE;
+    }
+    if (uct_flags & UCT_MD_MEM_ACCESS_REMOTE_GET) {
+        access |= IBV_ACCESS_REMOTE_READ;
+    }
+    if (uct_flags & UCT_MD_MEM_ACCESS_REMOTE_ATOMIC) {
+        access |= IBV_ACCESS_REMOTE_ATOMIC;
+    }
+    return access;
+}
+
+static ucs_status_t gdr_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
+{
+    gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
+
+    memset(attr, 0, sizeof(*attr));
+    attr->cap.flags            = (md->num_devices > 0) ?
+                                 (UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
+                                  UCT_MD_FLAG_NEED_RKEY) : 0;
+    attr->cap.max_alloc        = 0;
+    attr->cap.max_reg          = (md->num_devices > 0) ? ULONG_MAX : 0;
+    attr->cap.reg_mem_types    = md->reg_mem_types;
+    attr->cap.alloc_mem_types  = 0;
+    attr->cap.detect_mem_types = 0;
+    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->rkey_packed_size     = md->rkey_packed_size;
+    /* ibv_reg_mr: a syscall plus page pinning, roughly linear in size */
+    attr->reg_cost             = ucs_linear_func_make(2e-6, 0.03e-9);
+    ucs_strncpy_zero(attr->component_name, GDR_COMPONENT_NAME,
+                     sizeof(attr->component_name));
+    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
+    return UCS_OK;
+}
+
+static void gdr_memh_deregister(gdr_memh_t *memh)
+{
+    unsigned i;
+
+    for (i = 0; i < memh->num_mrs; ++i) {
+        if ((memh->mrs[i] != NULL) && (ibv_dereg_mr(memh->mrs[i]) != 0)) {
+            ucs_warn("gdr: ibv_dereg_mr(%p, %zu) failed: %m", memh->address,
+                     memh->length);
+        }
+    }
+}
+
+static ucs_status_t gdr_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
+                                   unsigned flags, uct_mem_h *memh_p)
+{
+    gdr_md_t *md  = ucs_derived_of(uct_md, gdr_md_t);
+    int access    = gdr_md_access_flags(flags);
+    gdr_memh_t *memh;
+    unsigned i;
+
+    if (md->num_devices == 0) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    memh = ucs_calloc(1, sizeof(*memh) + md->num_devices * sizeof(memh->mrs[0]),
+                      "gdr_memh");
+    if (memh == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    memh->address  = address;
+    memh->length   = length;
+    memh->mem_type = UCS_MEMORY_TYPE_HOST;
+    for (i = 0; i < md->num_devices; ++i) {
+        memh->mrs[i] = ibv_reg_mr(md->devices[i].pd, address, length, access);
+        if (memh->mrs[i] == NULL) {
+            ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ? UCS_LOG_LEVEL_DEBUG :
+                                                            UCS_LOG_LEVEL_ERROR,
+                    "gdr: ibv_reg_mr(%s, address=%p, length=%zu, access=0x%x) "
+                    "failed: %m", md->devices[i].name, address, length, access);
+            memh->num_mrs = i;
+            gdr_memh_deregister(memh);
+            ucs_free(memh);
+            return UCS_ERR_IO_ERROR;
+        }
+    }
+    memh->num_mrs = md->num_devices;
+    *memh_p       = memh;
+    return UCS_OK;
+}
+
+static ucs_status_t gdr_md_mem_dereg(uct_md_h uct_md,
+                                     const uct_md_mem_dereg_params_t *params)
+{
+    gdr_memh_t *memh;
+
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+    memh = params->memh;
+    gdr_memh_deregister(memh);
+    ucs_free(memh);
+    return UCS_OK;
+}
+
+static ucs_status_t gdr_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
+                                     const uct_md_mkey_pack_params_t *params,
+                                     void *rkey_buffer)
+{
+    gdr_memh_t *memh          = uct_memh;
+    gdr_packed_rkey_t *packed = rkey_buffer;
+    unsigned i;
+
+    packed->magic = GDR_RKEY_MAGIC;
+    packed->count = memh->num_mrs;
+    for (i = 0; i < memh->num_mrs; ++i) {
+        packed->rkeys[i] = memh->mrs[i]->rkey;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t gdr_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
+                                uct_rkey_t *rkey_p, void **handle_p)
+{
+    const gdr_packed_rkey_t *packed = rkey_buffer;
+    gdr_rkey_t *rkey;
+    unsigned i;
+
+    if (packed->magic != GDR_RKEY_MAGIC) {
+        ucs_error("gdr: invalid remote key buffer (magic 0x%x, expected 0x%x)",
+                  packed->magic, GDR_RKEY_MAGIC);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    rkey = ucs_malloc(sizeof(*rkey) + packed->count * sizeof(rkey->rkeys[0]),
+                      "gdr_rkey");
+    if (rkey == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    rkey->count = packed->count;
+    for (i = 0; i < packed->count; ++i) {
+        rkey->rkeys[i] = packed->rkeys[i];
+    }
+    *rkey_p   = (uintptr_t)rkey;
+    *handle_p = NULL;
+    return UCS_OK;
+}
+
+ucs_status_t gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                 void *handle)
+{
+    ucs_free((void*)rkey);
+    return UCS_OK;
+}
+
+static void gdr_md_close(uct_md_h uct_md)
+{
+    gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
+    unsigned i;
+
+    for (i = 0; i < md->num_devices; ++i) {
+        gdr_verbs_close(&md->devices[i]);
+    }
+    ucs_free(md->devices);
+    ucs_free(md);
+}
+
+static uct_md_ops_t gdr_md_ops = {
+    .close                  = gdr_md_close,
+    .query                  = gdr_md_query,
+    .mem_alloc              = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
+    .mem_free               = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
+    .mem_advise             = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
+    .mem_reg                = gdr_md_mem_reg,
+    .mem_dereg              = gdr_md_mem_dereg,
+    .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
+    .mkey_pack              = gdr_md_mkey_pack,
+    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero,
+    .detect_memory_type     = (uct_md_detect_memory_type_func_t)ucs_empty_function_return_unsupported
+};
+
+ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
+                         const uct_md_config_t *uct_config, uct_md_h *md_p)
+{
+    char skipped[512] = "";
+    ucs_status_t status;
+    gdr_md_t *md;
+
+    md = ucs_calloc(1, sizeof(*md), "gdr_md");
+    if (md == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err;
+    }
+
+    md->devices = ucs_calloc(GDR_VERBS_MAX_DEVICES, sizeof(*md->devices),
+                             "gdr_md_devices");
+    if (md->devices == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err_free_md;
+    }
+
+    gdr_verbs_open_all(md->devices, GDR_VERBS_MAX_DEVICES, &md->num_devices,
+                       skipped, sizeof(skipped));
+    if (skipped[0] != '\0') {
+        ucs_debug("gdr: skipped verbs devices: %s", skipped);
+    }
+    ucs_debug("gdr: md opened with %u verbs device(s)", md->num_devices);
+
+    md->super.ops       = &gdr_md_ops;
+    md->super.component = &gdr_component;
+    md->reg_mem_types   = (md->num_devices > 0) ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
+    md->rkey_packed_size = sizeof(gdr_packed_rkey_t) +
+                           ucs_max(md->num_devices, 1) * sizeof(uint32_t);
+    *md_p = &md->super;
+    return UCS_OK;
+
+err_free_md:
+    ucs_free(md);
+err:
+    return status;
+}

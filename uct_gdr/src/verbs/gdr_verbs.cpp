@@ -1,0 +1,428 @@
+// gdr_verbs.cpp - device discovery, GID selection and the RC QP state machine.
+//
+// Plain libibverbs only (no provider direct-verbs), so it works on rxe, mlx5,
+// irdma, bnxt_re alike.  Called at md/iface/ep creation time, never on the
+// data path.
+#include "gdr_verbs.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <unistd.h>
+
+namespace {
+
+template <typename... Args>
+void set_msg(char *buf, size_t len, const char *fmt, Args... args)
+{
+    if (buf != nullptr && len > 0) {
+        std::snprintf(buf, len, fmt, args...);
+    }
+}
+
+// Width x lane speed from ibv_port_attr, in bytes/s of payload (after line
+// encoding), following the IBTA tables.
+double port_bandwidth(const ibv_port_attr &pa)
+{
+    int width = 0;
+    switch (pa.active_width) {
+    case 1:  width = 1;  break;
+    case 2:  width = 4;  break;
+    case 4:  width = 8;  break;
+    case 8:  width = 12; break;
+    case 16: width = 2;  break;
+    default: width = 1;  break;
+    }
+    double gbps_per_lane; // signalling rate x encoding efficiency
+    switch (pa.active_speed) {
+    case 1:   gbps_per_lane = 2.5 * 8 / 10;       break; // SDR
+    case 2:   gbps_per_lane = 5.0 * 8 / 10;       break; // DDR
+    case 4:
+    case 8:   gbps_per_lane = 10.3125 * 64 / 66;  break; // QDR/FDR10
+    case 16:  gbps_per_lane = 14.0625 * 64 / 66;  break; // FDR
+    case 32:  gbps_per_lane = 25.78125 * 64 / 66; break; // EDR
+    case 64:  gbps_per_lane = 50.0 * 64 / 66;     break; // HDR
+    case 128: gbps_per_lane = 100.0 * 64 / 66;    break; // NDR
+    default:  gbps_per_lane = 2.5 * 8 / 10;       break; // unknown (rxe): SDR
+    }
+    return width * gbps_per_lane * 1e9 / 8.0;
+}
+
+bool gid_is_zero(const ibv_gid &g)
+{
+    static const ibv_gid zero{};
+    return std::memcmp(&g, &zero, sizeof(g)) == 0;
+}
+
+bool gid_is_ipv4_mapped(const ibv_gid &g)
+{
+    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return std::memcmp(g.raw, prefix, sizeof(prefix)) == 0;
+}
+
+bool gid_is_link_local(const ibv_gid &g)
+{
+    return g.raw[0] == 0xfe && (g.raw[1] & 0xc0) == 0x80;
+}
+
+std::string gid_to_string(const ibv_gid &g)
+{
+    char buf[INET6_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET6, g.raw, buf, sizeof(buf));
+    return buf;
+}
+
+std::string read_sysfs_link_basename(const std::string &path)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink(path.c_str(), buf, sizeof(buf) - 1);
+    if (n <= 0) {
+        return {};
+    }
+    buf[n] = '\0';
+    std::string s(buf);
+    auto slash = s.rfind('/');
+    return slash == std::string::npos ? s : s.substr(slash + 1);
+}
+
+// PCI address of an ibdev: /sys/class/infiniband/<dev>/device -> ../../0000:3b:00.0
+// rxe/siw have no PCI parent: "".
+std::string pci_bdf_of(const char *ibdev_name)
+{
+    std::string bdf = read_sysfs_link_basename(std::string("/sys/class/infiniband/") +
+                                               ibdev_name + "/device");
+    unsigned d, b, s, f;
+    if (std::sscanf(bdf.c_str(), "%x:%x:%x.%x", &d, &b, &s, &f) == 4) {
+        return bdf;
+    }
+    return {};
+}
+
+// Read a port's GID table through verbs (works in containers without sysfs).
+std::vector<gdr_gid_entry_t> read_gid_table(ibv_context *ctx, uint8_t port,
+                                            int table_len)
+{
+    std::vector<gdr_gid_entry_t> table;
+    for (int i = 0; i < table_len; ++i) {
+        ibv_gid_entry entry{};
+        if (ibv_query_gid_ex(ctx, port, i, &entry, 0) != 0) {
+            continue; // empty entries return ENODATA
+        }
+        gdr_gid_entry_t e{};
+        e.index   = i;
+        e.gid     = entry.gid;
+        e.roce_v2 = (entry.gid_type == IBV_GID_TYPE_ROCE_V2);
+        table.push_back(e);
+    }
+    return table;
+}
+
+void fill_port(gdr_device_t &dev, uint8_t port_num, const ibv_port_attr &pa)
+{
+    gdr_port_info_t &p = dev.ports[dev.num_ports++];
+    std::memset(&p, 0, sizeof(p));
+    p.port_num     = port_num;
+    p.link_layer   = (pa.link_layer == IBV_LINK_LAYER_UNSPECIFIED) ?
+                     uint8_t(IBV_LINK_LAYER_INFINIBAND) : pa.link_layer;
+    p.lid          = pa.lid;
+    p.sm_sl        = pa.sm_sl;
+    p.grh_required = (pa.flags & IBV_QPF_GRH_REQUIRED) ? 1 : 0;
+    p.active_mtu   = pa.active_mtu;
+    p.bandwidth    = port_bandwidth(pa);
+    auto table     = read_gid_table(dev.ctx, port_num, pa.gid_tbl_len);
+    p.gid_index    = gdr_select_gid(table.data(), table.size(),
+                                    p.link_layer == IBV_LINK_LAYER_ETHERNET,
+                                    p.gid_reason, sizeof(p.gid_reason));
+    for (const auto &e : table) {
+        if (e.index == p.gid_index) {
+            p.gid = e.gid;
+        }
+    }
+}
+
+} // namespace
+
+extern "C" {
+
+int gdr_select_gid(const gdr_gid_entry_t *table, unsigned count, int is_ethernet,
+                   char *reason, size_t reason_len)
+{
+    if (!is_ethernet) {
+        for (unsigned i = 0; i < count; ++i) {
+            if (table[i].index == 0) {
+                set_msg(reason, reason_len, "InfiniBand: GID index 0 (port GID)");
+                return 0;
+            }
+        }
+        set_msg(reason, reason_len, "InfiniBand port has no GID at index 0");
+        return -1;
+    }
+
+    // Lower rank wins; ties go to the lower index (the kernel lists the
+    // primary address of a netdev first).
+    auto rank = [](const gdr_gid_entry_t &e) {
+        int r = gid_is_ipv4_mapped(e.gid) ? 0 : gid_is_link_local(e.gid) ? 2 : 1;
+        return e.roce_v2 ? r : 3 + r;
+    };
+    static const char *const why[] = {
+        "RoCE v2, IPv4-mapped (routable over IPv4 networks)",
+        "RoCE v2, IPv6 global",
+        "RoCE v2, IPv6 link-local (no IPv4/global IPv6 address on the netdev)",
+        "RoCE v1, IPv4-mapped (no RoCE v2 GID)",
+        "RoCE v1, IPv6 global (no RoCE v2 GID)",
+        "RoCE v1, link-local (no RoCE v2 GID)"};
+    const gdr_gid_entry_t *best = nullptr;
+    for (unsigned i = 0; i < count; ++i) {
+        if (gid_is_zero(table[i].gid)) {
+            continue;
+        }
+        if (best == nullptr || rank(table[i]) < rank(*best) ||
+            (rank(table[i]) == rank(*best) && table[i].index < best->index)) {
+            best = &table[i];
+        }
+    }
+    if (best == nullptr) {
+        set_msg(reason, reason_len, "RoCE port has no valid GID (no IP address on the netdev?)");
+        return -1;
+    }
+    set_msg(reason, reason_len, "%s: %s", why[rank(*best)], gid_to_string(best->gid).c_str());
+    return best->index;
+}
+
+int gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned *count_p,
+                       char *skipped, size_t skipped_len)
+{
+    *count_p = 0;
+    std::string skip_msg;
+    int num = 0;
+    ibv_device **list = ibv_get_device_list(&num);
+    if (list == nullptr) {
+        set_msg(skipped, skipped_len, "ibv_get_device_list: %s", std::strerror(errno));
+        return 0; // no verbs at all (no kernel support) is "no devices"
+    }
+    std::unique_ptr<ibv_device *, void (*)(ibv_device **)> guard(list, ibv_free_device_list);
+
+    for (int i = 0; i < num && *count_p < max_devs; ++i) {
+        const char *name = ibv_get_device_name(list[i]);
+        ibv_context *ctx = ibv_open_device(list[i]);
+        if (ctx == nullptr) {
+            skip_msg += std::string(name) + ": ibv_open_device: " + std::strerror(errno) + "; ";
+            continue;
+        }
+        gdr_device_t &dev = devs[*count_p];
+        std::memset(&dev, 0, sizeof(dev));
+        dev.ctx = ctx;
+        std::snprintf(dev.name, sizeof(dev.name), "%s", name);
+        std::snprintf(dev.pci_bdf, sizeof(dev.pci_bdf), "%s", pci_bdf_of(name).c_str());
+        if (ibv_query_device(ctx, &dev.attr) != 0) {
+            skip_msg += std::string(name) + ": ibv_query_device failed; ";
+            ibv_close_device(ctx);
+            continue;
+        }
+        for (uint8_t p = 1; p <= dev.attr.phys_port_cnt && dev.num_ports < GDR_VERBS_MAX_PORTS; ++p) {
+            ibv_port_attr pa{};
+            if (ibv_query_port(ctx, p, &pa) != 0 || pa.state != IBV_PORT_ACTIVE) {
+                continue;
+            }
+            if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND &&
+                pa.link_layer != IBV_LINK_LAYER_ETHERNET &&
+                pa.link_layer != IBV_LINK_LAYER_UNSPECIFIED) {
+                continue;
+            }
+            fill_port(dev, p, pa);
+        }
+        if (dev.num_ports == 0) {
+            ibv_close_device(ctx);
+            continue; // no ACTIVE port: not a resource, not an error
+        }
+        dev.pd = ibv_alloc_pd(ctx);
+        if (dev.pd == nullptr) {
+            skip_msg += std::string(name) + ": ibv_alloc_pd: " + std::strerror(errno) + "; ";
+            ibv_close_device(ctx);
+            continue;
+        }
+        ++*count_p;
+    }
+    set_msg(skipped, skipped_len, "%s", skip_msg.c_str());
+    return 0;
+}
+
+void gdr_verbs_close(gdr_device_t *dev)
+{
+    if (dev->pd != nullptr) {
+        ibv_dealloc_pd(dev->pd);
+        dev->pd = nullptr;
+    }
+    if (dev->ctx != nullptr) {
+        ibv_close_device(dev->ctx);
+        dev->ctx = nullptr;
+    }
+}
+
+const gdr_port_info_t *gdr_verbs_port(const gdr_device_t *dev, uint8_t port_num)
+{
+    for (unsigned i = 0; i < dev->num_ports; ++i) {
+        if (dev->ports[i].port_num == port_num) {
+            return &dev->ports[i];
+        }
+    }
+    return nullptr;
+}
+
+int gdr_verbs_port_gid(const gdr_device_t *dev, uint8_t port_num, int forced_index,
+                       union ibv_gid *gid, int *index_p, char *err, size_t err_len)
+{
+    const gdr_port_info_t *port = gdr_verbs_port(dev, port_num);
+    if (port == nullptr) {
+        set_msg(err, err_len, "%s: port %u is not active", dev->name, port_num);
+        return -1;
+    }
+    if (forced_index < 0) {
+        if (port->gid_index < 0) {
+            set_msg(err, err_len, "%s:%u: %s", dev->name, port_num, port->gid_reason);
+            return -1;
+        }
+        *gid     = port->gid;
+        *index_p = port->gid_index;
+        return 0;
+    }
+    ibv_gid_entry entry{};
+    if (ibv_query_gid_ex(dev->ctx, port_num, forced_index, &entry, 0) != 0 ||
+        gid_is_zero(entry.gid)) {
+        set_msg(err, err_len, "%s:%u: GID index %d is empty or invalid", dev->name,
+                port_num, forced_index);
+        return -1;
+    }
+    *gid     = entry.gid;
+    *index_p = forced_index;
+    return 0;
+}
+
+int gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq,
+                        struct ibv_cq *recv_cq, struct ibv_srq *srq,
+                        uint32_t max_send_wr, uint32_t max_send_sge,
+                        uint32_t *max_inline, struct ibv_qp **qp_p,
+                        char *err, size_t err_len)
+{
+    ibv_qp_init_attr attr{};
+    attr.send_cq             = send_cq;
+    attr.recv_cq             = recv_cq;
+    attr.srq                 = srq;
+    attr.qp_type             = IBV_QPT_RC;
+    attr.sq_sig_all          = 0; // selective signalling
+    attr.cap.max_send_wr     = max_send_wr;
+    attr.cap.max_recv_wr     = srq ? 0 : 1;
+    attr.cap.max_send_sge    = max_send_sge;
+    attr.cap.max_recv_sge    = 1;
+    attr.cap.max_inline_data = *max_inline;
+    ibv_qp *qp = ibv_create_qp(pd, &attr);
+    if (qp == nullptr && *max_inline > 0) {
+        // Some providers refuse large inline sizes instead of clamping.
+        attr.cap.max_inline_data = 0;
+        qp = ibv_create_qp(pd, &attr);
+    }
+    if (qp == nullptr) {
+        set_msg(err, err_len, "ibv_create_qp(RC, send_wr=%u, sge=%u, inline=%u): %s",
+                max_send_wr, max_send_sge, *max_inline, std::strerror(errno));
+        return -1;
+    }
+    *max_inline = attr.cap.max_inline_data;
+    *qp_p       = qp;
+    return 0;
+}
+
+unsigned gdr_verbs_mtu_bytes(enum ibv_mtu mtu)
+{
+    switch (mtu) {
+    case IBV_MTU_256:  return 256;
+    case IBV_MTU_512:  return 512;
+    case IBV_MTU_1024: return 1024;
+    case IBV_MTU_2048: return 2048;
+    case IBV_MTU_4096: return 4096;
+    default:           return 0;
+    }
+}
+
+enum ibv_mtu gdr_verbs_mtu_from_bytes(unsigned bytes)
+{
+    if (bytes >= 4096) return IBV_MTU_4096;
+    if (bytes >= 2048) return IBV_MTU_2048;
+    if (bytes >= 1024) return IBV_MTU_1024;
+    if (bytes >= 512)  return IBV_MTU_512;
+    if (bytes >= 256)  return IBV_MTU_256;
+    return static_cast<enum ibv_mtu>(0);
+}
+
+int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_qp_local_t *local,
+                         const gdr_qp_remote_t *remote, char *err, size_t err_len)
+{
+    ibv_qp_attr attr{};
+    attr.qp_state        = IBV_QPS_INIT;
+    attr.pkey_index      = 0;
+    attr.port_num        = local->port_num;
+    attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                           IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                 IBV_QP_ACCESS_FLAGS) != 0) {
+        set_msg(err, err_len, "modify_qp(INIT): %s", std::strerror(errno));
+        return -1;
+    }
+
+    std::memset(&attr, 0, sizeof(attr));
+    attr.qp_state           = IBV_QPS_RTR;
+    attr.path_mtu           = std::min(local->mtu, remote->mtu);
+    attr.dest_qp_num        = remote->qp_num;
+    attr.rq_psn             = remote->psn;
+    attr.max_dest_rd_atomic = local->max_rd_atomic;
+    attr.min_rnr_timer      = local->min_rnr_timer;
+    attr.ah_attr.dlid       = remote->lid;
+    attr.ah_attr.sl         = local->sl;
+    attr.ah_attr.port_num   = local->port_num;
+    if (remote->is_global) {
+        attr.ah_attr.is_global         = 1;
+        attr.ah_attr.grh.dgid          = remote->gid;
+        attr.ah_attr.grh.sgid_index    = static_cast<uint8_t>(local->gid_index);
+        attr.ah_attr.grh.hop_limit     = local->hop_limit;
+        attr.ah_attr.grh.traffic_class = local->traffic_class;
+    }
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
+        set_msg(err, err_len, "modify_qp(RTR, dest_qpn=0x%x, mtu=%u, %s): %s",
+                remote->qp_num, gdr_verbs_mtu_bytes(attr.path_mtu),
+                remote->is_global ? gid_to_string(remote->gid).c_str() : "LID-routed",
+                std::strerror(errno));
+        return -1;
+    }
+
+    std::memset(&attr, 0, sizeof(attr));
+    attr.qp_state      = IBV_QPS_RTS;
+    attr.sq_psn        = local->psn;
+    attr.timeout       = local->timeout;
+    attr.retry_cnt     = local->retry_count;
+    attr.rnr_retry     = local->rnr_retry;
+    attr.max_rd_atomic = local->max_rd_atomic;
+    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+                                 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                 IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
+        set_msg(err, err_len, "modify_qp(RTS): %s", std::strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int gdr_verbs_qp_to_error(struct ibv_qp *qp)
+{
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_ERR;
+    return ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+}
+
+} // extern "C"

@@ -1,0 +1,136 @@
+/**
+ * gdr_verbs.h - the verbs half of gdr_rc, behind a narrow C interface.
+ *
+ * Device discovery, port/GID/MTU facts and the RC QP state machine live in C++
+ * (gdr_verbs.cpp); the UCT glue in ../ucx/ only sees these plain structs and
+ * calls.  Nothing here is on the data path: posting work requests and polling
+ * completion queues stay in the glue, inline, where UCX's helpers are.
+ */
+#ifndef GDR_VERBS_H_
+#define GDR_VERBS_H_
+
+#include <infiniband/verbs.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GDR_VERBS_MAX_DEVICES  32
+#define GDR_VERBS_MAX_PORTS    4
+#define GDR_VERBS_NAME_MAX     64
+#define GDR_VERBS_REASON_MAX   160
+
+/** One usable (ACTIVE, InfiniBand or Ethernet) port. */
+typedef struct gdr_port_info {
+    uint8_t       port_num;
+    uint8_t       link_layer;      /**< IBV_LINK_LAYER_INFINIBAND or _ETHERNET */
+    uint8_t       sm_sl;
+    uint8_t       grh_required;    /**< IB port flag IBV_QPF_GRH_REQUIRED */
+    uint16_t      lid;
+    enum ibv_mtu  active_mtu;
+    double        bandwidth;       /**< bytes/s, from active width x speed */
+    int           gid_index;       /**< auto-selected GID index, -1 if none */
+    union ibv_gid gid;             /**< GID at gid_index */
+    char          gid_reason[GDR_VERBS_REASON_MAX]; /**< why that GID */
+} gdr_port_info_t;
+
+/** An opened verbs device with its protection domain. */
+typedef struct gdr_device {
+    char                   name[GDR_VERBS_NAME_MAX]; /**< e.g. "rxe0", "mlx5_0" */
+    char                   pci_bdf[32];  /**< "0000:3b:00.0", "" when virtual (rxe) */
+    struct ibv_context     *ctx;
+    struct ibv_pd          *pd;
+    struct ibv_device_attr attr;
+    unsigned               num_ports;
+    gdr_port_info_t        ports[GDR_VERBS_MAX_PORTS];
+} gdr_device_t;
+
+/**
+ * Open every verbs device that has at least one ACTIVE InfiniBand or Ethernet
+ * port.  "No devices" is not an error (*count_p = 0).  Devices that cannot be
+ * opened are skipped with a reason in @a skipped (may be NULL).
+ */
+int gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned *count_p,
+                       char *skipped, size_t skipped_len);
+
+/** Close what gdr_verbs_open_all() opened for one device. */
+void gdr_verbs_close(gdr_device_t *dev);
+
+/** The port with number @a port_num, or NULL. */
+const gdr_port_info_t *gdr_verbs_port(const gdr_device_t *dev, uint8_t port_num);
+
+/**
+ * Resolve the GID to use on a port: @a forced_index >= 0 takes that entry
+ * (error if empty/invalid), otherwise the port's auto-selected one.
+ */
+int gdr_verbs_port_gid(const gdr_device_t *dev, uint8_t port_num, int forced_index,
+                       union ibv_gid *gid, int *index_p, char *err, size_t err_len);
+
+/** RC QP creation. @a max_inline is in/out: asked for, then what the QP gives. */
+int gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq,
+                        struct ibv_cq *recv_cq, struct ibv_srq *srq,
+                        uint32_t max_send_wr, uint32_t max_send_sge,
+                        uint32_t *max_inline, struct ibv_qp **qp_p,
+                        char *err, size_t err_len);
+
+/** What a peer tells us to connect an RC QP to it. */
+typedef struct gdr_qp_remote {
+    uint32_t      qp_num;
+    uint32_t      psn;
+    uint16_t      lid;
+    uint8_t       is_global;       /**< use a GRH (RoCE always, IB across subnets) */
+    enum ibv_mtu  mtu;             /**< the peer's path MTU limit */
+    union ibv_gid gid;
+} gdr_qp_remote_t;
+
+/** Local side of the connection, from the port and the UCX_GDR_* config. */
+typedef struct gdr_qp_local {
+    uint8_t      port_num;
+    int          gid_index;
+    enum ibv_mtu mtu;              /**< our path MTU limit */
+    uint32_t     psn;
+    uint8_t      sl;
+    uint8_t      traffic_class;
+    uint8_t      hop_limit;
+    uint8_t      timeout;          /**< local ACK timeout exponent: 4.096us * 2^t */
+    uint8_t      retry_count;
+    uint8_t      rnr_retry;
+    uint8_t      min_rnr_timer;
+    uint8_t      max_rd_atomic;    /**< both as initiator and as target */
+} gdr_qp_local_t;
+
+/** RESET -> INIT -> RTR -> RTS. Path MTU = min(ours, peer's). */
+int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_qp_local_t *local,
+                         const gdr_qp_remote_t *remote, char *err, size_t err_len);
+
+/** Move a QP to the error state: every posted WR completes with FLUSH_ERR. */
+int gdr_verbs_qp_to_error(struct ibv_qp *qp);
+
+/** Bytes of an MTU enum (IBV_MTU_1024 -> 1024), 0 if invalid. */
+unsigned gdr_verbs_mtu_bytes(enum ibv_mtu mtu);
+
+/** MTU enum for a byte count (rounded down to a valid one), 0 if < 256. */
+enum ibv_mtu gdr_verbs_mtu_from_bytes(unsigned bytes);
+
+/**
+ * Pick the GID index from a GID table. Pure function (shared with gdr-doctor):
+ * InfiniBand: 0.  RoCE: v2 with an IPv4-mapped address first, then v2 IPv6
+ * global, then v2 link-local, then v1 (same order), skipping empty entries.
+ * Returns the index or -1; @a reason says why (always set).
+ */
+typedef struct gdr_gid_entry {
+    int           index;
+    union ibv_gid gid;
+    int           roce_v2;         /**< 1: RoCE v2, 0: RoCE v1 / IB */
+} gdr_gid_entry_t;
+
+int gdr_select_gid(const gdr_gid_entry_t *table, unsigned count, int is_ethernet,
+                   char *reason, size_t reason_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
