@@ -379,28 +379,6 @@ gdr_cuda_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_m
     info->device_ordinal = attrs.device_ordinal;
     info->kind           = attrs.is_managed ? GDR_CUDA_MEM_MANAGED : GDR_CUDA_MEM_DEVICE;
 
-    // Allocation range and GPUDirect capability: attributes first (no context needed, VMM-aware);
-    // cuMemGetAddressRange in the allocation's context as the fallback for older drivers.
-    CUdeviceptr range_start = 0;
-    size_t      range_size  = 0;
-    unsigned    gdr_capable = 0;
-    int         attributes[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                                CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE};
-    void       *data[]       = {&range_start, &range_size, &gdr_capable};
-    CUresult    result       = api.cuPointerGetAttributes(3, attributes, data,
-                                                          reinterpret_cast<CUdeviceptr>(addr));
-    if ((result != CUDA_SUCCESS || range_size == 0) && !attrs.is_managed) {
-        MemoryContextScope context(api, attrs);
-        result = api.cuMemGetAddressRange_v2(&range_start, &range_size,
-                                             reinterpret_cast<CUdeviceptr>(addr));
-    }
-    if (result == CUDA_SUCCESS && range_size != 0) {
-        info->base         = reinterpret_cast<void *>(range_start);
-        info->alloc_length = range_size;
-    }
-    info->gpu_direct_rdma_capable = gdr_capable != 0;
-
     if (!attrs.is_managed) {
         // Only cuMemMap'ed ranges have an allocation handle to retain.
         CUmemGenericAllocationHandle handle = 0;
@@ -408,6 +386,36 @@ gdr_cuda_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_m
             info->is_vmm = 1;
             api.cuMemRelease(handle);
         }
+    }
+
+    // Allocation range and GPUDirect capability: attributes first (no context needed);
+    // cuMemGetAddressRange in the allocation's context as the fallback for older drivers.
+    CUdeviceptr range_start = 0;
+    size_t      range_size  = 0;
+    unsigned    gdr_capable = 0;
+    int         attributes[] = {CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE,
+                                CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void       *data[]       = {&gdr_capable, &range_start, &range_size};
+    CUresult    result       = api.cuPointerGetAttributes(3, attributes, data,
+                                                          reinterpret_cast<CUdeviceptr>(addr));
+    info->gpu_direct_rdma_capable = result == CUDA_SUCCESS && gdr_capable != 0;
+    if (info->is_vmm || attrs.is_managed) {
+        // VMM: the range attributes describe the whole cuMemAddressReserve reservation (seen on
+        // H200/driver 580: a 4 MiB reservation with 2 MiB mapped reports 4 MiB), which may hold
+        // unmapped holes and several physical allocations; the driver exposes no "mapped chunk
+        // of this address" query.  Managed: cuMemGetAddressRange does not support it.  Both
+        // keep the queried range, as UCX's cuda_copy md does for managed memory.
+        return GDR_CUDA_OK;
+    }
+    if (result != CUDA_SUCCESS || range_size == 0) {
+        MemoryContextScope context(api, attrs);
+        result = api.cuMemGetAddressRange_v2(&range_start, &range_size,
+                                             reinterpret_cast<CUdeviceptr>(addr));
+    }
+    if (result == CUDA_SUCCESS && range_size != 0) {
+        info->base         = reinterpret_cast<void *>(range_start);
+        info->alloc_length = range_size;
     }
     return GDR_CUDA_OK;
 }

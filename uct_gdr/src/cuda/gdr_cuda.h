@@ -56,8 +56,9 @@ typedef struct gdr_cuda_mem_info {
     int                 is_vmm;
     /** CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE (peermem works on it); 0 for host. */
     int                 gpu_direct_rdma_capable;
-    /** The allocation holding the address: for device memory the driver's range (for VMM: the
-     *  mapped range the address is in); for the other kinds, the queried addr/length. */
+    /** The allocation holding the address: for cuMemAlloc'ed device memory the driver's
+     *  allocation range; for every other kind (VMM and managed included: see gdr_cuda.cpp)
+     *  the queried addr/length. */
     void               *base;
     size_t              alloc_length;
     /** CU_POINTER_ATTRIBUTE_BUFFER_ID: process-unique and never reused, so a registration made
