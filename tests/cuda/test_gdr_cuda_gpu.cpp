@@ -162,17 +162,9 @@ TEST_F(Gpu, DetectsVmmMapping)
     gdr_cuda_mem_info_t info = query(ptr(vmm.va + vmm.size / 2), 8);
     EXPECT_EQ(info.kind, GDR_CUDA_MEM_DEVICE);
     EXPECT_EQ(info.is_vmm, 1);
-    // No "mapped chunk" query exists: the queried range is reported (see gdr_cuda.h).
-    EXPECT_EQ(info.base, ptr(vmm.va + vmm.size / 2));
-    EXPECT_EQ(info.alloc_length, 8u);
-    {
-        CUdeviceptr base = 0;
-        size_t      size = 0;
-        CUresult    r    = cu().cuMemGetAddressRange_v2(&base, &size, vmm.va + vmm.size / 2);
-        std::printf("VMM: %zu B mapped at the start of a %zu B reservation; "
-                    "cuMemGetAddressRange: result %d, 0x%llx+%zu\n",
-                    vmm.size, vmm.reserve, r, base, size);
-    }
+    // The mapped allocation, not the 2x larger reservation around it.
+    EXPECT_EQ(info.base, ptr(vmm.va));
+    EXPECT_EQ(info.alloc_length, vmm.size);
     EXPECT_NE(info.buffer_id, 0u);
     EXPECT_EQ(info.device_ordinal, 0);
     EXPECT_EQ(info.gpu_direct_rdma_capable, gdr_vmm ? 1 : 0);
@@ -191,6 +183,21 @@ TEST_F(Gpu, DetectsVmmMapping)
         EXPECT_GE(dmabuf_size(fd), off_t(offset + 5000));
         close(fd);
     }
+    // The whole mapped allocation exports; a range running into the unmapped part must get a
+    // clean answer (recorded in docs/gpu-memory.md).
+    fd = -1;
+    EXPECT_EQ(gdr_cuda_dmabuf_export(info.base, info.alloc_length, &fd, &offset, reason,
+                                     sizeof(reason)),
+              GDR_CUDA_OK)
+        << reason;
+    if (fd >= 0) close(fd);
+    fd = -1;
+    gdr_cuda_status_t status = gdr_cuda_dmabuf_export(ptr(vmm.va + vmm.size - 8), 16, &fd, &offset,
+                                                      reason, sizeof(reason));
+    EXPECT_TRUE(status == GDR_CUDA_OK || status == GDR_CUDA_ERR_UNSUPPORTED) << status;
+    std::printf("VMM: export running past the mapping into the reservation: %s %s\n",
+                status == GDR_CUDA_OK ? "ok" : "refused", reason);
+    if (fd >= 0) close(fd);
 }
 
 TEST_F(Gpu, DetectsManagedMemory)
@@ -435,6 +442,41 @@ TEST_F(Gpu, ProbeCreatesNoContext)
         EXPECT_EQ(current_context(), nullptr);
     }).join();
     EXPECT_EQ(current_context(), context_);
+}
+
+// ctest runs each test in its own process: here no context exists yet.  Without permission the
+// probe must not create one (and says what it could not exercise); with it, it really exports.
+TEST(GpuNoContext, ProbeCreatesAContextOnlyWhenAllowed)
+{
+    char reason[GDR_CUDA_REASON_MAX];
+    if (!gdr_cuda_available(reason, sizeof(reason))) {
+        GTEST_SKIP() << reason;
+    }
+    CUdevice device = 0;
+    ASSERT_EQ(cu().cuDeviceGet(&device, 0), CUDA_SUCCESS);
+    unsigned flags  = 0;
+    int      active = 0;
+    ASSERT_EQ(cu().cuDevicePrimaryCtxGetState(device, &flags, &active), CUDA_SUCCESS);
+    if (active) {
+        GTEST_SKIP() << "GPU0's primary context is already active in this process";
+    }
+    gdr_cuda_config_t       config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
+    gdr_cuda_probe_result_t result;
+    ASSERT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), GDR_CUDA_OK);
+    EXPECT_NE(std::string(result.reason).find("(not exercised: no active CUDA context on this GPU)"),
+              std::string::npos)
+        << result.reason;
+    ASSERT_EQ(cu().cuDevicePrimaryCtxGetState(device, &flags, &active), CUDA_SUCCESS);
+    EXPECT_EQ(active, 0) << "the probe created a context";
+    EXPECT_EQ(current_context(), nullptr);
+
+    ASSERT_EQ(gdr_cuda_probe(nullptr, &config, GDR_CUDA_PROBE_MAY_CREATE_CONTEXT, &result),
+              GDR_CUDA_OK);
+    EXPECT_NE(std::string(result.reason).find("export of a 2 MiB cuMemAlloc ok"), std::string::npos)
+        << result.reason;
+    EXPECT_EQ(current_context(), nullptr);
+    ASSERT_EQ(cu().cuDevicePrimaryCtxGetState(device, &flags, &active), CUDA_SUCCESS);
+    std::printf("probe with MAY_CREATE_CONTEXT: primary context active afterwards: %d\n", active);
 }
 
 TEST_F(Gpu, RegistrationArgumentsAreChecked)

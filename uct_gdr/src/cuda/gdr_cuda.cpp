@@ -400,15 +400,15 @@ gdr_cuda_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_m
     CUresult    result       = api.cuPointerGetAttributes(3, attributes, data,
                                                           reinterpret_cast<CUdeviceptr>(addr));
     info->gpu_direct_rdma_capable = result == CUDA_SUCCESS && gdr_capable != 0;
-    if (info->is_vmm || attrs.is_managed) {
-        // VMM: the range attributes describe the whole cuMemAddressReserve reservation (seen on
-        // H200/driver 580: a 4 MiB reservation with 2 MiB mapped reports 4 MiB), which may hold
-        // unmapped holes and several physical allocations; the driver exposes no "mapped chunk
-        // of this address" query.  Managed: cuMemGetAddressRange does not support it.  Both
-        // keep the queried range, as UCX's cuda_copy md does for managed memory.
-        return GDR_CUDA_OK;
+    if (attrs.is_managed) {
+        return GDR_CUDA_OK;  // cuMemGetAddressRange does not support managed memory
     }
-    if (result != CUDA_SUCCESS || range_size == 0) {
+    if (info->is_vmm || result != CUDA_SUCCESS || range_size == 0) {
+        // VMM: the range attributes describe the whole cuMemAddressReserve reservation, which
+        // may hold unmapped holes and other physical allocations (H200, driver 580: a 4 MiB
+        // reservation with 2 MiB mapped reports 4 MiB), while cuMemGetAddressRange reports the
+        // mapped allocation holding the address, the unit dma-buf export works on.  It is also
+        // the fallback for drivers without the range attributes.
         MemoryContextScope context(api, attrs);
         result = api.cuMemGetAddressRange_v2(&range_start, &range_size,
                                              reinterpret_cast<CUdeviceptr>(addr));

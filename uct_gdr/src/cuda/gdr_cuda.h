@@ -56,9 +56,9 @@ typedef struct gdr_cuda_mem_info {
     int                 is_vmm;
     /** CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE (peermem works on it); 0 for host. */
     int                 gpu_direct_rdma_capable;
-    /** The allocation holding the address: for cuMemAlloc'ed device memory the driver's
-     *  allocation range; for every other kind (VMM and managed included: see gdr_cuda.cpp)
-     *  the queried addr/length. */
+    /** The allocation holding the address: for device memory the driver's allocation (for VMM
+     *  the cuMemMap'ed allocation, not the whole reservation); for the other kinds (managed
+     *  included) the queried addr/length. */
     void               *base;
     size_t              alloc_length;
     /** CU_POINTER_ATTRIBUTE_BUFFER_ID: process-unique and never reused, so a registration made
