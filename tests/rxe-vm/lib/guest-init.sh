@@ -23,7 +23,8 @@ fail() {  # the VM could not provide what the command needs: report, never run t
   echo "$*" > $R/error
   poweroff_now
 }
-log() { [ "${RXE_VERBOSE:-0}" = 1 ] && echo "rxe-vm guest: $*" > /dev/console; }
+# boot.log (the serial console) records each stage, so a boot that stalls shows where
+stage() { echo "rxe-vm guest: [$(cut -d' ' -f1 /proc/uptime) s] $*" > /dev/console; }
 
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -35,6 +36,7 @@ mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs -o mode=1777 tmpfs /var/tmp
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 cat /proc/uptime > $R/uptime.init
+stage "guest-init started"
 . $R/params
 
 # Modules come from the cached bundle (share 'kroot' = <bundle> with lib/modules/<kver>); the host's
@@ -47,6 +49,8 @@ for m in crc32_pclmul crc32_generic; do /run/modprobe -q "$m"; done   # crc32_pc
 for m in rdma_rxe ib_uverbs rdma_ucm ib_umad; do
   /run/modprobe "$m" 2> $R/modprobe.err || fail "modprobe $m failed: $(cat $R/modprobe.err)"
 done
+
+stage "modules loaded"
 
 # Network: guest-local only (qemu -nic none: no packet can leave the VM).  rxe needs a netdev with an
 # IP address; a dummy netdev with a non-loopback address also satisfies RDMA-CM, which refuses
@@ -68,6 +72,7 @@ rdma link add rxe0 type rxe netdev "$dev" 2> $R/rdma.err || fail "rdma link add 
 # devtmpfs creates /dev/infiniband/uverbs0 by itself (no udev needed).  GIDs are filled in
 # asynchronously after `rdma link add`: wait for the port to be ACTIVE and for the IPv4-mapped
 # RoCE v2 GID, and export its index (perftest -x, ibv_*_pingpong -g, UCX_IB_GID_INDEX).
+stage "rxe0 on $dev created; waiting for ACTIVE and the IPv4 RoCE v2 GID"
 RXE_GID_INDEX=
 for _ in $(seq 300); do
   if [ -e /dev/infiniband/uverbs0 ] && grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null; then
@@ -114,6 +119,7 @@ done
 [ -n "$OUT" ] && [ -n "$ERR" ] || fail "virtio-serial ports rxevm.out/rxevm.err not found"
 
 cat /proc/uptime > $R/ready
+stage "ready (GID index $RXE_GID_INDEX); running the command"
 if [ "${RXE_VERBOSE:-0}" = 1 ]; then
   { echo "rxe-vm: $(uname -r), netdev $dev ip $RXE_IP gid_index $RXE_GID_INDEX, init at $(cut -d' ' -f1 $R/uptime.init) s, rxe0 ready at $(cut -d' ' -f1 $R/ready) s (guest uptime)"
     rdma link show; } > $ERR 2>&1
@@ -124,5 +130,7 @@ fi
   cd "$RXE_CWD" || exit 125
   exec bash $R/cmd
 ) < /dev/null > $OUT 2> $ERR
-echo $? > $R/rc
+rc=$?
+stage "command exited with status $rc"
+echo $rc > $R/rc
 poweroff_now
