@@ -146,8 +146,12 @@ TEST_F(Gpu, DetectsCuMemAlloc)
     EXPECT_EQ(info.alloc_length, size_t(3) << 20);
     EXPECT_NE(info.buffer_id, 0u);
     EXPECT_EQ(info.device_ordinal, 0);
-    std::printf("cuMemAlloc: gpu_direct_rdma_capable=%d buffer_id=%llu\n",
-                info.gpu_direct_rdma_capable, (unsigned long long)info.buffer_id);
+    EXPECT_EQ(info.pci_domain, attribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID));
+    EXPECT_EQ(info.pci_bus, attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID));
+    EXPECT_EQ(info.pci_device, attribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID));
+    std::printf("cuMemAlloc: gpu_direct_rdma_capable=%d buffer_id=%llu pci %04x:%02x:%02x\n",
+                info.gpu_direct_rdma_capable, (unsigned long long)info.buffer_id, info.pci_domain,
+                info.pci_bus, info.pci_device);
     ASSERT_CU(cu().cuMemFree_v2(buffer));
 }
 
@@ -252,6 +256,7 @@ TEST_F(Gpu, DetectsPageableHostMemory)
         EXPECT_EQ(info.alloc_length, 64u);
         EXPECT_EQ(info.buffer_id, 0u);
         EXPECT_EQ(info.device_ordinal, -1);
+        EXPECT_EQ(info.pci_bus, -1);
     }
     int      fd = -1;
     uint64_t offset;

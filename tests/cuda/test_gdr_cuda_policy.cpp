@@ -462,6 +462,7 @@ TEST(NoLibcuda, PublicApiIsHostOnlyAndSilent)
     EXPECT_EQ(info.alloc_length, host.size());
     EXPECT_EQ(info.buffer_id, 0u);
     EXPECT_EQ(info.device_ordinal, -1);
+    EXPECT_EQ(info.pci_domain, -1);
     EXPECT_EQ(gdr_cuda_mem_query(host.data(), 1, nullptr), GDR_CUDA_ERR_INVALID_PARAM);
 
     uint64_t id = 1;

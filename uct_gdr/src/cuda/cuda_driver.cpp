@@ -97,7 +97,24 @@ Driver::Driver(const char *soname)
         device_count_ = 0;
         return;
     }
+    pci_.resize(static_cast<size_t>(device_count_));
+    for (int ordinal = 0; ordinal < device_count_; ++ordinal) {
+        CUdevice     device   = 0;
+        PciLocation &location = pci_[static_cast<size_t>(ordinal)];
+        if (api_.cuDeviceGet(&device, ordinal) == CUDA_SUCCESS) {
+            api_.cuDeviceGetAttribute(&location.domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, device);
+            api_.cuDeviceGetAttribute(&location.bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, device);
+            api_.cuDeviceGetAttribute(&location.device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, device);
+        }
+    }
     usable_ = true;
+}
+
+const Driver::PciLocation &Driver::pci_location(int ordinal) const
+{
+    static const PciLocation unknown;
+    return ordinal >= 0 && static_cast<size_t>(ordinal) < pci_.size() ?
+               pci_[static_cast<size_t>(ordinal)] : unknown;
 }
 
 Driver::~Driver()

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 // Same tags as cuda.h so that the pointer types are identical when both are visible.
 struct CUctx_st;
@@ -178,6 +179,12 @@ public:
     const std::string &reason() const { return reason_; }
     const Api &api() const { return api_; }
     int device_count() const { return device_count_; }
+    /** PCI location of each device, by ordinal (read once at load: UCP asks for it per operation
+     *  when the memory-type cache is off). */
+    struct PciLocation {
+        int domain = -1, bus = -1, device = -1;
+    };
+    const PciLocation &pci_location(int ordinal) const;
     int version() const { return version_; }
 
     /** "CUDA_ERROR_X (text)" for a driver result code. */
@@ -188,6 +195,7 @@ private:
     Api         api_{};
     bool        usable_ = false;
     int         device_count_ = 0;
+    std::vector<PciLocation> pci_;
     int         version_ = 0;
     std::string reason_;
 };

@@ -358,6 +358,7 @@ gdr_cuda_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_m
     info->base           = const_cast<void *>(addr);
     info->alloc_length   = length;
     info->device_ordinal = -1;
+    info->pci_domain = info->pci_bus = info->pci_device = -1;
 
     const Driver &driver = Driver::instance();
     if (!driver.usable()) {
@@ -378,6 +379,10 @@ gdr_cuda_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_m
     }
     info->device_ordinal = attrs.device_ordinal;
     info->kind           = attrs.is_managed ? GDR_CUDA_MEM_MANAGED : GDR_CUDA_MEM_DEVICE;
+    const Driver::PciLocation &pci = driver.pci_location(attrs.device_ordinal);
+    info->pci_domain               = pci.domain;
+    info->pci_bus                  = pci.bus;
+    info->pci_device               = pci.device;
 
     if (!attrs.is_managed) {
         // Only cuMemMap'ed ranges have an allocation handle to retain.

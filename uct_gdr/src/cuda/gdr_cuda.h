@@ -66,6 +66,9 @@ typedef struct gdr_cuda_mem_info {
     uint64_t            buffer_id;
     /** CUDA device ordinal owning the memory, -1 for host kinds. */
     int                 device_ordinal;
+    /** That device's PCI location (for the md's sys_dev: ucs_topo_find_device_by_bus_id with
+     *  function 0, as UCX's cuda md does); -1 for host kinds. */
+    int                 pci_domain, pci_bus, pci_device;
 } gdr_cuda_mem_info_t;
 
 /** The UCX_GDR_* ternaries.  Same numbers as UCX's ucs_ternary_auto_value_t (NO, YES, TRY). */
