@@ -790,7 +790,11 @@ void Doctor::ucx()
         add("ucx", "ucx.plugin", "", Status::Fail, probe.plugin_detail,
             "build ucx-gdr (`./configure && make`) or pass --plugin /path/to/libuct_gdr.so");
         break;
-    default:
+    case UcxProbe::Plugin::LoadFailed:
+        add("ucx", "ucx.plugin", "", Status::Fail, probe.plugin_detail,
+            "check the path and that the library's dependencies resolve (`ldd " + probe.plugin_path + "`)");
+        break;
+    case UcxProbe::Plugin::NotRegistered:
         add("ucx", "ucx.plugin", "", Status::Fail, probe.plugin_detail,
             "rebuild ucx-gdr against this UCX (" + probe.version + "): the plugin is built for one exact UCX version");
     }

@@ -43,7 +43,7 @@ std::vector<std::string> default_plugin_paths()
         exe[n] = '\0';
         std::string dir(exe);
         dir.erase(dir.rfind('/'));
-        paths.push_back(dir + "/../lib/libuct_gdr.so"); // a relocated prefix
+        paths.push_back(dir + "/../" GDR_DOCTOR_LIBDIR "/ucx-gdr/libuct_gdr.so"); // a relocated prefix
     }
     return paths;
 }

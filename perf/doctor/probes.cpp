@@ -270,8 +270,8 @@ UcxProbe probe_ucx(const std::string &plugin_path, const std::vector<std::string
     } else {
         probe.plugin = UcxProbe::Plugin::NotRegistered;
         probe.plugin_detail = "loaded " + probe.plugin_path +
-                              " but UCT lists no component \"gdr\" (built for another UCX "
-                              "version? its one-line message above says why)";
+                              " but UCT lists no component \"gdr\" (the plugin refused to "
+                              "register: its own message on stderr says why)";
     }
     return probe;
 }

@@ -2,6 +2,8 @@
 // with a fix, and the exit status that goes with it.
 #include "doctor_run.hpp"
 
+#include <algorithm>
+
 using nlohmann::json;
 
 namespace {
@@ -171,4 +173,34 @@ TEST(DoctorCli, BadArgumentsAreUsageErrors)
     DoctorRun help = run_doctor("--help", false);
     EXPECT_EQ(help.exit_status, 0);
     EXPECT_NE(help.out.find("exit status: 0 ready"), std::string::npos);
+}
+
+TEST(DoctorPlugin, LoadsTheBuiltPluginIntoUcx)
+{
+    const char *plugin = std::getenv("GDR_TEST_PLUGIN");
+    if (plugin == nullptr || *plugin == '\0') {
+        GTEST_SKIP() << "plugin not built in this tree (GDR_TEST_PLUGIN unset)";
+    }
+    DoctorRun run = run_doctor("--json --plugin " + shell_quote(plugin));
+    json found = run.finding("ucx.plugin");
+    EXPECT_EQ(found.at("status"), "ok") << found.dump() << "\n" << run.err;
+    EXPECT_EQ(run.json.at("ucx").at("plugin"), "loaded");
+    const json &components = run.json.at("ucx").at("components");
+    EXPECT_NE(std::find(components.begin(), components.end(), "gdr"), components.end());
+}
+
+TEST(DoctorPlugin, ReportsAPluginThatRefusesToRegister)
+{
+    const char *plugin = std::getenv("GDR_TEST_PLUGIN_SKEW");
+    if (plugin == nullptr || *plugin == '\0') {
+        GTEST_SKIP() << "ABI-skewed plugin not built in this tree (GDR_TEST_PLUGIN_SKEW unset)";
+    }
+    DoctorRun run = run_doctor("--json --plugin " + shell_quote(plugin));
+    EXPECT_EQ(run.exit_status, 2);
+    EXPECT_EQ(run.json.at("ucx").at("plugin"), "not-registered");
+    EXPECT_EQ(run.finding("ucx.plugin").at("status"), "fail");
+
+    DoctorRun missing = run_doctor("--json --plugin /nonexistent/libuct_gdr.so");
+    EXPECT_EQ(missing.json.at("ucx").at("plugin"), "not-found");
+    EXPECT_TRUE(contains(missing.finding("ucx.plugin"), "message", "does not exist"));
 }
