@@ -1,0 +1,187 @@
+// GPU test: UCX's own registration cache (ucs_rcache, as the md glue uses it) over CUDA memory,
+// with the staleness check gdr_cuda provides.  No HCA is needed: the cached "registration" is
+// the dma-buf export half of the real one, and what is checked is which registration a lookup
+// returns.  Shows (1) hits, (2) that ucs_rcache alone returns a stale region after cuMemFree +
+// cuMemAlloc at the same address (no UCM CUDA hooks in Debian's UCX), and (3) that the recipe
+// documented in docs/gpu-memory.md — check gdr_cuda_region_is_stale() on every hit, invalidate
+// and look up again — registers the new allocation.
+#include "cuda_driver.h"
+#include "gdr_cuda.h"
+
+#include <gtest/gtest.h>
+
+extern "C" {
+#include <ucs/memory/rcache.h>
+}
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdint>
+
+using namespace gdr::cuda::drv;
+
+namespace {
+
+const Api &cu() { return Driver::instance().api(); }
+
+struct CudaRegion {
+    ucs_rcache_region_t super;
+    uint64_t            buffer_id;  ///< of the allocation at super.start when registered
+};
+
+struct Registrations {
+    int registered   = 0;
+    int deregistered = 0;
+};
+
+ucs_status_t register_region(void *context, ucs_rcache_t *, void *, ucs_rcache_region_t *region,
+                             uint16_t)
+{
+    auto      *cuda   = reinterpret_cast<CudaRegion *>(region);
+    void      *start  = reinterpret_cast<void *>(region->super.start);
+    size_t     length = region->super.end - region->super.start;
+    gdr_cuda_mem_info_t info;
+    if (gdr_cuda_mem_query(start, length, &info) != GDR_CUDA_OK || info.kind != GDR_CUDA_MEM_DEVICE) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    int      fd = -1;
+    uint64_t offset;
+    if (gdr_cuda_dmabuf_export(start, length, &fd, &offset, nullptr, 0) != GDR_CUDA_OK) {
+        return UCS_ERR_IO_ERROR;
+    }
+    close(fd);
+    cuda->buffer_id = info.buffer_id;
+    ++static_cast<Registrations *>(context)->registered;
+    return UCS_OK;
+}
+
+void deregister_region(void *context, ucs_rcache_t *, ucs_rcache_region_t *)
+{
+    ++static_cast<Registrations *>(context)->deregistered;
+}
+
+void dump_region(void *, ucs_rcache_t *, ucs_rcache_region_t *region, char *buf, size_t max)
+{
+    snprintf(buf, max, "buffer_id %llu",
+             (unsigned long long)reinterpret_cast<CudaRegion *>(region)->buffer_id);
+}
+
+const ucs_rcache_ops_t kOps = {register_region, deregister_region, dump_region};
+
+/** The glue's lookup: a hit whose allocation is gone or replaced is invalidated, then missed. */
+CudaRegion *get_fresh(ucs_rcache_t *rcache, void *address, size_t length)
+{
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        ucs_rcache_region_t *region = nullptr;
+        if (ucs_rcache_get(rcache, address, length, PROT_READ | PROT_WRITE, nullptr, &region) !=
+            UCS_OK) {
+            return nullptr;
+        }
+        auto *cuda = reinterpret_cast<CudaRegion *>(region);
+        if (!gdr_cuda_region_is_stale(reinterpret_cast<void *>(region->super.start),
+                                      cuda->buffer_id)) {
+            return cuda;
+        }
+        ucs_rcache_region_invalidate(rcache, region, [](void *) {}, nullptr);
+        ucs_rcache_region_put(rcache, region);
+    }
+    return nullptr;
+}
+
+class CudaRcache : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        char reason[GDR_CUDA_REASON_MAX];
+        if (!gdr_cuda_available(reason, sizeof(reason))) {
+            GTEST_SKIP() << reason;
+        }
+        ASSERT_EQ(cu().cuDeviceGet(&device_, 0), CUDA_SUCCESS);
+        ASSERT_EQ(cu().cuDevicePrimaryCtxRetain(&context_, device_), CUDA_SUCCESS);
+        ASSERT_EQ(cu().cuCtxSetCurrent(context_), CUDA_SUCCESS);
+
+        ucs_rcache_params_t params{};
+        params.region_struct_size = sizeof(CudaRegion);
+        params.alignment          = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+        params.max_alignment      = params.alignment;
+        params.ucm_events         = 0;  // CUDA frees raise no UCM event without UCM's CUDA hooks
+        params.ops                = &kOps;
+        params.context            = &registrations_;
+        params.flags              = UCS_RCACHE_FLAG_NO_PFN_CHECK;  // device VAs have no host PFNs
+        params.max_regions        = ULONG_MAX;
+        params.max_size           = SIZE_MAX;
+        params.max_unreleased     = SIZE_MAX;
+        ASSERT_EQ(ucs_rcache_create(&params, "gdr_cuda_test", nullptr, &rcache_), UCS_OK);
+    }
+
+    void TearDown() override
+    {
+        if (rcache_ != nullptr) {
+            ucs_rcache_destroy(rcache_);
+            EXPECT_EQ(registrations_.registered, registrations_.deregistered);
+        }
+        if (context_ != nullptr) {
+            cu().cuCtxSetCurrent(nullptr);
+            cu().cuDevicePrimaryCtxRelease_v2(device_);
+        }
+    }
+
+    CUdevice      device_  = 0;
+    CUcontext     context_ = nullptr;
+    ucs_rcache_t *rcache_  = nullptr;
+    Registrations registrations_;
+};
+
+}  // namespace
+
+TEST_F(CudaRcache, HitsThenInvalidatesOnFreeAndReallocationAtTheSameAddress)
+{
+    const size_t size = 8 << 20, length = 1 << 20;
+    CUdeviceptr  first = 0;
+    ASSERT_EQ(cu().cuMemAlloc_v2(&first, size), CUDA_SUCCESS);
+    void *address = reinterpret_cast<void *>(first);
+
+    CudaRegion *region = get_fresh(rcache_, address, length);
+    ASSERT_NE(region, nullptr);
+    EXPECT_EQ(registrations_.registered, 1);
+    const uint64_t first_id = region->buffer_id;
+    ucs_rcache_region_put(rcache_, &region->super);
+
+    CudaRegion *hit = get_fresh(rcache_, address, length);  // cache hit, still valid
+    ASSERT_EQ(hit, region);
+    EXPECT_EQ(registrations_.registered, 1);
+    ucs_rcache_region_put(rcache_, &hit->super);
+
+    ASSERT_EQ(cu().cuMemFree_v2(first), CUDA_SUCCESS);
+    CUdeviceptr again = 0;
+    ASSERT_EQ(cu().cuMemAlloc_v2(&again, size), CUDA_SUCCESS);
+    if (again != first) {
+        cu().cuMemFree_v2(again);
+        GTEST_SKIP() << "the driver did not reuse the address";
+    }
+
+    // The problem: ucs_rcache on its own hands back the old allocation's registration.
+    ucs_rcache_region_t *raw = nullptr;
+    ASSERT_EQ(ucs_rcache_get(rcache_, address, length, PROT_READ | PROT_WRITE, nullptr, &raw), UCS_OK);
+    EXPECT_EQ(reinterpret_cast<CudaRegion *>(raw)->buffer_id, first_id);
+    uint64_t current_id = 0;
+    ASSERT_EQ(gdr_cuda_buffer_id(address, &current_id), GDR_CUDA_OK);
+    EXPECT_NE(current_id, first_id);
+    ucs_rcache_region_put(rcache_, raw);
+
+    // The recipe: stale hit -> invalidate -> fresh registration of the new allocation.
+    CudaRegion *fresh = get_fresh(rcache_, address, length);
+    ASSERT_NE(fresh, nullptr);
+    EXPECT_EQ(fresh->buffer_id, current_id);
+    EXPECT_EQ(registrations_.registered, 2);
+    EXPECT_EQ(registrations_.deregistered, 1);  // the stale one is gone once unreferenced
+    ucs_rcache_region_put(rcache_, &fresh->super);
+
+    CudaRegion *hit_again = get_fresh(rcache_, address, length);
+    EXPECT_EQ(hit_again, fresh);
+    EXPECT_EQ(registrations_.registered, 2);
+    if (hit_again != nullptr) ucs_rcache_region_put(rcache_, &hit_again->super);
+    ASSERT_EQ(cu().cuMemFree_v2(again), CUDA_SUCCESS);
+}
