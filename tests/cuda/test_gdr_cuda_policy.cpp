@@ -399,11 +399,16 @@ TEST(Peermem, DetectsEachModuleBySysfsFile)
 
 TEST(Reason, CopyTruncatesAndTerminates)
 {
-    char buffer[5] = {'x', 'x', 'x', 'x', 'x'};
+    char buffer[6] = {'x', 'x', 'x', 'x', 'x', 'x'};
     copy_reason("abcdefgh", buffer, sizeof(buffer));
-    EXPECT_STREQ(buffer, "abcd");
+    EXPECT_STREQ(buffer, "ab...");
+    copy_reason("abcde", buffer, sizeof(buffer));  // fits exactly: not cut
+    EXPECT_STREQ(buffer, "abcde");
     copy_reason("ab", buffer, sizeof(buffer));
     EXPECT_STREQ(buffer, "ab");
+    char tiny[3];
+    copy_reason("abcdef", tiny, sizeof(tiny));  // too small for "...": plain cut
+    EXPECT_STREQ(tiny, "ab");
     copy_reason("ab", nullptr, 0);  // must not crash
 }
 

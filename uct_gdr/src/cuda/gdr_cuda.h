@@ -30,8 +30,9 @@ extern "C" {
 struct ibv_pd;
 struct ibv_mr;
 
-/** Capacity the API's reason buffers are designed for (longer reasons are truncated). */
-#define GDR_CUDA_REASON_MAX 512
+/** Size of the API's reason buffers: room for the probe's line about 8 GPUs (longer reasons are
+ *  cut, ending in "..."). */
+#define GDR_CUDA_REASON_MAX 2048
 
 typedef enum gdr_cuda_status {
     GDR_CUDA_OK = 0,

@@ -219,6 +219,9 @@ void copy_reason(const std::string &text, char *buffer, size_t capacity)
     size_t n = text.size() < capacity - 1 ? text.size() : capacity - 1;
     std::memcpy(buffer, text.data(), n);
     buffer[n] = '\0';
+    if (n < text.size() && n >= 3) {
+        std::memcpy(buffer + n - 3, "...", 3);  // say that it was cut
+    }
 }
 
 }  // namespace gdr::cuda

@@ -82,7 +82,8 @@ ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeIn
  *  `sysfs_root` ("/sys" in production).  Empty when none. */
 std::string find_peermem_module(const std::string &sysfs_root);
 
-/** Copies `text` into a C buffer (truncating, always NUL-terminated when capacity > 0). */
+/** Copies `text` into a C buffer, always NUL-terminated when capacity > 0; a cut text ends in
+ *  "...". */
 void copy_reason(const std::string &text, char *buffer, size_t capacity);
 
 }  // namespace gdr::cuda
