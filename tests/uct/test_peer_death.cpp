@@ -1,0 +1,147 @@
+// A peer process that dies (SIGKILL): the survivor's outstanding operations complete with an
+// error, the error handler reports the endpoint, an idle endpoint's failure is found by ep_check,
+// all within a bounded time; the survivor's interface keeps serving other endpoints.
+#include "peer_process.h"
+#include "uct_ops.h"
+
+namespace uctest {
+namespace {
+
+/// Detection bound with the suite's RC timeout override (100 ms x 3 retries): generous for a
+/// loaded emulated guest, small enough that a hang is obvious.
+constexpr Seconds kDetectionDeadline{30.0};
+
+#define UCTEST_ASSERT_CAP(flag)                                                   \
+    do {                                                                          \
+        if (!self_->has_flag(flag)) {                                             \
+            GTEST_SKIP() << res_.tl_name << " does not advertise " #flag;         \
+        }                                                                         \
+    } while (0)
+
+class PeerDeath : public ::testing::Test {
+protected:
+    void SetUp() override {
+        UCTEST_REQUIRE_TARGET(res_);
+        self_ = std::make_unique<Entity>(res_);
+        std::printf("[   INFO   ] iface overrides applied:");
+        for (const auto &o : self_->applied_overrides()) {
+            std::printf(" %s", o.c_str());
+        }
+        std::printf("%s\n", self_->applied_overrides().empty() ? " none (transport defaults)" : "");
+        peer_ = std::make_unique<PeerProcess>();
+        std::string why;
+        ASSERT_TRUE(peer_->connect(*self_, &ep_, &why)) << why;
+        rkey_ = std::make_unique<RemoteKey>(self_->md().component(), peer_->packed_rkey);
+        local_ = std::make_unique<RegisteredBuffer>(self_->md(), PeerProcess::kBufferSize, 4096);
+    }
+    void TearDown() override {
+        peer_.reset();
+        local_.reset();
+        rkey_.reset();
+        self_.reset();
+    }
+
+    /// The connection works before the kill (so a later error is the death, not a setup bug).
+    void check_alive() {
+        UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_GET_ZCOPY);
+        local_->fill(0);
+        Transfer t(*self_, ep_);
+        ucs_status_t st = t.post_retry(Op::GetZcopy, *local_, 0, PeerProcess::kBufferSize, peer_->remote_address,
+                                       rkey_->rkey(), 0, {self_.get()});
+        ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << status_name(st);
+        ASSERT_TRUE(progress_until([&] { return t.completion().done(); }, {self_.get()}, "get from the live peer"));
+        ASSERT_EQ(UCS_OK, t.completion().status());
+        ASSERT_TRUE(local_->check_pattern(PeerProcess::kSeed, PeerProcess::kBufferSize, 0));
+    }
+
+    /// After the failure: destroy the dead endpoint; the iface still serves a new in-process pair.
+    void check_survivor_iface() {
+        self_->destroy_ep(ep_);
+        ep_ = nullptr;
+        Entity other(res_);
+        EpPair pair = connect_pair(*self_, other);
+        RegisteredBuffer there(other.md(), 64 << 10, 4096);
+        RemoteKey key(self_->md().component(), there.registration().packed_rkey());
+        local_->fill_pattern(5);
+        Transfer t(*self_, pair.ab);
+        ucs_status_t st = t.post_retry(Op::PutZcopy, *local_, 0, 64 << 10, there.address(), key.rkey(), 0,
+                                       {self_.get(), &other});
+        ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS);
+        ASSERT_EQ(UCS_OK, flush_and_wait(*self_, pair.ab, {self_.get(), &other}));
+        EXPECT_TRUE(there.check_pattern(5, 64 << 10, 0));
+    }
+
+    TlResource res_;
+    std::unique_ptr<Entity> self_;
+    std::unique_ptr<PeerProcess> peer_;
+    std::unique_ptr<RemoteKey> rkey_;
+    std::unique_ptr<RegisteredBuffer> local_;
+    uct_ep_h ep_ = nullptr;
+};
+
+TEST_F(PeerDeath, OutstandingOperationsCompleteWithError) {
+    check_alive();
+    if (IsSkipped() || HasFatalFailure()) {
+        return;
+    }
+    peer_->kill_and_reap();
+
+    // a burst of reads and writes toward the dead peer, all outstanding at once
+    Transfer t(*self_, ep_);
+    const size_t chunk = 32 << 10;
+    int posted = 0;
+    for (size_t off = 0; off + chunk <= PeerProcess::kBufferSize; off += chunk) {
+        for (Op op : {Op::PutZcopy, Op::GetZcopy}) {
+            if (!self_->has_flag(op_info(op).cap_flag)) {
+                continue;
+            }
+            ucs_status_t st = t.post(op, *local_, off, chunk, peer_->remote_address + off, rkey_->rkey(), 0);
+            if (st == UCS_ERR_NO_RESOURCE) {
+                break;  // enough outstanding
+            }
+            ASSERT_TRUE(st == UCS_INPROGRESS || UCS_STATUS_IS_ERR(st)) << status_name(st);
+            ++posted;
+        }
+    }
+    if (self_->has_flag(UCT_IFACE_FLAG_EP_CHECK)) {
+        EXPECT_EQ(UCS_OK, uct_ep_check(ep_, 0, nullptr));
+    }
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(progress_until([&] { return t.completion().done() && self_->failed(ep_); }, {self_.get()},
+                               "outstanding operations to the dead peer to fail", kDetectionDeadline))
+        << t.completion().outstanding() << " of " << posted << " operations outstanding, error handler "
+        << (self_->failed(ep_) ? "called" : "not called");
+    const double took = Seconds(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(UCS_STATUS_IS_ERR(t.completion().status())) << status_name(t.completion().status());
+    for (const auto &e : self_->errors) {
+        EXPECT_TRUE(UCS_STATUS_IS_ERR(e.status));
+    }
+    std::printf("[   INFO   ] %d ops to the dead peer failed with %s after %.2f s; error handler: %s\n", posted,
+                status_name(t.completion().status()).c_str(), took,
+                status_name(self_->errors.front().status).c_str());
+    check_survivor_iface();
+}
+
+TEST_F(PeerDeath, IdleEndpointCheckDetectsDeadPeer) {
+    UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_EP_CHECK);
+    check_alive();
+    if (IsSkipped() || HasFatalFailure()) {
+        return;
+    }
+    peer_->kill_and_reap();
+    // nothing outstanding: only the keepalive probe can find out
+    ASSERT_EQ(UCS_OK, uct_ep_check(ep_, 0, nullptr));
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(progress_until([&] { return self_->failed(ep_); }, {self_.get()}, "ep_check to report the dead peer",
+                               kDetectionDeadline));
+    std::printf("[   INFO   ] ep_check reported %s after %.2f s\n", status_name(self_->errors.front().status).c_str(),
+                Seconds(std::chrono::steady_clock::now() - start).count());
+    EXPECT_TRUE(UCS_STATUS_IS_ERR(self_->errors.front().status));
+    // a flush of the failed endpoint must finish (with an error), not hang
+    ucs_status_t st = flush_and_wait(*self_, ep_, {self_.get()}, 0, kDetectionDeadline);
+    EXPECT_NE(UCS_ERR_TIMED_OUT, st);
+    check_survivor_iface();
+}
+
+}  // namespace
+}  // namespace uctest

@@ -1,0 +1,89 @@
+# Shared by the ucx_tools drivers (sourced, not run). Selects the transport under test the same
+# way as the gtest suites and decides whether the test can run at all.
+#
+#   GDR_TEST_TL     transport (default gdr_rc; rc_verbs validates the suite itself)
+#   GDR_TEST_DEV    device (default: port 1 of the first verbs device)
+#   GDR_PLUGIN      libuct_gdr.so to LD_PRELOAD into every UCX process ("" = none)
+#   GDR_TEST_UCX_TLS  UCX_TLS for UCP runs (default "$GDR_TEST_TL,ud_verbs:aux": UCP needs an
+#                   auxiliary transport for wireup of a connect-to-ep transport)
+# Exit code 77 = skipped (CTest SKIP_RETURN_CODE).
+
+readonly SKIP=77
+log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
+skip() { log "SKIP: $*"; exit "$SKIP"; }
+die() { log "FAIL: $*"; exit 1; }
+
+first_verbs_device() {
+  local d
+  for d in /sys/class/infiniband/*; do
+    [[ -e "$d" ]] && { printf '%s:1\n' "${d##*/}"; return 0; }
+  done
+  return 1
+}
+
+# Sets TL, DEV, exports LD_PRELOAD; skips when there is no device or the tl is missing.
+select_target() {
+  TL=${GDR_TEST_TL:-gdr_rc}
+  DEV=${GDR_TEST_DEV:-$(first_verbs_device || true)}
+  [[ -n "$DEV" ]] || skip "no verbs device (/sys/class/infiniband is empty); rdma tests need one, e.g. the Soft-RoCE VM"
+  local plugin=${GDR_PLUGIN-${GDR_DEFAULT_PLUGIN:-}}
+  if [[ -z "${GDR_PLUGIN+set}" && "$TL" != gdr* ]]; then
+    plugin=""  # the build's plugin is only loaded by default for its own transports
+  fi
+  if [[ -n "$plugin" ]]; then
+    [[ -r "$plugin" ]] || die "GDR_PLUGIN=$plugin is not readable"
+    export LD_PRELOAD="$plugin${LD_PRELOAD:+:$LD_PRELOAD}"
+  fi
+  UCX_INFO_D=$(timeout 60 ucx_info -d 2>&1) || die "ucx_info -d failed: $UCX_INFO_D"
+  tl_block >/dev/null || skip "transport '$TL' on device '$DEV' is not offered by UCX (GDR_TEST_TL/GDR_TEST_DEV; plugin: ${plugin:-none}); available: $(grep -Eo 'Transport: \S+' <<<"$UCX_INFO_D" | sort -u | awk '{print $2}' | tr '\n' ' ')"
+  export UCX_UD_VERBS_ETH_DGID_CHECK=${UCX_UD_VERBS_ETH_DGID_CHECK:-n}  # rxe: see docs/testing.md
+}
+
+# The `ucx_info -d` lines of $TL on $DEV (from "Transport:" to the next "Transport:"/md).
+tl_block() {
+  awk -v tl="$TL" -v dev="$DEV" '
+    /#[ ]+Transport:/ { in_tl = ($3 == tl); in_dev = 0; next }
+    /#[ ]+(Memory domain|Connection manager):/ { in_tl = 0; in_dev = 0; next }
+    in_tl && /#[ ]+Device:/ { in_dev = ($3 == dev); next }
+    in_tl && in_dev { print; found = 1 }
+    END { exit !found }' <<<"$UCX_INFO_D"
+}
+
+# Runs "$@" under timeout, output to file $1.log... (helper for server/client pairs)
+free_port() {
+  # first port >= $1 nobody listens on
+  local p=$1
+  while ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; do p=$((p + 1)); done
+  echo "$p"
+}
+
+wait_listening() {  # port deadline_s pid
+  local port=$1 deadline=$((SECONDS + $2)) pid=$3
+  until ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; do
+    kill -0 "$pid" 2>/dev/null || return 1
+    (( SECONDS < deadline )) || return 1
+    sleep 0.2
+  done
+}
+
+# check_lanes LOGFILE FEATURE...: UCP's own "ep_cfg[N]: tag(tl/dev) rma(...) am(...)" lines
+# (ucp_worker.c, UCX_LOG_LEVEL=info, printed when an ep configuration is created) must show every
+# FEATURE on $TL/$DEV only, and at least one line must show it.
+check_lanes() {
+  local logf=$1; shift
+  local lines feature bad
+  lines=$(grep -Eo 'ep_cfg\[[0-9]+\]: .*' "$logf" || true)
+  [[ -n "$lines" ]] || { log "no ep_cfg lines in $logf (UCX_LOG_LEVEL=info missing?)"; return 1; }
+  for feature in "$@"; do
+    local with
+    with=$(grep -Eo "(^|[ ;])$feature\([^)]*\)" <<<"$lines" || true)
+    if [[ -z "$with" ]]; then
+      log "no ep_cfg line has a '$feature' lane:"; printf '  %s\n' "$lines" >&2; return 1
+    fi
+    bad=$(grep -Eo "$feature\([^)]*\)" <<<"$with" | grep -Ev "^$feature\(($TL/$DEV ?)+\)$" || true)
+    if [[ -n "$bad" ]]; then
+      log "'$feature' lanes not (only) on $TL/$DEV: $(tr '\n' ' ' <<<"$bad")"; return 1
+    fi
+    log "lanes ok: $(grep -Eo "$feature\([^)]*\)" <<<"$with" | sort -u | tr '\n' ' ')"
+  done
+}
