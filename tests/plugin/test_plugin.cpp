@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <infiniband/verbs.h>
 
 namespace {
@@ -74,6 +75,31 @@ TEST(Plugin, GarbageConfigValueNamed)
     auto r = run_command(with_plugin(GDR_PLUGIN_PATH, "UCX_GDR_TX_QUEUE_LEN=lots ucx_info -c"));
     EXPECT_NE(r.output.find("Invalid value for TX_QUEUE_LEN: 'lots'"), std::string::npos)
             << r.output;
+}
+
+// UCX_GDR_GPU_DIRECT_RDMA=yes where it cannot be met: md open fails and says why.
+TEST(Plugin, GpuDirectYesWithoutCudaFailsMdOpen)
+{
+    void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (cuda == nullptr) {
+        cuda = dlopen("libcuda.so.1", RTLD_LAZY);
+    }
+    if (cuda != nullptr) {
+        GTEST_SKIP() << "libcuda present: the 'yes' verdict depends on the HCA (gpu/rdma tests)";
+    }
+    auto r = run_command(with_plugin(GDR_PLUGIN_PATH, "UCX_GDR_GPU_DIRECT_RDMA=yes ucx_info -d"));
+    EXPECT_NE(r.output.find("failed to open memory domain gdr"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("GPUDirect RDMA required"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("libcuda.so.1"), std::string::npos) << r.output;
+}
+
+TEST(Plugin, ContradictoryGpuPolicyFailsMdOpen)
+{
+    auto r = run_command(with_plugin(GDR_PLUGIN_PATH,
+                                     "UCX_GDR_GPU_DIRECT_RDMA=no UCX_GDR_DMABUF=yes ucx_info -d"));
+    EXPECT_NE(r.output.find("failed to open memory domain gdr"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("UCX_GDR_DMABUF=yes contradicts UCX_GDR_GPU_DIRECT_RDMA=no"),
+              std::string::npos) << r.output;
 }
 
 } // namespace

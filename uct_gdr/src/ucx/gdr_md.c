@@ -57,7 +57,7 @@ static ucs_status_t gdr_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
     attr->cap.max_reg          = (md->num_devices > 0) ? ULONG_MAX : 0;
     attr->cap.reg_mem_types    = md->reg_mem_types;
     attr->cap.alloc_mem_types  = 0;
-    attr->cap.detect_mem_types = 0;
+    attr->cap.detect_mem_types = md->detect_mem_types;
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->rkey_packed_size     = md->rkey_packed_size;
     /* ibv_reg_mr: a syscall plus page pinning, roughly linear in size */
@@ -80,11 +80,63 @@ static void gdr_memh_deregister(gdr_memh_t *memh)
     }
 }
 
+static ucs_memory_type_t gdr_md_mem_type(gdr_md_t *md, const void *address,
+                                         size_t length)
+{
+    gdr_cuda_mem_info_t info;
+
+    if (!(md->reg_mem_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) ||
+        (gdr_cuda_mem_query(address, length, &info) != GDR_CUDA_OK)) {
+        return UCS_MEMORY_TYPE_HOST;
+    }
+    switch (info.kind) {
+    case GDR_CUDA_MEM_DEVICE:  return UCS_MEMORY_TYPE_CUDA;
+    case GDR_CUDA_MEM_MANAGED: return UCS_MEMORY_TYPE_CUDA_MANAGED;
+    default:                   return UCS_MEMORY_TYPE_HOST;
+    }
+}
+
+/* One MR on one device: host memory by ibv_reg_mr, CUDA memory by dma-buf or
+ * peermem in the order the policy allows (gdr_cuda_reg_mr) */
+static struct ibv_mr *gdr_md_reg_one(gdr_md_t *md, unsigned dev_index,
+                                     ucs_memory_type_t mem_type, void *address,
+                                     size_t length, int access, unsigned flags)
+{
+    ucs_log_level_t level = (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
+                            UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR;
+    gdr_device_t *dev     = &md->devices[dev_index];
+    gdr_cuda_reg_result_t result;
+    struct ibv_mr *mr;
+
+    if (mem_type == UCS_MEMORY_TYPE_HOST) {
+        mr = ibv_reg_mr(dev->pd, address, length, access);
+        if (mr == NULL) {
+            ucs_log(level, "gdr: ibv_reg_mr(%s, address=%p, length=%zu, access=0x%x) "
+                    "failed: %m", dev->name, address, length, access);
+        }
+        return mr;
+    }
+
+    if (gdr_cuda_reg_mr(dev->pd, address, length, access, &md->cuda_config,
+                        md->cuda_methods[dev_index], &result) != GDR_CUDA_OK) {
+        ucs_log(level, "gdr: cannot register %s memory %p..%p with %s: %s",
+                ucs_memory_type_names[mem_type], address,
+                UCS_PTR_BYTE_OFFSET(address, length), dev->name, result.reason);
+        return NULL;
+    }
+    if (result.reason[0] != '\0') {
+        ucs_debug("gdr: %s registered by %s after: %s", dev->name,
+                  gdr_cuda_reg_method_name(result.method), result.reason);
+    }
+    return result.mr;
+}
+
 static ucs_status_t gdr_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
                                    unsigned flags, uct_mem_h *memh_p)
 {
     gdr_md_t *md  = ucs_derived_of(uct_md, gdr_md_t);
     int access    = gdr_md_access_flags(flags);
+    ucs_memory_type_t mem_type;
     gdr_memh_t *memh;
     unsigned i;
 
@@ -98,20 +150,18 @@ static ucs_status_t gdr_md_mem_reg(uct_md_h uct_md, void *address, size_t length
         return UCS_ERR_NO_MEMORY;
     }
 
+    mem_type       = gdr_md_mem_type(md, address, length);
     memh->address  = address;
     memh->length   = length;
-    memh->mem_type = UCS_MEMORY_TYPE_HOST;
+    memh->mem_type = mem_type;
     for (i = 0; i < md->num_devices; ++i) {
-        memh->mrs[i] = ibv_reg_mr(md->devices[i].pd, address, length, access);
+        memh->mrs[i] = gdr_md_reg_one(md, i, mem_type, address, length, access, flags);
         if (memh->mrs[i] == NULL) {
-            ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ? UCS_LOG_LEVEL_DEBUG :
-                                                            UCS_LOG_LEVEL_ERROR,
-                    "gdr: ibv_reg_mr(%s, address=%p, length=%zu, access=0x%x) "
-                    "failed: %m", md->devices[i].name, address, length, access);
             memh->num_mrs = i;
             gdr_memh_deregister(memh);
             ucs_free(memh);
-            return UCS_ERR_IO_ERROR;
+            return (mem_type == UCS_MEMORY_TYPE_HOST) ? UCS_ERR_IO_ERROR :
+                                                        UCS_ERR_UNSUPPORTED;
         }
     }
     memh->num_mrs = md->num_devices;
@@ -181,16 +231,109 @@ ucs_status_t gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
     return UCS_OK;
 }
 
-static void gdr_md_close(uct_md_h uct_md)
+static ucs_status_t gdr_md_detect_memory_type(uct_md_h uct_md, const void *address,
+                                               size_t length,
+                                               ucs_memory_type_t *mem_type_p)
 {
     gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
+    gdr_cuda_mem_info_t info;
+
+    if (gdr_cuda_mem_query(address, length, &info) != GDR_CUDA_OK) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    switch (info.kind) {
+    case GDR_CUDA_MEM_DEVICE:
+        *mem_type_p = UCS_MEMORY_TYPE_CUDA;
+        return UCS_OK;
+    case GDR_CUDA_MEM_MANAGED:
+        *mem_type_p = UCS_MEMORY_TYPE_CUDA_MANAGED;
+        return UCS_OK;
+    default:
+        /* host memory is not ours to claim: let other mds answer */
+        (void)md;
+        return UCS_ERR_INVALID_ADDR;
+    }
+}
+
+static void gdr_md_close_devices(gdr_md_t *md)
+{
     unsigned i;
 
     for (i = 0; i < md->num_devices; ++i) {
         gdr_verbs_close(&md->devices[i]);
     }
+}
+
+static void gdr_md_close(uct_md_h uct_md)
+{
+    gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
+
+    gdr_md_close_devices(md);
+    ucs_free(md->cuda_methods);
     ucs_free(md->devices);
     ucs_free(md);
+}
+
+/*
+ * Decide whether CUDA memory can be registered: per device, which of
+ * dma-buf/peermem works (the probe really registers a small allocation where a
+ * CUDA context is active).  Logged once, at md open.
+ */
+static ucs_status_t gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config)
+{
+    char reason[GDR_CUDA_REASON_MAX];
+    gdr_cuda_probe_result_t probe;
+    gdr_cuda_status_t status;
+    unsigned i;
+
+    md->cuda_config.gpu_direct_rdma = (gdr_cuda_policy_t)config->gpu_direct_rdma;
+    md->cuda_config.dmabuf          = (gdr_cuda_policy_t)config->dmabuf;
+    if (gdr_cuda_config_check(&md->cuda_config, reason, sizeof(reason)) != GDR_CUDA_OK) {
+        ucs_error("gdr: UCX_GDR_GPU_DIRECT_RDMA/UCX_GDR_DMABUF: %s", reason);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    md->cuda_methods = ucs_calloc(ucs_max(md->num_devices, 1),
+                                  sizeof(*md->cuda_methods), "gdr_cuda_methods");
+    if (md->cuda_methods == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    if (md->cuda_config.gpu_direct_rdma == GDR_CUDA_POLICY_NO) {
+        return UCS_OK;
+    }
+    if (gdr_cuda_available(NULL, 0)) {
+        md->detect_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA) |
+                               UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
+    }
+
+    for (i = 0; i < ucs_max(md->num_devices, 1); ++i) {
+        status = gdr_cuda_probe((md->num_devices > 0) ? md->devices[i].pd : NULL,
+                                &md->cuda_config, 0, &probe);
+        if (status != GDR_CUDA_OK) {
+            ucs_error("gdr: GPUDirect RDMA required (UCX_GDR_GPU_DIRECT_RDMA=yes or "
+                      "UCX_GDR_DMABUF=yes) but unavailable%s%s: %s",
+                      (md->num_devices > 0) ? " on " : "",
+                      (md->num_devices > 0) ? md->devices[i].name : "", probe.reason);
+            return (status == GDR_CUDA_ERR_UNSUPPORTED) ? UCS_ERR_UNSUPPORTED :
+                                                          UCS_ERR_INVALID_PARAM;
+        }
+        ucs_debug("gdr: CUDA registration%s%s: %s", (md->num_devices > 0) ? " on " : "",
+                  (md->num_devices > 0) ? md->devices[i].name : "", probe.reason);
+        if (probe.cuda_registrable && (md->num_devices > 0)) {
+            md->cuda_methods[i] = probe.methods;
+        }
+    }
+
+    /* an rkey must be valid on every device: CUDA only if all of them can */
+    for (i = 0; i < md->num_devices; ++i) {
+        if (md->cuda_methods[i] == 0) {
+            return UCS_OK;
+        }
+    }
+    if (md->num_devices > 0) {
+        md->reg_mem_types |= UCS_BIT(UCS_MEMORY_TYPE_CUDA);
+    }
+    return UCS_OK;
 }
 
 static uct_md_ops_t gdr_md_ops = {
@@ -204,7 +347,7 @@ static uct_md_ops_t gdr_md_ops = {
     .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
     .mkey_pack              = gdr_md_mkey_pack,
     .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero,
-    .detect_memory_type     = (uct_md_detect_memory_type_func_t)ucs_empty_function_return_unsupported
+    .detect_memory_type     = gdr_md_detect_memory_type
 };
 
 ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
@@ -234,14 +377,23 @@ ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
     }
     ucs_debug("gdr: md opened with %u verbs device(s)", md->num_devices);
 
-    md->super.ops       = &gdr_md_ops;
-    md->super.component = &gdr_component;
-    md->reg_mem_types   = (md->num_devices > 0) ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
+    md->super.ops        = &gdr_md_ops;
+    md->super.component  = &gdr_component;
+    md->reg_mem_types    = (md->num_devices > 0) ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
     md->rkey_packed_size = sizeof(gdr_packed_rkey_t) +
                            ucs_max(md->num_devices, 1) * sizeof(uint32_t);
+
+    status = gdr_md_open_cuda(md, ucs_derived_of(uct_config, gdr_md_config_t));
+    if (status != UCS_OK) {
+        goto err_close_devices;
+    }
     *md_p = &md->super;
     return UCS_OK;
 
+err_close_devices:
+    gdr_md_close_devices(md);
+    ucs_free(md->cuda_methods);
+    ucs_free(md->devices);
 err_free_md:
     ucs_free(md);
 err:

@@ -20,6 +20,7 @@
 #include <ucs/datastruct/queue.h>
 
 #include "../verbs/gdr_verbs.h"
+#include "../cuda/gdr_cuda.h"
 
 #define GDR_COMPONENT_NAME  "gdr"
 #define GDR_MD_NAME         "gdr"
@@ -39,11 +40,14 @@ typedef struct gdr_md_config {
 } gdr_md_config_t;
 
 typedef struct gdr_md {
-    uct_md_t       super;
-    unsigned       num_devices;
-    gdr_device_t   *devices;        /* [num_devices], index = "device index" */
-    uint64_t       reg_mem_types;
-    size_t         rkey_packed_size;
+    uct_md_t          super;
+    unsigned          num_devices;
+    gdr_device_t      *devices;      /* [num_devices], index = "device index" */
+    uint64_t          reg_mem_types;
+    uint64_t          detect_mem_types;
+    size_t            rkey_packed_size;
+    gdr_cuda_config_t cuda_config;
+    unsigned          *cuda_methods; /* [num_devices]: GDR_CUDA_METHOD_BIT()s that work */
 } gdr_md_t;
 
 /** A registration: one MR per md device, in md device order. */

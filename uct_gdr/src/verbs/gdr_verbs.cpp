@@ -4,6 +4,7 @@
 // irdma, bnxt_re alike.  Called at md/iface/ep creation time, never on the
 // data path.
 #include "gdr_verbs.h"
+#include "gdr_topo.h" // the GID rule, shared with gdr-doctor
 
 #include <algorithm>
 #include <cerrno>
@@ -61,17 +62,6 @@ bool gid_is_zero(const ibv_gid &g)
     return std::memcmp(&g, &zero, sizeof(g)) == 0;
 }
 
-bool gid_is_ipv4_mapped(const ibv_gid &g)
-{
-    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    return std::memcmp(g.raw, prefix, sizeof(prefix)) == 0;
-}
-
-bool gid_is_link_local(const ibv_gid &g)
-{
-    return g.raw[0] == 0xfe && (g.raw[1] & 0xc0) == 0x80;
-}
-
 std::string gid_to_string(const ibv_gid &g)
 {
     char buf[INET6_ADDRSTRLEN] = "?";
@@ -116,9 +106,11 @@ std::vector<gdr_gid_entry_t> read_gid_table(ibv_context *ctx, uint8_t port,
             continue; // empty entries return ENODATA
         }
         gdr_gid_entry_t e{};
-        e.index   = i;
-        e.gid     = entry.gid;
-        e.roce_v2 = (entry.gid_type == IBV_GID_TYPE_ROCE_V2);
+        e.index = i;
+        std::memcpy(e.raw, entry.gid.raw, sizeof(e.raw));
+        e.type  = entry.gid_type == IBV_GID_TYPE_ROCE_V2 ? GDR_GID_TYPE_ROCE_V2 :
+                  entry.gid_type == IBV_GID_TYPE_ROCE_V1 ? GDR_GID_TYPE_ROCE_V1 :
+                                                           GDR_GID_TYPE_IB;
         table.push_back(e);
     }
     return table;
@@ -137,64 +129,17 @@ void fill_port(gdr_device_t &dev, uint8_t port_num, const ibv_port_attr &pa)
     p.active_mtu   = pa.active_mtu;
     p.bandwidth    = port_bandwidth(pa);
     auto table     = read_gid_table(dev.ctx, port_num, pa.gid_tbl_len);
-    p.gid_index    = gdr_select_gid(table.data(), table.size(),
-                                    p.link_layer == IBV_LINK_LAYER_ETHERNET,
-                                    p.gid_reason, sizeof(p.gid_reason));
-    for (const auto &e : table) {
-        if (e.index == p.gid_index) {
-            p.gid = e.gid;
-        }
-    }
+    gdr_gid_selection_t sel{};
+    gdr_select_gid_from_table(table.data(), table.size(),
+                              p.link_layer == IBV_LINK_LAYER_ETHERNET, -1, &sel);
+    p.gid_index = sel.index;
+    std::memcpy(p.gid.raw, sel.raw, sizeof(p.gid.raw));
+    std::snprintf(p.gid_reason, sizeof(p.gid_reason), "%s", sel.reason);
 }
 
 } // namespace
 
 extern "C" {
-
-int gdr_select_gid(const gdr_gid_entry_t *table, unsigned count, int is_ethernet,
-                   char *reason, size_t reason_len)
-{
-    if (!is_ethernet) {
-        for (unsigned i = 0; i < count; ++i) {
-            if (table[i].index == 0) {
-                set_msg(reason, reason_len, "InfiniBand: GID index 0 (port GID)");
-                return 0;
-            }
-        }
-        set_msg(reason, reason_len, "InfiniBand port has no GID at index 0");
-        return -1;
-    }
-
-    // Lower rank wins; ties go to the lower index (the kernel lists the
-    // primary address of a netdev first).
-    auto rank = [](const gdr_gid_entry_t &e) {
-        int r = gid_is_ipv4_mapped(e.gid) ? 0 : gid_is_link_local(e.gid) ? 2 : 1;
-        return e.roce_v2 ? r : 3 + r;
-    };
-    static const char *const why[] = {
-        "RoCE v2, IPv4-mapped (routable over IPv4 networks)",
-        "RoCE v2, IPv6 global",
-        "RoCE v2, IPv6 link-local (no IPv4/global IPv6 address on the netdev)",
-        "RoCE v1, IPv4-mapped (no RoCE v2 GID)",
-        "RoCE v1, IPv6 global (no RoCE v2 GID)",
-        "RoCE v1, link-local (no RoCE v2 GID)"};
-    const gdr_gid_entry_t *best = nullptr;
-    for (unsigned i = 0; i < count; ++i) {
-        if (gid_is_zero(table[i].gid)) {
-            continue;
-        }
-        if (best == nullptr || rank(table[i]) < rank(*best) ||
-            (rank(table[i]) == rank(*best) && table[i].index < best->index)) {
-            best = &table[i];
-        }
-    }
-    if (best == nullptr) {
-        set_msg(reason, reason_len, "RoCE port has no valid GID (no IP address on the netdev?)");
-        return -1;
-    }
-    set_msg(reason, reason_len, "%s: %s", why[rank(*best)], gid_to_string(best->gid).c_str());
-    return best->index;
-}
 
 int gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned *count_p,
                        char *skipped, size_t skipped_len)

@@ -20,7 +20,7 @@ extern "C" {
 #define GDR_VERBS_MAX_DEVICES  32
 #define GDR_VERBS_MAX_PORTS    4
 #define GDR_VERBS_NAME_MAX     64
-#define GDR_VERBS_REASON_MAX   160
+#define GDR_VERBS_REASON_MAX   256
 
 /** One usable (ACTIVE, InfiniBand or Ethernet) port. */
 typedef struct gdr_port_info {
@@ -113,21 +113,6 @@ unsigned gdr_verbs_mtu_bytes(enum ibv_mtu mtu);
 
 /** MTU enum for a byte count (rounded down to a valid one), 0 if < 256. */
 enum ibv_mtu gdr_verbs_mtu_from_bytes(unsigned bytes);
-
-/**
- * Pick the GID index from a GID table. Pure function (shared with gdr-doctor):
- * InfiniBand: 0.  RoCE: v2 with an IPv4-mapped address first, then v2 IPv6
- * global, then v2 link-local, then v1 (same order), skipping empty entries.
- * Returns the index or -1; @a reason says why (always set).
- */
-typedef struct gdr_gid_entry {
-    int           index;
-    union ibv_gid gid;
-    int           roce_v2;         /**< 1: RoCE v2, 0: RoCE v1 / IB */
-} gdr_gid_entry_t;
-
-int gdr_select_gid(const gdr_gid_entry_t *table, unsigned count, int is_ethernet,
-                   char *reason, size_t reason_len);
 
 #ifdef __cplusplus
 }
