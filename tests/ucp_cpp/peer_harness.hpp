@@ -1,0 +1,277 @@
+// Two-process harness for the ucp_cpp tests: fork a peer, give both sides a control channel
+// (socketpair) and bounded waits, so that no failure can hang ctest.
+#pragma once
+
+#include <ucp_cpp/ucp_cpp.hpp>
+
+#include <gtest/gtest.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ucp_cpp_test {
+
+using namespace std::chrono_literals;
+inline constexpr auto op_timeout = 20s;  // any single UCX wait in a test
+
+/// Length-prefixed messages over a stream socket, every read bounded by a timeout.
+class channel {
+public:
+    explicit channel(int fd) : fd_(fd) {}
+    channel(const channel &) = delete;
+    ~channel()
+    {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    int fd() const { return fd_; }
+
+    void send(const void *data, size_t length)
+    {
+        uint64_t size = length;
+        write_all(&size, sizeof(size));
+        write_all(data, length);
+    }
+    void send(const std::vector<uint8_t> &bytes) { send(bytes.data(), bytes.size()); }
+    void send_value(uint64_t value) { send(&value, sizeof(value)); }
+
+    std::vector<uint8_t> recv(std::chrono::milliseconds timeout = 30s)
+    {
+        uint64_t size = 0;
+        read_all(&size, sizeof(size), timeout);
+        std::vector<uint8_t> bytes(size);
+        read_all(bytes.data(), size, timeout);
+        return bytes;
+    }
+    uint64_t recv_value(std::chrono::milliseconds timeout = 30s)
+    {
+        auto bytes    = recv(timeout);
+        uint64_t value = 0;
+        if (bytes.size() != sizeof(value)) {
+            throw std::runtime_error("channel: expected a 64-bit value");
+        }
+        std::memcpy(&value, bytes.data(), sizeof(value));
+        return value;
+    }
+
+private:
+    void write_all(const void *data, size_t length)
+    {
+        const auto *p = static_cast<const char *>(data);
+        while (length > 0) {
+            ssize_t n = ::write(fd_, p, length);
+            if (n <= 0) {
+                throw std::runtime_error("channel: peer gone (write)");
+            }
+            p += n;
+            length -= size_t(n);
+        }
+    }
+    void read_all(void *data, size_t length, std::chrono::milliseconds timeout)
+    {
+        auto *p = static_cast<char *>(data);
+        while (length > 0) {
+            pollfd pfd{fd_, POLLIN, 0};
+            if (::poll(&pfd, 1, int(timeout.count())) <= 0) {
+                throw std::runtime_error("channel: timed out waiting for the peer");
+            }
+            ssize_t n = ::read(fd_, p, length);
+            if (n <= 0) {
+                throw std::runtime_error("channel: peer gone (read)");
+            }
+            p += n;
+            length -= size_t(n);
+        }
+    }
+    int fd_;
+};
+
+/// A forked peer process running @p body(channel&); its exit status is 0 iff body returned
+/// normally.  The peer can never outlive the test: alarm() in the child, SIGKILL on timeout.
+class peer_process {
+public:
+    explicit peer_process(std::function<void(channel &)> body, unsigned max_seconds = 60)
+    {
+        int fds[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) {
+            throw std::runtime_error("socketpair failed");
+        }
+        std::fflush(nullptr);
+        pid_ = ::fork();
+        if (pid_ < 0) {
+            throw std::runtime_error("fork failed");
+        }
+        if (pid_ == 0) {
+            ::close(fds[0]);
+            ::alarm(max_seconds);
+            int code = 0;
+            try {
+                channel ch(fds[1]);
+                body(ch);
+            } catch (const std::exception &e) {
+                std::fprintf(stderr, "[peer %d] failed: %s\n", int(::getpid()), e.what());
+                code = 1;
+            }
+            std::fflush(nullptr);
+            ::_exit(code);
+        }
+        ::close(fds[1]);
+        channel_ = std::make_unique<channel>(fds[0]);
+    }
+    ~peer_process()
+    {
+        if (pid_ > 0 && !reaped_) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+
+    channel &control() { return *channel_; }
+    pid_t pid() const { return pid_; }
+
+    /// Exit code of the peer, -signal if killed, or -1000 if it had to be killed on timeout.
+    int wait_exit(std::chrono::milliseconds timeout = 60s)
+    {
+        auto deadline = std::chrono::steady_clock::now() + timeout;
+        int status    = 0;
+        while (true) {
+            pid_t r = ::waitpid(pid_, &status, WNOHANG);
+            if (r == pid_) {
+                reaped_ = true;
+                return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+            }
+            if (std::chrono::steady_clock::now() > deadline) {
+                ::kill(pid_, SIGKILL);
+                ::waitpid(pid_, nullptr, 0);
+                reaped_ = true;
+                return -1000;
+            }
+            std::this_thread::sleep_for(2ms);
+        }
+    }
+
+    /// Like wait_exit(), but keeps @p w progressing meanwhile (the peer may need us to close).
+    int wait_exit_progressing(ucp_cpp::worker &w, std::chrono::milliseconds timeout = 60s)
+    {
+        auto deadline = std::chrono::steady_clock::now() + timeout;
+        int status    = 0;
+        while (std::chrono::steady_clock::now() < deadline) {
+            w.progress();
+            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+                reaped_ = true;
+                return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+            }
+        }
+        return wait_exit(0ms);
+    }
+
+    void kill_now()
+    {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        reaped_ = true;
+    }
+
+private:
+    pid_t pid_   = -1;
+    bool reaped_ = false;
+    std::unique_ptr<channel> channel_;
+};
+
+/// Throws (in the peer) or fails (in gtest) with a message.
+#define PEER_CHECK(cond)                                                                         \
+    do {                                                                                         \
+        if (!(cond)) {                                                                           \
+            throw std::runtime_error(std::string(__FILE__ ":") + std::to_string(__LINE__) +     \
+                                     ": check failed: " #cond);                                  \
+        }                                                                                        \
+    } while (0)
+
+/// UCX objects of one side of a two-process test.
+struct side {
+    std::shared_ptr<ucp_cpp::context> ctx;
+    std::shared_ptr<ucp_cpp::worker> wrk;
+    std::shared_ptr<ucp_cpp::endpoint> ep;
+};
+
+inline constexpr uint64_t all_features = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AMO32 |
+                                         UCP_FEATURE_AMO64 | UCP_FEATURE_STREAM | UCP_FEATURE_AM |
+                                         UCP_FEATURE_WAKEUP;
+
+inline std::shared_ptr<ucp_cpp::context> make_context(const std::string &tls,
+                                                      uint64_t features = all_features,
+                                                      std::map<std::string, std::string> extra = {})
+{
+    ucp_cpp::context_params params;
+    params.features = features;
+    params.config    = std::move(extra);
+    if (!tls.empty()) {
+        params.config["TLS"] = tls;
+    }
+    return ucp_cpp::context::create(params);
+}
+
+/// True if UCX can detect peer failure over these transports (only tcp among the host ones).
+inline bool has_failure_detection(const std::string &tls) { return tls.find("tcp") != std::string::npos; }
+
+/// Both sides: create context + worker, swap worker addresses over @p ch, connect.
+inline side connect_by_address(channel &ch, const std::string &tls,
+                               ucp_cpp::endpoint_params ep_params = {},
+                               std::map<std::string, std::string> extra = {},
+                               ucs_thread_mode_t mode = UCS_THREAD_MODE_SINGLE)
+{
+    side s;
+    if (!has_failure_detection(tls)) {
+        // UCX 1.13's shared-memory transports cannot detect a dead peer: with
+        // UCP_ERR_HANDLING_MODE_PEER they would be unreachable.
+        ep_params.peer_error_handling = false;
+    }
+    s.ctx = make_context(tls, all_features, std::move(extra));
+    ucp_cpp::worker_params wp;
+    wp.thread_mode = mode;
+    s.wrk          = ucp_cpp::worker::create(s.ctx, wp);
+    ch.send(s.wrk->address().bytes);
+    ucp_cpp::worker_address peer{ch.recv()};
+    s.ep = ucp_cpp::endpoint::connect(s.wrk, peer, ep_params);
+    return s;
+}
+
+/// Deterministic, size- and seed-dependent content (catches offset and truncation errors).
+inline void fill_pattern(void *buffer, size_t length, uint64_t seed)
+{
+    auto *bytes = static_cast<uint8_t *>(buffer);
+    uint64_t x  = seed * 0x9e3779b97f4a7c15ull + length;
+    for (size_t i = 0; i < length; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        bytes[i] = uint8_t(x);
+    }
+}
+
+inline bool check_pattern(const void *buffer, size_t length, uint64_t seed)
+{
+    std::vector<uint8_t> expected(length);
+    fill_pattern(expected.data(), length, seed);
+    return length == 0 || std::memcmp(expected.data(), buffer, length) == 0;
+}
+
+inline const std::vector<size_t> &transfer_sizes()
+{
+    static const std::vector<size_t> sizes{0, 1, 8, 4095, 65536, 1u << 20, 16u << 20};
+    return sizes;
+}
+
+}  // namespace ucp_cpp_test

@@ -1,0 +1,171 @@
+/**
+ * @file progress_thread.hpp
+ * @brief ucp_cpp::progress_thread: a thread that owns a worker's progress, and a safe way for
+ *        other threads to hand it work (submit/post).
+ *
+ * Modes: polling (busy progress: lowest latency, one core) or blocking (arms the worker and
+ * sleeps on its event fd; needs UCP_FEATURE_WAKEUP).  Blocking waits are sliced (100 ms) so a
+ * lost wake-up can delay but never hang the thread; submit()/post() and endpoint destructors
+ * wake it with ucp_worker_signal.
+ *
+ * Threading: with a MULTI worker, other threads may also call operations directly; waits on
+ * other threads then just watch the request while this thread progresses.  With a SINGLE or
+ * SERIALIZED worker every UCX call must run on this thread: issue operations inside submit()
+ * (request handles returned from there may be waited on and dropped anywhere; their release is
+ * routed back here), and endpoints dropped elsewhere are closed here.
+ *
+ * Lifetime: keeps the worker alive until the thread has exited.  Destroying the progress_thread
+ * stops it after running the tasks already queued; destroying it from its own thread (inside a
+ * task or a callback) is allowed: the thread is then detached and exits by itself.
+ */
+#pragma once
+
+#include <ucp_cpp/worker.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+
+namespace ucp_cpp {
+
+enum class progress_mode { polling, blocking };
+
+class progress_thread {
+public:
+    explicit progress_thread(std::shared_ptr<worker> owner, progress_mode mode = progress_mode::polling)
+        : state_(std::make_shared<shared_state>())
+    {
+        if (mode == progress_mode::blocking && !owner->has_wakeup()) {
+            owner->ctx()->require_features(UCP_FEATURE_WAKEUP, "progress_thread(blocking)");
+        }
+        if (owner->progress_owner() != std::thread::id()) {
+            throw ucx_error(UCS_ERR_ALREADY_EXISTS, "progress_thread: worker already has one");
+        }
+        state_->owner = std::move(owner);
+        state_->mode   = mode;
+        std::promise<void> started;
+        auto running   = started.get_future();
+        thread_        = std::thread([state = state_, &started] {
+            state->owner->set_progress_owner(std::this_thread::get_id());
+            started.set_value();
+            run(*state);
+        });
+        running.wait();  // the owner id is set before anyone can post or wait
+    }
+
+    progress_thread(const progress_thread &)            = delete;
+    progress_thread &operator=(const progress_thread &) = delete;
+
+    ~progress_thread() { stop(); }
+
+    /// Stops the thread (idempotent).  Queued tasks run first.
+    void stop()
+    {
+        if (!thread_.joinable()) {
+            return;
+        }
+        state_->stop.store(true);
+        wake(*state_);
+        if (thread_.get_id() == std::this_thread::get_id()) {
+            thread_.detach();  // joining ourselves would deadlock; run() ends after this task
+        } else {
+            thread_.join();
+        }
+    }
+
+    const std::shared_ptr<worker> &owner() const noexcept { return state_->owner; }
+    bool on_this_thread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
+
+    /// Queues @p task to run on the progress thread (between progress calls).
+    void post(std::function<void()> task)
+    {
+        {
+            std::lock_guard<std::mutex> lock(state_->mutex);
+            if (state_->stop.load()) {
+                throw ucx_error(UCS_ERR_CANCELED, "progress_thread::post: thread is stopping");
+            }
+            state_->tasks.push_back(std::move(task));
+            state_->has_tasks.store(true, std::memory_order_release);
+        }
+        wake(*state_);
+    }
+
+    /// Runs @p fn on the progress thread; the future carries its result or exception.
+    template <class F>
+    auto submit(F &&fn) -> std::future<std::invoke_result_t<std::decay_t<F>>>
+    {
+        using result_t = std::invoke_result_t<std::decay_t<F>>;
+        auto task = std::make_shared<std::packaged_task<result_t()>>(std::forward<F>(fn));
+        auto result = task->get_future();
+        post([task] { (*task)(); });
+        return result;
+    }
+
+private:
+    struct shared_state {
+        std::shared_ptr<ucp_cpp::worker> owner;
+        progress_mode mode = progress_mode::polling;
+        std::atomic<bool> stop{false};
+        std::atomic<bool> has_tasks{false};
+        std::mutex mutex;
+        std::deque<std::function<void()>> tasks;
+    };
+
+    static void wake(shared_state &state)
+    {
+        if (state.mode == progress_mode::blocking) {
+            state.owner->signal();
+        }
+    }
+
+    static void run_tasks(shared_state &state)
+    {
+        if (!state.has_tasks.load(std::memory_order_acquire)) {
+            return;
+        }
+        std::deque<std::function<void()>> batch;
+        {
+            std::lock_guard<std::mutex> lock(state.mutex);
+            batch.swap(state.tasks);
+            state.has_tasks.store(false, std::memory_order_release);
+        }
+        for (auto &task : batch) {
+            task();  // submit() tasks capture their own exceptions in the future
+        }
+    }
+
+    static void run(shared_state &state)
+    {
+        while (!state.stop.load(std::memory_order_acquire)) {
+            run_tasks(state);
+            if (state.owner->progress() != 0) {
+                continue;
+            }
+            if (state.mode == progress_mode::polling) {
+                // UCX's MULTI-mode worker lock is an unfair spinlock: re-taking it at once
+                // would starve application threads that issue operations (seen on 2 cores).
+                std::this_thread::yield();
+                continue;
+            }
+            if (state.has_tasks.load(std::memory_order_acquire) || state.stop.load()) {
+                continue;
+            }
+            state.owner->wait_for_events(std::chrono::milliseconds(100));
+        }
+        run_tasks(state);
+        while (state.owner->progress() != 0) {
+        }
+        state.owner->set_progress_owner(std::thread::id());
+    }
+
+    std::shared_ptr<shared_state> state_;
+    std::thread thread_;
+};
+
+}  // namespace ucp_cpp

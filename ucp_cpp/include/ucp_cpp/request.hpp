@@ -1,0 +1,394 @@
+/**
+ * @file request.hpp
+ * @brief ucp_cpp::request: a nonblocking UCP operation you can test, wait on, cancel, or have
+ *        call you back; plus op_options, the per-operation knobs shared by all operations.
+ *
+ * Every nonblocking call returns a request ([[nodiscard]]).  Errors of the transfer itself
+ * (peer failure, cancellation, truncation, ...) never throw at issue time: they are the
+ * request's status(), and wait() throws them as ucx_error.
+ *
+ * Lifetime: a request is move-only and keeps its worker alive.  Dropping a request that has not
+ * completed releases it (ucp_request_free): a tag receive is cancelled first; any other
+ * operation still runs to completion, so its buffer must stay valid until then (hold the
+ * request, or flush the endpoint, before freeing the buffer).  The completion callback runs only
+ * while the request object exists: it never touches freed memory.
+ *
+ * Threading: the completion callback runs on the thread that progresses the worker (or inline,
+ * in the issuing thread, when the operation completes immediately).  A request is used by one
+ * thread at a time.  With a MULTI worker, wait() may run on any thread, concurrently with a
+ * progress_thread; with a SINGLE worker owned by a progress_thread, waiting and dropping work
+ * from any thread too (the release is handed to the progress thread).
+ */
+#pragma once
+
+#include <ucp_cpp/error.hpp>
+#include <ucp_cpp/worker.hpp>
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <utility>
+
+namespace ucp_cpp {
+
+/// What a completed operation reports.
+struct completion {
+    ucs_status_t status  = UCS_OK;
+    size_t length        = 0;  ///< bytes received (receives) or sent (sends)
+    ucp_tag_t sender_tag = 0;  ///< tag of the matched message (tag receives)
+};
+
+using completion_callback = std::function<void(const completion &)>;
+
+/// Per-operation options.  Defaults: memory type detected by UCP, no callback.
+struct op_options {
+    /// Memory type of the local buffer, passed to UCP (UCP_OP_ATTR_FIELD_MEMORY_TYPE);
+    /// UNKNOWN lets UCP detect it.  Pass UCS_MEMORY_TYPE_CUDA for GPU buffers.
+    ucs_memory_type_t memory_type = UCS_MEMORY_TYPE_UNKNOWN;
+    /// Registration of the local buffer (memory_handle::handle()): lets UCP skip registering.
+    ucp_mem_h memh = nullptr;
+    /// Called once when the operation completes, also on immediate completion (inline) and on
+    /// errors.  Runs only while the request object is alive.
+    completion_callback on_complete;
+    /// Operation-specific UCP flags (e.g. UCP_AM_SEND_FLAG_RNDV, UCP_STREAM_RECV_FLAG_WAITALL).
+    uint32_t flags = 0;
+};
+
+namespace detail {
+
+struct callback_holder {
+    completion_callback fn;
+};
+
+inline void send_done(void *, ucs_status_t status, void *user_data)
+{
+    static_cast<callback_holder *>(user_data)->fn(completion{status, 0, 0});
+}
+
+inline void tag_recv_done(void *, ucs_status_t status, const ucp_tag_recv_info_t *info,
+                          void *user_data)
+{
+    completion result{status, 0, 0};
+    if (info != nullptr && status == UCS_OK) {
+        result.length     = info->length;
+        result.sender_tag = info->sender_tag;
+    }
+    static_cast<callback_holder *>(user_data)->fn(result);
+}
+
+inline void length_recv_done(void *, ucs_status_t status, size_t length, void *user_data)
+{
+    static_cast<callback_holder *>(user_data)->fn(completion{status, length, 0});
+}
+
+}  // namespace detail
+
+class [[nodiscard]] request {
+public:
+    enum class kind : uint8_t { send, tag_recv, stream_recv, am_recv };
+
+    /// Builds ucp_request_param_t for one operation and turns UCP's answer into a request.
+    /// Used by the operations of worker/endpoint (and by layers such as collectives).
+    class builder {
+    public:
+        builder(kind op_kind, const op_options &options) : kind_(op_kind)
+        {
+            param_.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
+            if (op_kind == kind::tag_recv) {
+                param_.recv_info.tag_info = &tag_info_;
+            } else {
+                param_.recv_info.length = &received_;
+            }
+            if (options.memory_type != UCS_MEMORY_TYPE_UNKNOWN) {
+                param_.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+                param_.memory_type = options.memory_type;
+            }
+            if (options.memh != nullptr) {
+                param_.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+                param_.memh = options.memh;
+            }
+            if (options.flags != 0) {
+                param_.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+                param_.flags = options.flags;
+            }
+            if (options.on_complete) {
+                holder_ = std::make_unique<detail::callback_holder>(
+                    detail::callback_holder{options.on_complete});
+                param_.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+                param_.user_data = holder_.get();
+                switch (op_kind) {
+                case kind::send: param_.cb.send = &detail::send_done; break;
+                case kind::tag_recv: param_.cb.recv = &detail::tag_recv_done; break;
+                case kind::stream_recv: param_.cb.recv_stream = &detail::length_recv_done; break;
+                case kind::am_recv: param_.cb.recv_am = &detail::length_recv_done; break;
+                }
+            }
+        }
+
+        ucp_request_param_t *param() noexcept { return &param_; }
+
+        /// Where an immediately completed length-reporting receive writes its length.
+        size_t *length_slot() noexcept { return &received_; }
+
+        /// What an immediate tag completion reports when UCP does not fill recv_info
+        /// (receives of probed messages).
+        void preset_tag_info(const tag_info &info) noexcept
+        {
+            tag_info_.length     = info.length;
+            tag_info_.sender_tag = info.sender_tag;
+        }
+
+        /// @param nominal_length  bytes sent, or the size a receive reports when UCP does not
+        ///                        (AM receive).
+        request finish(const std::shared_ptr<worker> &owner, ucs_status_ptr_t result,
+                       size_t nominal_length)
+        {
+            request req;
+            req.kind_   = kind_;
+            req.length_ = nominal_length;
+            if (UCS_PTR_IS_PTR(result)) {
+                req.worker_  = owner;
+                req.ucp_req_ = result;
+                req.holder_  = std::move(holder_);
+                return req;
+            }
+            req.status_ = UCS_PTR_STATUS(result);
+            if (req.status_ == UCS_OK) {
+                if (kind_ == kind::tag_recv) {
+                    req.length_     = tag_info_.length;
+                    req.sender_tag_ = tag_info_.sender_tag;
+                } else if (kind_ == kind::stream_recv) {
+                    req.length_ = received_;
+                }
+            }
+            if (holder_) {  // immediate completion or immediate error: report it inline
+                holder_->fn(req.result());
+            }
+            return req;
+        }
+
+    private:
+        kind kind_;
+        ucp_request_param_t param_{};
+        ucp_tag_recv_info_t tag_info_{};
+        size_t received_ = 0;
+        std::unique_ptr<detail::callback_holder> holder_;
+    };
+
+    /// An empty request: already complete with UCS_OK.
+    request() = default;
+
+    request(request &&other) noexcept { *this = std::move(other); }
+    request &operator=(request &&other) noexcept
+    {
+        if (this != &other) {
+            release();
+            worker_     = std::move(other.worker_);
+            ucp_req_    = std::exchange(other.ucp_req_, nullptr);
+            holder_     = std::move(other.holder_);
+            status_     = other.status_;
+            kind_       = other.kind_;
+            length_     = other.length_;
+            sender_tag_ = other.sender_tag_;
+        }
+        return *this;
+    }
+    request(const request &)            = delete;
+    request &operator=(const request &) = delete;
+    ~request() { release(); }
+
+    /// UCS_INPROGRESS while running, then the final status.  Does not progress the worker.
+    ucs_status_t status()
+    {
+        if (ucp_req_ != nullptr) {
+            ucs_status_t current = ucp_request_check_status(ucp_req_);
+            if (current == UCS_INPROGRESS) {
+                return current;
+            }
+            collect(current);
+        }
+        return status_;
+    }
+
+    bool done() { return status() != UCS_INPROGRESS; }
+
+    /// Progresses the worker once (unless another thread owns its progress); reports done().
+    bool test()
+    {
+        if (!done() && !worker_->progressed_by_other_thread()) {
+            worker_->progress();
+        }
+        return done();
+    }
+
+    /// Waits until complete or @p timeout; true if complete (whatever its status).  Never
+    /// throws for the operation's own error.
+    bool wait_for(std::chrono::nanoseconds timeout)
+    {
+        if (done()) {
+            return true;
+        }
+        return worker_->progress_until([this] { return done(); }, timeout);
+    }
+
+    /// Waits for completion; throws ucx_error with the operation's error status.
+    void wait() { wait(std::chrono::nanoseconds::max()); }
+
+    /// Waits at most @p timeout: throws ucx_error(UCS_ERR_TIMED_OUT) if still running (the
+    /// request stays valid: wait again or cancel), or the operation's error.
+    void wait(std::chrono::nanoseconds timeout)
+    {
+        if (!wait_for(timeout)) {
+            throw ucx_error(UCS_ERR_TIMED_OUT, std::string(operation_name()) + ": wait");
+        }
+        check_status(status_, operation_name());
+    }
+
+    /// Cancels a pending tag receive (it completes with UCS_ERR_CANCELED).  UCP cannot cancel
+    /// other operations: for them this is a no-op and they complete normally or with an error.
+    void cancel()
+    {
+        if (ucp_req_ != nullptr && kind_ == kind::tag_recv) {
+            if (worker_->calls_belong_to_other_thread()) {
+                worker_->defer([owner = worker_.get(), req = ucp_req_] {
+                    ucp_request_cancel(owner->handle(), req);
+                });
+            } else {
+                ucp_request_cancel(worker_->handle(), ucp_req_);
+            }
+        }
+    }
+
+    /// Received bytes (receives, valid once complete) or the size sent (sends).
+    size_t length()
+    {
+        status();
+        return length_;
+    }
+    ucp_tag_t sender_tag()
+    {
+        status();
+        return sender_tag_;
+    }
+    completion result() { return completion{status(), length_, sender_tag_}; }
+
+    kind op_kind() const noexcept { return kind_; }
+
+    /// The raw UCP request while pending (nullptr once complete and released).
+    void *native_handle() const noexcept { return ucp_req_; }
+
+private:
+    const char *operation_name() const noexcept
+    {
+        switch (kind_) {
+        case kind::tag_recv: return "tag receive";
+        case kind::stream_recv: return "stream receive";
+        case kind::am_recv: return "active message receive";
+        default: return "send/RMA/flush/close";
+        }
+    }
+
+    /// Records the final status and info of a completed UCP request and releases it.
+    void collect(ucs_status_t final_status)
+    {
+        status_ = final_status;
+        if (final_status == UCS_OK && kind_ == kind::tag_recv) {
+            ucp_tag_recv_info_t info{};
+            if (ucp_tag_recv_request_test(ucp_req_, &info) == UCS_OK) {
+                length_     = info.length;
+                sender_tag_ = info.sender_tag;
+            }
+        } else if (final_status == UCS_OK && kind_ == kind::stream_recv) {
+            size_t received = 0;
+            if (ucp_stream_recv_request_test(ucp_req_, &received) == UCS_OK) {
+                length_ = received;
+            }
+        }
+        release_ucp_request();
+    }
+
+    void release() noexcept
+    {
+        release_ucp_request();
+        worker_.reset();
+    }
+
+    /// In MULTI mode the completion callback may still be running on the progress thread when
+    /// another thread sees the request complete: ucp_request_free takes the worker lock, so it
+    /// returns only after that callback, and the holder is destroyed after it.
+    void release_ucp_request() noexcept
+    {
+        if (ucp_req_ != nullptr) {
+            if (worker_->calls_belong_to_other_thread()) {
+                // SINGLE worker owned by a progress thread: free it there; the callback may run
+                // until then, so the holder goes along.
+                std::shared_ptr<detail::callback_holder> holder(std::move(holder_));
+                worker_->defer([owner = worker_.get(), req = ucp_req_,
+                                cancel = kind_ == kind::tag_recv, holder] {
+                    free_request(*owner, req, cancel);
+                });
+            } else {
+                free_request(*worker_, ucp_req_, kind_ == kind::tag_recv);
+            }
+            ucp_req_ = nullptr;
+        }
+        holder_.reset();
+    }
+
+    /// Cancels a still-pending tag receive (its buffer may be freed next), then frees the
+    /// request; ucp_request_free disables the callback of a still-pending request.
+    static void free_request(worker &owner, void *req, bool cancel_if_pending) noexcept
+    {
+        if (cancel_if_pending && ucp_request_check_status(req) == UCS_INPROGRESS) {
+            ucp_request_cancel(owner.handle(), req);
+        }
+        ucp_request_free(req);
+    }
+
+    std::shared_ptr<worker> worker_;
+    void *ucp_req_ = nullptr;
+    std::unique_ptr<detail::callback_holder> holder_;
+    ucs_status_t status_  = UCS_OK;
+    kind kind_            = kind::send;
+    size_t length_        = 0;
+    ucp_tag_t sender_tag_ = 0;
+};
+
+// ---- worker members that return requests ----
+
+inline request worker::tag_recv(void *buffer, size_t length, ucp_tag_t tag, ucp_tag_t mask)
+{
+    return tag_recv(buffer, length, tag, mask, op_options{});
+}
+
+inline request worker::tag_recv(void *buffer, size_t length, ucp_tag_t tag, ucp_tag_t mask,
+                                const op_options &options)
+{
+    context_->require_features(UCP_FEATURE_TAG, "worker::tag_recv");
+    request::builder op(request::kind::tag_recv, options);
+    return op.finish(shared_from_this(),
+                     ucp_tag_recv_nbx(handle_, buffer, length, tag, mask, op.param()), 0);
+}
+
+inline request worker::tag_recv(void *buffer, size_t length, tag_message message,
+                                const op_options &options)
+{
+    request::builder op(request::kind::tag_recv, options);
+    op.preset_tag_info(message.info());
+    return op.finish(shared_from_this(),
+                     ucp_tag_msg_recv_nbx(handle_, buffer, length, message.release(), op.param()),
+                     0);
+}
+
+inline request worker::flush()
+{
+    request::builder op(request::kind::send, op_options{});
+    return op.finish(shared_from_this(), ucp_worker_flush_nbx(handle_, op.param()), 0);
+}
+
+}  // namespace ucp_cpp
+
+// set_am_handler() is defined with am_message.
+#include <ucp_cpp/am.hpp>
