@@ -14,5 +14,5 @@ function(gdr_add_gtest)
   gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
                        PROPERTIES LABELS "${T_LABEL}" TIMEOUT ${T_TIMEOUT}
                                   ENVIRONMENT "${T_ENV}"
-                                  SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+                                  SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\] ")
 endfunction()
