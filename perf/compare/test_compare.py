@@ -103,6 +103,34 @@ class Comparison(unittest.TestCase):
         self.assertNotIn(("ib_write_bw", 65536), table)  # raw rows are peers, not comparison rows
 
 
+class Repetitions(unittest.TestCase):
+    def bench(self, repeat):
+        b = compare.Benchmark.__new__(compare.Benchmark)  # no device needed for measure()
+        b.repeat, b.rows = repeat, []
+        return b
+
+    def test_median_of_repetitions(self):
+        b = self.bench(3)
+        values = iter([5.0, 1.0, 3.0])
+        b.measure("uct", "put_bw", 65536, compare.BW, "rc_verbs", "x", lambda log: (next(values), None, 1.0))
+        self.assertEqual(b.rows[0]["value"], 3.0)
+        self.assertEqual(b.rows[0]["samples"], [5.0, 1.0, 3.0])
+
+    def test_failed_repetition_is_named_never_averaged(self):
+        b = self.bench(3)
+        results = iter([(4.0, None, 1.0), (None, "client timed out after 90 s", 90.0), (6.0, None, 1.0)])
+        b.measure("uct", "put_bw", 65536, compare.BW, "gdr_rc", "x", lambda log: next(results))
+        self.assertEqual(b.rows[0]["value"], 5.0)
+        self.assertIn("1 of 3 repetitions failed: client timed out", b.rows[0]["reason"])
+
+    def test_all_failed_is_na(self):
+        b = self.bench(2)
+        b.measure("uct", "put_bw", 65536, compare.BW, "gdr_rc", "x", lambda log: (None, "boom", 0.5))
+        self.assertIsNone(b.rows[0]["value"])
+        self.assertEqual(b.rows[0]["status"], "n/a")
+        self.assertEqual(b.rows[0]["reason"], "boom")
+
+
 class PairRunner(unittest.TestCase):
     def setUp(self):
         self.logs = tempfile.mkdtemp()
