@@ -9,6 +9,7 @@
 
 #include <ucs/sys/string.h>
 #include <ucs/debug/log.h>
+#include <ucs/sys/topo/base/topo.h>
 #include <string.h>
 
 ucs_config_field_t gdr_md_config_table[] = {
@@ -231,17 +232,15 @@ ucs_status_t gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
     return UCS_OK;
 }
 
-static ucs_status_t gdr_md_detect_memory_type(uct_md_h uct_md, const void *address,
-                                               size_t length,
-                                               ucs_memory_type_t *mem_type_p)
+/* CUDA memory only: host memory is not ours to claim, other mds answer it */
+static ucs_status_t gdr_md_query_cuda(const void *address, size_t length,
+                                      gdr_cuda_mem_info_t *info,
+                                      ucs_memory_type_t *mem_type_p)
 {
-    gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
-    gdr_cuda_mem_info_t info;
-
-    if (gdr_cuda_mem_query(address, length, &info) != GDR_CUDA_OK) {
+    if (gdr_cuda_mem_query(address, length, info) != GDR_CUDA_OK) {
         return UCS_ERR_INVALID_ADDR;
     }
-    switch (info.kind) {
+    switch (info->kind) {
     case GDR_CUDA_MEM_DEVICE:
         *mem_type_p = UCS_MEMORY_TYPE_CUDA;
         return UCS_OK;
@@ -249,10 +248,52 @@ static ucs_status_t gdr_md_detect_memory_type(uct_md_h uct_md, const void *addre
         *mem_type_p = UCS_MEMORY_TYPE_CUDA_MANAGED;
         return UCS_OK;
     default:
-        /* host memory is not ours to claim: let other mds answer */
-        (void)md;
         return UCS_ERR_INVALID_ADDR;
     }
+}
+
+static ucs_status_t gdr_md_detect_memory_type(uct_md_h uct_md, const void *address,
+                                               size_t length,
+                                               ucs_memory_type_t *mem_type_p)
+{
+    gdr_cuda_mem_info_t info;
+
+    return gdr_md_query_cuda(address, length, &info, mem_type_p);
+}
+
+/* What UCP 1.13 asks (ucp_memory_detect): type, owning GPU, allocation bounds */
+static ucs_status_t gdr_md_mem_query(uct_md_h uct_md, const void *address,
+                                     size_t length, uct_md_mem_attr_t *mem_attr)
+{
+    ucs_memory_type_t mem_type;
+    gdr_cuda_mem_info_t info;
+    ucs_sys_bus_id_t bus_id;
+    ucs_status_t status;
+
+    status = gdr_md_query_cuda(address, length, &info, &mem_type);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
+        mem_attr->mem_type = mem_type;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV) {
+        mem_attr->sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+        if (info.pci_bus >= 0) {
+            bus_id.domain   = info.pci_domain;
+            bus_id.bus      = info.pci_bus;
+            bus_id.slot     = info.pci_device;
+            bus_id.function = 0;
+            ucs_topo_find_device_by_bus_id(&bus_id, &mem_attr->sys_dev);
+        }
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS) {
+        mem_attr->base_address = info.base;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
+        mem_attr->alloc_length = info.alloc_length;
+    }
+    return UCS_OK;
 }
 
 static void gdr_md_close_devices(gdr_md_t *md)
@@ -344,7 +385,7 @@ static uct_md_ops_t gdr_md_ops = {
     .mem_advise             = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
     .mem_reg                = gdr_md_mem_reg,
     .mem_dereg              = gdr_md_mem_dereg,
-    .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
+    .mem_query              = gdr_md_mem_query,
     .mkey_pack              = gdr_md_mkey_pack,
     .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero,
     .detect_memory_type     = gdr_md_detect_memory_type
