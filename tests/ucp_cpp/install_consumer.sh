@@ -1,14 +1,15 @@
 #!/bin/sh
-# Installs the project into a scratch prefix, then builds and runs a consumer of ucp_cpp twice:
-# through find_package(ucp_cpp) and through pkg-config.
-#   install_consumer.sh <build dir> <scratch dir> <cmake> <consumer source dir>
+# Installs ucp_cpp (the install rules of its build directory: what `make install` does for it)
+# into a scratch prefix, then builds and runs a consumer twice: through find_package(ucp_cpp)
+# and through pkg-config.
+#   install_consumer.sh <ucp_cpp build dir> <scratch dir> <cmake> <consumer source dir>
 set -eu
 build=$1 scratch=$2 cmake=$3 source=$4
 rm -rf "$scratch"
 mkdir -p "$scratch"
 prefix=$scratch/prefix
 
-"$cmake" --install "$build" --prefix "$prefix" --component Unspecified >"$scratch/install.log" 2>&1 ||
+"$cmake" -DCMAKE_INSTALL_PREFIX="$prefix" -P "$build/cmake_install.cmake" >"$scratch/install.log" 2>&1 ||
   { cat "$scratch/install.log"; exit 1; }
 test -f "$prefix/include/ucp_cpp/ucp_cpp.hpp" || { echo "headers not installed"; exit 1; }
 

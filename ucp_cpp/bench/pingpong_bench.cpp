@@ -4,6 +4,7 @@
 //   size <bytes> lat_typical_us <median half round trip> lat_avg_us <mean> bw_MBps <MB/s>
 #include <ucp_cpp/ucp_cpp.hpp>
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -110,21 +111,30 @@ void sync_peers(peer_link &link)
 }
 
 /// Half round trip per iteration, in microseconds.
+/// Host memory, declared as such: UCP skips memory-type detection (as ucx_perftest does).
+ucp_cpp::op_options host_buffers()
+{
+    ucp_cpp::op_options options;
+    options.memory_type = UCS_MEMORY_TYPE_HOST;
+    return options;
+}
+
 std::vector<double> pingpong(peer_link &link, bool initiator, size_t size, size_t count)
 {
+    const ucp_cpp::op_options host = host_buffers();
     std::vector<char> out(size, 'x'), in(size);
     std::vector<double> samples;
     samples.reserve(count);
     for (size_t i = 0; i < count; ++i) {
         auto start = clock_type::now();
         if (initiator) {
-            auto recv = link.worker->tag_recv(in.data(), size, pong);
-            link.ep->tag_send(out.data(), size, ping).wait();
+            auto recv = link.worker->tag_recv(in.data(), size, pong, ~ucp_tag_t(0), host);
+            link.ep->tag_send(out.data(), size, ping, host).wait();
             recv.wait();
         } else {
-            auto recv = link.worker->tag_recv(in.data(), size, ping);
+            auto recv = link.worker->tag_recv(in.data(), size, ping, ~ucp_tag_t(0), host);
             recv.wait();
-            link.ep->tag_send(out.data(), size, pong).wait();
+            link.ep->tag_send(out.data(), size, pong, host).wait();
         }
         samples.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - start).count() / 2);
     }
@@ -136,12 +146,13 @@ double stream(peer_link &link, bool sender, size_t size, size_t count, size_t wi
 {
     std::vector<char> buffer(size, 's');
     std::vector<ucp_cpp::request> inflight(window);
+    const ucp_cpp::op_options host = host_buffers();
     auto start = clock_type::now();
     for (size_t i = 0; i < count; ++i) {
         auto &slot = inflight[i % window];
         slot.wait();  // reuse a slot once its previous operation completed
-        slot = sender ? link.ep->tag_send(buffer.data(), size, data_tag)
-                      : link.worker->tag_recv(buffer.data(), size, data_tag);
+        slot = sender ? link.ep->tag_send(buffer.data(), size, data_tag, host)
+                      : link.worker->tag_recv(buffer.data(), size, data_tag, ~ucp_tag_t(0), host);
     }
     for (auto &slot : inflight) {
         slot.wait();
@@ -174,12 +185,23 @@ int run(const options &o, int fd, bool initiator)
         }
         sync_peers(link);
         if (initiator) {
-            std::printf("size %zu lat_typical_us %.3f lat_avg_us %.3f bw_MBps %.1f\n", size, typical,
+            std::printf("size %zu lat_typical_us %.3f lat_avg_us %.3f bw_MBps %.3f\n", size, typical,
                         average, bw);
             std::fflush(stdout);
         }
     }
+    // Orderly end: both sides flushed and synchronised; the peer then reports over the socket
+    // and the initiator keeps progressing until it has (so neither tears down under the other).
     link.ep->flush().wait();
+    sync_peers(link);
+    char byte = 0;
+    if (!initiator) {
+        return write(fd, &byte, 1) == 1 ? 0 : 1;
+    }
+    pollfd pfd{fd, POLLIN, 0};
+    while (poll(&pfd, 1, 0) == 0) {
+        link.worker->progress();
+    }
     return 0;
 }
 

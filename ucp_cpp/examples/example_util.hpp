@@ -42,6 +42,7 @@ inline int run(int argc, char **argv, const std::function<int(std::function<void
                     _exit(1);
                 }
             });
+            std::fflush(nullptr);
             _exit(rc);
         }
         close(fds[1]);
