@@ -571,16 +571,19 @@ void Doctor::topology()
         };
         const std::string pair = subject + "<->" + dev.name;
         if (!redirecting.empty()) {
-            std::string setpci;
+            std::string setpci, kernel_list;
             for (const auto &bdf : path.bridges) {
                 if (read_acs(sys_, bdf).blocks_p2p()) {
                     setpci += (setpci.empty() ? "" : "; ") + std::string("setpci -s ") + bdf + " ECAP_ACS+0x6.w=0000";
+                    kernel_list += (kernel_list.empty() ? "" : ";") + bdf;
                 }
             }
             add("topology", "topology.acs", pair, Status::Warn,
                 "ACS redirects peer-to-peer traffic up to the root complex on " + join(redirecting) +
                     ": GPUDirect RDMA runs far below line rate (or fails)",
-                "disable ACS in the BIOS (PCIe ACS / \"ACS Control\"), or per boot as root: " + setpci +
+                "disable ACS in the BIOS (PCIe ACS / \"ACS Control\"); the kernel also enables it when an "
+                "IOMMU is active: boot with `pci=disable_acs_redir=" + kernel_list +
+                    "` (Linux >= 4.19), or now, as root: " + setpci +
                     " (keep ACS where devices are passed through to VMs)");
         } else if (!unreadable.empty()) {
             add("topology", "topology.acs", pair, Status::Unknown,
@@ -702,6 +705,10 @@ void Doctor::peermem()
     } else if (dmabuf_works) {
         add("system", "system.peermem", "", Status::Ok,
             "nvidia-peermem not loaded, not needed: GPU memory registers through dma-buf");
+    } else if (sys_.is_live() && verbs_.empty() && !cuda_.gpus.empty() && gpus_without_dmabuf_ == 0) {
+        add("system", "system.peermem", "", Status::Info,
+            "nvidia-peermem not loaded; the GPUs export dma-buf, the RDMA side of that path is probed "
+            "once an RDMA device exists");
     } else if (dmabuf_known) {
         add("system", "system.peermem", "", Status::Fail,
             "nvidia-peermem not loaded and no dma-buf path (GPU or RDMA provider lacks it): "

@@ -177,9 +177,9 @@ TEST(DoctorCli, BadArgumentsAreUsageErrors)
 
 TEST(DoctorPlugin, LoadsTheBuiltPluginIntoUcx)
 {
-    const char *plugin = std::getenv("GDR_TEST_PLUGIN");
-    if (plugin == nullptr || *plugin == '\0') {
-        GTEST_SKIP() << "plugin not built in this tree (GDR_TEST_PLUGIN unset)";
+    const std::string plugin = GDR_TEST_PLUGIN;
+    if (plugin.empty()) {
+        GTEST_SKIP() << "the plugin is not part of this build";
     }
     DoctorRun run = run_doctor("--json --plugin " + shell_quote(plugin));
     json found = run.finding("ucx.plugin");
@@ -191,9 +191,9 @@ TEST(DoctorPlugin, LoadsTheBuiltPluginIntoUcx)
 
 TEST(DoctorPlugin, ReportsAPluginThatRefusesToRegister)
 {
-    const char *plugin = std::getenv("GDR_TEST_PLUGIN_SKEW");
-    if (plugin == nullptr || *plugin == '\0') {
-        GTEST_SKIP() << "ABI-skewed plugin not built in this tree (GDR_TEST_PLUGIN_SKEW unset)";
+    const std::string plugin = GDR_TEST_PLUGIN_SKEW;
+    if (plugin.empty()) {
+        GTEST_SKIP() << "the ABI-skewed plugin is not part of this build";
     }
     DoctorRun run = run_doctor("--json --plugin " + shell_quote(plugin));
     EXPECT_EQ(run.exit_status, 2);
