@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 namespace uctest {
 namespace {
@@ -31,14 +32,16 @@ std::string ucp_tls() {
 class UcpContext {
 public:
     UcpContext() {
+        // UCX 1.13's UD drops every packet on rxe otherwise (docs/testing.md). An environment
+        // variable, not ucp_config_modify(): UCP 1.13 does not map that name onto ud_verbs.
+        setenv("UCX_UD_VERBS_ETH_DGID_CHECK", "n", 0);
         ucp_config_t *cfg = nullptr;
         check(ucp_config_read(nullptr, nullptr, &cfg), "ucp_config_read");
         check(ucp_config_modify(cfg, "TLS", ucp_tls().c_str()), "UCX_TLS");
         check(ucp_config_modify(cfg, "NET_DEVICES", target().dev.c_str()), "UCX_NET_DEVICES");
-        if (!std::getenv("UCX_UD_VERBS_ETH_DGID_CHECK")) {
-            // UCX 1.13's UD drops every packet on rxe otherwise (docs/testing.md)
-            ucp_config_modify(cfg, "UD_VERBS_ETH_DGID_CHECK", "n");
-        }
+        // atomics through the transport's own ops, not UCP's software emulation over AM (which
+        // executes at the target without looking at the key, so the faults would not fault)
+        check(ucp_config_modify(cfg, "ATOMIC_MODE", "device"), "UCX_ATOMIC_MODE");
         ucp_params_t params{};
         params.field_mask = UCP_PARAM_FIELD_FEATURES;
         params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_TAG;
@@ -95,6 +98,16 @@ public:
 
 private:
     ucp_context_h ctx_;
+};
+
+/// An unpacked UCP remote key, destroyed with its scope (also when an assertion returns early).
+class UcpRkey {
+public:
+    UcpRkey(ucp_ep_h ep, const Bytes &packed) { check(ucp_ep_rkey_unpack(ep, packed.data(), &rkey), "ucp_ep_rkey_unpack"); }
+    ~UcpRkey() { ucp_rkey_destroy(rkey); }
+    UcpRkey(const UcpRkey &) = delete;
+    UcpRkey &operator=(const UcpRkey &) = delete;
+    ucp_rkey_h rkey = nullptr;
 };
 
 struct EpState {
@@ -248,8 +261,8 @@ TEST_P(UcpRemoteAccessErrors, ReportedToErrorHandlerOthersGoOn) {
     const UcpOp op = GetParam();
     EpState bystander_state;
     ucp_ep_h bystander = connect(*a_, *b_, &bystander_state);
-    ucp_rkey_h bystander_key = nullptr;
-    ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(bystander, remote_mem_->packed.data(), &bystander_key));
+    UcpRkey bystander_rkey(bystander, remote_mem_->packed);
+    const ucp_rkey_h bystander_key = bystander_rkey.rkey;
     ASSERT_EQ(UCS_OK, flush_ep(bystander));  // wired up before anything fails
 
     // a second context registers the same memory: a valid key of another protection domain
@@ -268,8 +281,8 @@ TEST_P(UcpRemoteAccessErrors, ReportedToErrorHandlerOthersGoOn) {
         SCOPED_TRACE(f.name);
         EpState state;
         ucp_ep_h victim = connect(*a_, *b_, &state);
-        ucp_rkey_h rkey = nullptr;
-        ASSERT_EQ(UCS_OK, ucp_ep_rkey_unpack(victim, f.key.data(), &rkey));
+        std::optional<UcpRkey> victim_rkey(std::in_place, victim, f.key);
+        const ucp_rkey_h rkey = victim_rkey->rkey;
         ASSERT_EQ(UCS_OK, flush_ep(victim));
         const uint8_t *target = reinterpret_cast<const uint8_t *>(f.addr & ~uint64_t(7));
         const Bytes before(target, target + 64);
@@ -286,7 +299,7 @@ TEST_P(UcpRemoteAccessErrors, ReportedToErrorHandlerOthersGoOn) {
         EXPECT_TRUE(std::equal(before.begin(), before.end(), target)) << "the faulty access modified memory";
         std::printf("[   INFO   ] %s/%s: op %s, flush %s, error handler %s\n", f.name, ucp_op_name(op),
                     status_name(st).c_str(), status_name(fst).c_str(), status_name(state.status).c_str());
-        ucp_rkey_destroy(rkey);
+        victim_rkey.reset();  // before its endpoint goes
         close_ep(victim);
         eps_.erase(std::find(eps_.begin(), eps_.end(), victim));
 
@@ -304,7 +317,6 @@ TEST_P(UcpRemoteAccessErrors, ReportedToErrorHandlerOthersGoOn) {
         EXPECT_EQ(out, back) << "bystander get";
         EXPECT_EQ(0, bystander_state.errors) << "the bystander endpoint was failed too";
     }
-    ucp_rkey_destroy(bystander_key);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ucp, UcpRemoteAccessErrors, ::testing::Values(UcpOp::Put, UcpOp::Get, UcpOp::FetchAdd),
