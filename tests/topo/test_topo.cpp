@@ -44,6 +44,20 @@ const RdmaDevice &rdma(const Topology &topo, const std::string &name)
     throw std::runtime_error("no RDMA device " + name);
 }
 
+/// A fixture box with one GPU and what gdr_topo finds nearest to it.
+struct OneGpuBox {
+    explicit OneGpuBox(const std::string &name) : sys(fixture(name)), topo(Topology::discover(sys))
+    {
+        EXPECT_EQ(topo.gpus.size(), 1u) << name;
+        if (!topo.gpus.empty()) {
+            nearest = nearest_rdma_device(sys, topo, topo.gpus[0]);
+        }
+    }
+    SysRoot sys;
+    Topology topo;                       // owns the device `nearest` points to
+    std::optional<NearestRdma> nearest;
+};
+
 } // namespace
 
 TEST(PciAddress, ParsesOnlyCanonicalAddresses)
@@ -126,10 +140,8 @@ TEST(Discover, NearestHcaPrefersTheClosest)
 
 TEST(Discover, TwoSocketGpuAndHcaOnDifferentNodes)
 {
-    SysRoot sys(fixture("two_socket"));
-    Topology topo = Topology::discover(sys);
-    ASSERT_EQ(topo.gpus.size(), 1u);
-    auto nearest = nearest_rdma_device(sys, topo, topo.gpus[0]);
+    OneGpuBox box("two_socket");
+    const auto &nearest = box.nearest;
     ASSERT_TRUE(nearest);
     EXPECT_EQ(nearest->device->name, "mlx5_0");
     EXPECT_EQ(nearest->path.link, Link::SYS);
@@ -141,11 +153,9 @@ TEST(Discover, TwoSocketGpuAndHcaOnDifferentNodes)
 
 TEST(Discover, NoRdmaDevices)
 {
-    SysRoot sys(fixture("no_rdma"));
-    Topology topo = Topology::discover(sys);
-    EXPECT_EQ(topo.gpus.size(), 1u);
-    EXPECT_TRUE(topo.rdma_devices.empty());
-    EXPECT_FALSE(nearest_rdma_device(sys, topo, topo.gpus[0]));
+    OneGpuBox box("no_rdma");
+    EXPECT_TRUE(box.topo.rdma_devices.empty());
+    EXPECT_FALSE(box.nearest);
 }
 
 TEST(Discover, MissingRootGivesAnEmptyBoxNotACrash)
@@ -176,10 +186,9 @@ TEST(SysRoot, LinksLeavingTheTreeAreNotFollowed)
 
 TEST(Acs, RedirectingDownstreamPortsAreFound)
 {
-    SysRoot sys(fixture("acs"));
-    Topology topo = Topology::discover(sys);
-    ASSERT_EQ(topo.gpus.size(), 1u);
-    auto nearest = nearest_rdma_device(sys, topo, topo.gpus[0]);
+    OneGpuBox box("acs");
+    const SysRoot &sys = box.sys;
+    const auto &nearest = box.nearest;
     ASSERT_TRUE(nearest);
     EXPECT_EQ(nearest->path.link, Link::PIX);
     std::vector<std::string> redirecting;
