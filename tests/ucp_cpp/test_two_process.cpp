@@ -3,7 +3,9 @@
 #include "peer_harness.hpp"
 
 #include <atomic>
+#include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <list>
 
 using namespace ucp_cpp_test;
@@ -16,6 +18,22 @@ constexpr ucp_tag_t pong_tag = ucp_cpp::tag_space::make(ucp_cpp::tag_space::user
 
 class TwoProcess : public ::testing::TestWithParam<std::string> {
 protected:
+#ifdef UCP_CPP_TEST_RDMA
+    // rdma build (label rdma): the gdr plugin over a real verbs device, or a skip.
+    void SetUp() override
+    {
+        if (!has_verbs_device()) {
+            GTEST_SKIP() << "no verbs device (/sys/class/infiniband is empty)";
+        }
+        ucp_cpp::load_plugin(UCP_CPP_TEST_RDMA_PLUGIN);  // before any context; forks inherit it
+    }
+    static bool has_verbs_device()
+    {
+        std::error_code ec;
+        std::filesystem::directory_iterator it("/sys/class/infiniband", ec);
+        return !ec && it != std::filesystem::directory_iterator();
+    }
+#endif
     const std::string &tls() const { return GetParam(); }
 };
 
@@ -402,7 +420,17 @@ TEST_P(TwoProcess, ListenerSockaddrConnection)
     EXPECT_EQ(peer.wait_exit_progressing(*wrk), 0);  // its graceful close needs our progress
 }
 
+#ifdef UCP_CPP_TEST_RDMA
+/// UCX_TLS for the rdma suite: gdr_rc plus what wireup needs (override: UCP_CPP_RDMA_TLS).
+std::string rdma_transports()
+{
+    const char *tls = std::getenv("UCP_CPP_RDMA_TLS");
+    return tls != nullptr ? tls : "gdr_rc,tcp";
+}
+INSTANTIATE_TEST_SUITE_P(Transports, TwoProcess, ::testing::Values(rdma_transports()),
+#else
 INSTANTIATE_TEST_SUITE_P(Transports, TwoProcess, ::testing::Values("tcp", "posix,cma"),
+#endif
                          [](const auto &info) {
                              std::string name = info.param;
                              for (char &c : name) {
