@@ -11,8 +11,10 @@ function(gdr_add_gtest)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE GTest::gtest GTest::gtest_main Threads::Threads ${T_LIBS})
+  # a list inside PROPERTIES would be split into separate arguments: escape it
+  string(REPLACE ";" "\\;" T_ENV_ESCAPED "${T_ENV}")
   gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
                        PROPERTIES LABELS "${T_LABEL}" TIMEOUT ${T_TIMEOUT}
-                                  ENVIRONMENT "${T_ENV}"
+                                  ENVIRONMENT "${T_ENV_ESCAPED}"
                                   SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\] ")
 endfunction()
