@@ -11,6 +11,8 @@
 #include <ucs/debug/log.h>
 #include <ucs/sys/topo/base/topo.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <ucm/api/ucm.h>
 
 ucs_config_field_t gdr_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(gdr_md_config_t, super),
@@ -25,6 +27,14 @@ ucs_config_field_t gdr_md_config_table[] = {
      "Use dma-buf (cuMemGetHandleForAddressRange + ibv_reg_dmabuf_mr) for CUDA\n"
      "memory: yes|no|try. 'yes' fails md open when dma-buf is unavailable.",
      ucs_offsetof(gdr_md_config_t, dmabuf), UCS_CONFIG_TYPE_TERNARY},
+
+    {"RCACHE", "try",
+     "Registration cache (ucs_rcache): yes|no|try. Host regions are dropped on\n"
+     "munmap; CUDA regions when the allocation's buffer id changes (freed/reused).",
+     ucs_offsetof(gdr_md_config_t, rcache_enable), UCS_CONFIG_TYPE_TERNARY},
+
+    {"", "", NULL, ucs_offsetof(gdr_md_config_t, rcache),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
 
     {NULL}
 };
@@ -61,8 +71,7 @@ static ucs_status_t gdr_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
     attr->cap.detect_mem_types = md->detect_mem_types;
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->rkey_packed_size     = md->rkey_packed_size;
-    /* ibv_reg_mr: a syscall plus page pinning, roughly linear in size */
-    attr->reg_cost             = ucs_linear_func_make(2e-6, 0.03e-9);
+    attr->reg_cost             = md->reg_cost;
     ucs_strncpy_zero(attr->component_name, GDR_COMPONENT_NAME,
                      sizeof(attr->component_name));
     memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
@@ -132,53 +141,233 @@ static struct ibv_mr *gdr_md_reg_one(gdr_md_t *md, unsigned dev_index,
     return result.mr;
 }
 
-static ucs_status_t gdr_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
-                                   unsigned flags, uct_mem_h *memh_p)
+/* Register [address, address+length) on every device into @a memh */
+static ucs_status_t gdr_md_memh_register(gdr_md_t *md, gdr_memh_t *memh,
+                                         void *address, size_t length, int access,
+                                         unsigned flags)
 {
-    gdr_md_t *md  = ucs_derived_of(uct_md, gdr_md_t);
-    int access    = gdr_md_access_flags(flags);
-    ucs_memory_type_t mem_type;
-    gdr_memh_t *memh;
+    ucs_memory_type_t mem_type = gdr_md_mem_type(md, address, length);
     unsigned i;
 
-    if (md->num_devices == 0) {
-        return UCS_ERR_UNSUPPORTED;
+    memh->address  = address;
+    memh->length   = length;
+    memh->mem_type = mem_type;
+    memh->access   = access;
+    for (i = 0; i < md->num_devices; ++i) {
+        memh->mrs[i] = gdr_md_reg_one(md, i, mem_type, address, length, access, flags);
+        if (memh->mrs[i] == NULL) {
+            memh->num_mrs = i;
+            gdr_memh_deregister(memh);
+            return (mem_type == UCS_MEMORY_TYPE_HOST) ? UCS_ERR_IO_ERROR :
+                                                        UCS_ERR_UNSUPPORTED;
+        }
     }
+    memh->num_mrs = md->num_devices;
+    return UCS_OK;
+}
+
+static ucs_status_t gdr_md_mem_reg_direct(gdr_md_t *md, void *address,
+                                          size_t length, unsigned flags,
+                                          uct_mem_h *memh_p)
+{
+    gdr_memh_t *memh;
+    ucs_status_t status;
 
     memh = ucs_calloc(1, sizeof(*memh) + md->num_devices * sizeof(memh->mrs[0]),
                       "gdr_memh");
     if (memh == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-
-    mem_type       = gdr_md_mem_type(md, address, length);
-    memh->address  = address;
-    memh->length   = length;
-    memh->mem_type = mem_type;
-    for (i = 0; i < md->num_devices; ++i) {
-        memh->mrs[i] = gdr_md_reg_one(md, i, mem_type, address, length, access, flags);
-        if (memh->mrs[i] == NULL) {
-            memh->num_mrs = i;
-            gdr_memh_deregister(memh);
-            ucs_free(memh);
-            return (mem_type == UCS_MEMORY_TYPE_HOST) ? UCS_ERR_IO_ERROR :
-                                                        UCS_ERR_UNSUPPORTED;
-        }
+    status = gdr_md_memh_register(md, memh, address, length,
+                                  gdr_md_access_flags(flags), flags);
+    if (status != UCS_OK) {
+        ucs_free(memh);
+        return status;
     }
-    memh->num_mrs = md->num_devices;
-    *memh_p       = memh;
+    *memh_p = memh;
     return UCS_OK;
+}
+
+/* --------------------------------------------------------- rcache ----- */
+
+typedef struct {
+    unsigned flags;   /* UCT_MD_MEM_* of the request */
+    int      access;  /* what the new registration must allow */
+} gdr_rcache_reg_arg_t;
+
+static ucs_status_t gdr_rcache_mem_reg_cb(void *context, ucs_rcache_t *rcache,
+                                          void *arg, ucs_rcache_region_t *rregion,
+                                          uint16_t rcache_flags)
+{
+    gdr_md_t *md                  = context;
+    gdr_rcache_reg_arg_t *reg_arg = arg;
+    gdr_rcache_region_t *region   = ucs_derived_of(rregion, gdr_rcache_region_t);
+    void *start                   = (void*)region->super.super.start;
+    unsigned flags                = reg_arg->flags;
+    ucs_status_t status;
+
+    if (rcache_flags & UCS_RCACHE_MEM_REG_HIDE_ERRORS) {
+        flags |= UCT_MD_MEM_FLAG_HIDE_ERRORS;
+    }
+    status = gdr_md_memh_register(md, &region->memh, start,
+                                  region->super.super.end - region->super.super.start,
+                                  reg_arg->access, flags);
+    if (status != UCS_OK) {
+        return status;
+    }
+    region->memh.cached    = 1;
+    region->cuda_buffer_id = 0;
+    if (region->memh.mem_type != UCS_MEMORY_TYPE_HOST) {
+        gdr_cuda_buffer_id(start, &region->cuda_buffer_id);
+    }
+    return UCS_OK;
+}
+
+static void gdr_rcache_mem_dereg_cb(void *context, ucs_rcache_t *rcache,
+                                    ucs_rcache_region_t *rregion)
+{
+    gdr_memh_deregister(&ucs_derived_of(rregion, gdr_rcache_region_t)->memh);
+}
+
+static void gdr_rcache_dump_region_cb(void *context, ucs_rcache_t *rcache,
+                                      ucs_rcache_region_t *rregion, char *buf,
+                                      size_t max)
+{
+    gdr_rcache_region_t *region = ucs_derived_of(rregion, gdr_rcache_region_t);
+
+    snprintf(buf, max, "%s access 0x%x mrs %u buffer_id %" PRIu64,
+             ucs_memory_type_names[region->memh.mem_type], region->memh.access,
+             region->memh.num_mrs, region->cuda_buffer_id);
+}
+
+static ucs_rcache_ops_t gdr_rcache_ops = {
+    .mem_reg     = gdr_rcache_mem_reg_cb,
+    .mem_dereg   = gdr_rcache_mem_dereg_cb,
+    .dump_region = gdr_rcache_dump_region_cb
+};
+
+/* A cached region can't be used when it allows less than asked, or when its
+ * CUDA allocation was freed (and maybe reallocated at the same address): no
+ * memory event tells us about cudaFree, the buffer id does. */
+static int gdr_rcache_region_usable(gdr_rcache_region_t *region, int access)
+{
+    if ((region->memh.access & access) != access) {
+        return 0;
+    }
+    return (region->cuda_buffer_id == 0) ||
+           !gdr_cuda_region_is_stale((void*)region->super.super.start,
+                                     region->cuda_buffer_id);
+}
+
+static ucs_status_t gdr_md_mem_reg_cached(gdr_md_t *md, void *address,
+                                          size_t length, unsigned flags,
+                                          uct_mem_h *memh_p)
+{
+    gdr_rcache_reg_arg_t arg = {flags, gdr_md_access_flags(flags)};
+    gdr_rcache_region_t *region;
+    ucs_rcache_region_t *rregion;
+    ucs_status_t status;
+    int attempt;
+
+    for (attempt = 0; attempt < 3; ++attempt) {
+        status = ucs_rcache_get(md->rcache, address, length, PROT_READ | PROT_WRITE,
+                                &arg, &rregion);
+        if (status != UCS_OK) {
+            return status;
+        }
+        region = ucs_derived_of(rregion, gdr_rcache_region_t);
+        if (gdr_rcache_region_usable(region, arg.access)) {
+            *memh_p = &region->memh;
+            return UCS_OK;
+        }
+        /* drop it from the cache (holders keep their MRs until they put) */
+        ucs_debug("gdr: rcache region %p..%p %s, registering again",
+                  (void*)region->super.super.start, (void*)region->super.super.end,
+                  ((region->memh.access & arg.access) != arg.access) ?
+                  "lacks access rights" : "belongs to a freed CUDA allocation");
+        arg.access |= region->memh.access;
+        ucs_rcache_region_invalidate(md->rcache, rregion,
+                                     (ucs_rcache_invalidate_comp_func_t)ucs_empty_function,
+                                     NULL);
+        ucs_rcache_region_put(md->rcache, rregion);
+    }
+    ucs_error("gdr: registration cache keeps returning unusable regions for %p..%p",
+              address, UCS_PTR_BYTE_OFFSET(address, length));
+    return UCS_ERR_IO_ERROR;
+}
+
+static ucs_status_t gdr_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
+                                   unsigned flags, uct_mem_h *memh_p)
+{
+    gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
+
+    if (md->num_devices == 0) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return (md->rcache != NULL) ?
+           gdr_md_mem_reg_cached(md, address, length, flags, memh_p) :
+           gdr_md_mem_reg_direct(md, address, length, flags, memh_p);
+}
+
+static void gdr_md_invalidate_cb(void *arg)
+{
+    uct_invoke_completion((uct_completion_t*)arg, UCS_OK);
 }
 
 static ucs_status_t gdr_md_mem_dereg(uct_md_h uct_md,
                                      const uct_md_mem_dereg_params_t *params)
 {
+    gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
+    gdr_rcache_region_t *region;
     gdr_memh_t *memh;
 
-    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, md->rcache != NULL);
     memh = params->memh;
-    gdr_memh_deregister(memh);
-    ucs_free(memh);
+    if (!memh->cached) {
+        gdr_memh_deregister(memh);
+        ucs_free(memh);
+        return UCS_OK;
+    }
+    region = ucs_container_of(memh, gdr_rcache_region_t, memh);
+    if (UCT_MD_MEM_DEREG_FIELD_VALUE(params, flags, FIELD_FLAGS, 0) &
+        UCT_MD_MEM_DEREG_FLAG_INVALIDATE) {
+        ucs_rcache_region_invalidate(md->rcache, &region->super,
+                                     gdr_md_invalidate_cb, params->comp);
+    }
+    ucs_rcache_region_put(md->rcache, &region->super);
+    return UCS_OK;
+}
+
+static ucs_status_t gdr_md_open_rcache(gdr_md_t *md, const gdr_md_config_t *config)
+{
+    ucs_rcache_params_t params;
+    ucs_status_t status;
+
+    /* ibv_reg_mr: a syscall plus page pinning, roughly linear in size */
+    md->reg_cost = ucs_linear_func_make(2e-6, 0.03e-9);
+    if ((config->rcache_enable == UCS_NO) || (md->num_devices == 0)) {
+        return UCS_OK;
+    }
+
+    uct_md_set_rcache_params(&params, &config->rcache);
+    params.region_struct_size = sizeof(gdr_rcache_region_t) +
+                                md->num_devices * sizeof(struct ibv_mr*);
+    params.max_alignment      = ucs_get_page_size();
+    params.ucm_events         = UCM_EVENT_VM_UNMAPPED | UCM_EVENT_MEM_TYPE_FREE;
+    params.context            = md;
+    params.ops                = &gdr_rcache_ops;
+    status = ucs_rcache_create(&params, GDR_MD_NAME, NULL, &md->rcache);
+    if (status != UCS_OK) {
+        md->rcache = NULL;
+        if (config->rcache_enable == UCS_YES) {
+            ucs_error("gdr: UCX_GDR_RCACHE=yes but the registration cache could "
+                      "not be created: %s", ucs_status_string(status));
+            return status;
+        }
+        ucs_debug("gdr: no registration cache: %s", ucs_status_string(status));
+        return UCS_OK;
+    }
+    md->reg_cost = ucs_linear_func_make(uct_md_rcache_overhead(&config->rcache), 0);
     return UCS_OK;
 }
 
@@ -309,6 +498,9 @@ static void gdr_md_close(uct_md_h uct_md)
 {
     gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
 
+    if (md->rcache != NULL) {
+        ucs_rcache_destroy(md->rcache);
+    }
     gdr_md_close_devices(md);
     ucs_free(md->cuda_methods);
     ucs_free(md->devices);
@@ -425,6 +617,10 @@ ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
                            ucs_max(md->num_devices, 1) * sizeof(uint32_t);
 
     status = gdr_md_open_cuda(md, ucs_derived_of(uct_config, gdr_md_config_t));
+    if (status != UCS_OK) {
+        goto err_close_devices;
+    }
+    status = gdr_md_open_rcache(md, ucs_derived_of(uct_config, gdr_md_config_t));
     if (status != UCS_OK) {
         goto err_close_devices;
     }

@@ -18,6 +18,7 @@
 #include <ucs/datastruct/khash.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>
+#include <ucs/memory/rcache.h>
 
 #include "../verbs/gdr_verbs.h"
 #include "../cuda/gdr_cuda.h"
@@ -37,6 +38,8 @@ typedef struct gdr_md_config {
     uct_md_config_t          super;
     ucs_ternary_auto_value_t gpu_direct_rdma; /* UCX_GDR_GPU_DIRECT_RDMA */
     ucs_ternary_auto_value_t dmabuf;          /* UCX_GDR_DMABUF */
+    ucs_ternary_auto_value_t rcache_enable;   /* UCX_GDR_RCACHE */
+    uct_md_rcache_config_t   rcache;          /* UCX_GDR_RCACHE_* */
 } gdr_md_config_t;
 
 typedef struct gdr_md {
@@ -48,6 +51,8 @@ typedef struct gdr_md {
     size_t            rkey_packed_size;
     gdr_cuda_config_t cuda_config;
     unsigned          *cuda_methods; /* [num_devices]: GDR_CUDA_METHOD_BIT()s that work */
+    ucs_rcache_t      *rcache;       /* NULL: every mem_reg registers */
+    ucs_linear_func_t reg_cost;
 } gdr_md_t;
 
 /** A registration: one MR per md device, in md device order. */
@@ -55,9 +60,18 @@ typedef struct gdr_memh {
     void              *address;
     size_t            length;
     ucs_memory_type_t mem_type;
+    int               access;        /* IBV_ACCESS_* of every MR */
+    uint8_t           cached;        /* lives in a gdr_rcache_region_t */
     unsigned          num_mrs;
     struct ibv_mr     *mrs[];
 } gdr_memh_t;
+
+/* A cached registration; memh must be last (flexible array) */
+typedef struct gdr_rcache_region {
+    ucs_rcache_region_t super;
+    uint64_t            cuda_buffer_id; /* 0: host memory */
+    gdr_memh_t          memh;
+} gdr_rcache_region_t;
 
 /** Packed rkey on the wire: the rkeys of every device of the packing md. */
 typedef struct UCS_S_PACKED gdr_packed_rkey {
