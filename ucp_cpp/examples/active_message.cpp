@@ -15,22 +15,11 @@ static constexpr uint16_t data_am = 1, reply_am = 2;
 
 int main(int argc, char **argv)
 {
-    auto make_worker = [] {
-        ucp_cpp::context_params params;
-        params.features = UCP_FEATURE_AM;
-        return ucp_cpp::worker::create(ucp_cpp::context::create(params));
-    };
     return example::run(
         argc, argv,
         [&](auto report_port) {
-            auto worker   = make_worker();
-            auto listener = ucp_cpp::listener::create(worker, "0.0.0.0", 0);
-            report_port(listener->port());
-            auto conn = listener->wait_connection(30s);
-            if (!conn) {
-                return 1;
-            }
-            auto ep = ucp_cpp::endpoint::accept(worker, std::move(*conn));
+            auto worker = example::make_worker(UCP_FEATURE_AM);
+            auto ep     = example::accept_one(worker, report_port);
             struct arrival {
                 uint32_t sequence;
                 std::vector<uint8_t> data;
@@ -54,7 +43,7 @@ int main(int argc, char **argv)
             return arrivals.size() == 2 ? 0 : 1;
         },
         [&](const std::string &host, uint16_t port) {
-            auto worker = make_worker();
+            auto worker = example::make_worker(UCP_FEATURE_AM);
             auto ep     = ucp_cpp::endpoint::connect(worker, host, port);
             uint64_t sums[2] = {~0ull, ~0ull};
             bool replied     = false;

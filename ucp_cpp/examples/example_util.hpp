@@ -2,6 +2,8 @@
 // as both (the program forks its server and passes it the listening port through a pipe).
 #pragma once
 
+#include <ucp_cpp/ucp_cpp.hpp>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +15,27 @@
 #include <string>
 
 namespace example {
+
+/// A worker on a fresh context with the UCP features the example needs.
+inline std::shared_ptr<ucp_cpp::worker> make_worker(uint64_t features)
+{
+    ucp_cpp::context_params params;
+    params.features = features;
+    return ucp_cpp::worker::create(ucp_cpp::context::create(params));
+}
+
+/// Server side: listens on an ephemeral port, reports it, accepts one client (30 s at most).
+inline std::shared_ptr<ucp_cpp::endpoint> accept_one(const std::shared_ptr<ucp_cpp::worker> &worker,
+                                                     const std::function<void(uint16_t)> &report_port)
+{
+    auto listener = ucp_cpp::listener::create(worker, "0.0.0.0", 0);
+    report_port(listener->port());
+    auto conn = listener->wait_connection(std::chrono::seconds(30));
+    if (!conn) {
+        throw std::runtime_error("no client connected within 30 s");
+    }
+    return ucp_cpp::endpoint::accept(worker, std::move(*conn));
+}
 
 /// server(report_port) must call report_port(port) once it listens; client(host, port) runs.
 inline int run(int argc, char **argv, const std::function<int(std::function<void(uint16_t)>)> &server,

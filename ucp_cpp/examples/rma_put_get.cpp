@@ -11,25 +11,15 @@ using namespace std::chrono_literals;
 
 static constexpr ucp_tag_t rkey_tag = 10, done_tag = 11;
 static constexpr size_t region_size = 1 << 20;
+static constexpr uint64_t features   = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
 
 int main(int argc, char **argv)
 {
-    auto make_worker = [] {
-        ucp_cpp::context_params params;
-        params.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
-        return ucp_cpp::worker::create(ucp_cpp::context::create(params));
-    };
     return example::run(
         argc, argv,
         [&](auto report_port) {
-            auto worker   = make_worker();
-            auto listener = ucp_cpp::listener::create(worker, "0.0.0.0", 0);
-            report_port(listener->port());
-            auto conn = listener->wait_connection(30s);
-            if (!conn) {
-                return 1;
-            }
-            auto ep = ucp_cpp::endpoint::accept(worker, std::move(*conn));
+            auto worker = example::make_worker(features);
+            auto ep     = example::accept_one(worker, report_port);
             std::vector<uint64_t> region(region_size / 8 + 1, 0);
             auto memh = ucp_cpp::memory_handle::map(worker->ctx(), region.data(), region.size() * 8);
             // message: 8-byte address followed by the packed rkey
@@ -50,7 +40,7 @@ int main(int argc, char **argv)
             return ok ? 0 : 1;
         },
         [&](const std::string &host, uint16_t port) {
-            auto worker = make_worker();
+            auto worker = example::make_worker(features);
             auto ep     = ucp_cpp::endpoint::connect(worker, host, port);
             std::vector<uint8_t> message(4096);
             auto recv = worker->tag_recv(message.data(), message.size(), rkey_tag);

@@ -13,22 +13,11 @@ static constexpr ucp_tag_t ping = 1, pong = 2;
 
 int main(int argc, char **argv)
 {
-    auto make_worker = [] {
-        ucp_cpp::context_params params;
-        params.features = UCP_FEATURE_TAG;
-        return ucp_cpp::worker::create(ucp_cpp::context::create(params));
-    };
     return example::run(
         argc, argv,
         [&](auto report_port) {
-            auto worker   = make_worker();
-            auto listener = ucp_cpp::listener::create(worker, "0.0.0.0", 0);
-            report_port(listener->port());
-            auto conn = listener->wait_connection(30s);
-            if (!conn) {
-                return 1;
-            }
-            auto ep = ucp_cpp::endpoint::accept(worker, std::move(*conn));
+            auto worker = example::make_worker(UCP_FEATURE_TAG);
+            auto ep     = example::accept_one(worker, report_port);
             std::vector<char> buffer(1 << 20);
             for (int i = 0; i < 100; ++i) {
                 auto recv = worker->tag_recv(buffer.data(), buffer.size(), ping);
@@ -39,7 +28,7 @@ int main(int argc, char **argv)
             return 0;
         },
         [&](const std::string &host, uint16_t port) {
-            auto worker = make_worker();
+            auto worker = example::make_worker(UCP_FEATURE_TAG);
             auto ep     = ucp_cpp::endpoint::connect(worker, host, port);
             std::vector<char> out(1 << 20), in(1 << 20);
             for (int i = 0; i < 100; ++i) {
