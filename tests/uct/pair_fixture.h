@@ -35,11 +35,6 @@ protected:
     EpPair pair_;
 };
 
-#define UCTEST_REQUIRE_CAP(flag)                                                  \
-    do {                                                                          \
-        if (!a_->has_flag(flag)) {                                                \
-            GTEST_SKIP() << res_.tl_name << " does not advertise " #flag;         \
-        }                                                                         \
-    } while (0)
+#define UCTEST_REQUIRE_CAP(flag) UCTEST_SKIP_UNLESS_CAP(*a_, flag)
 
 }  // namespace uctest

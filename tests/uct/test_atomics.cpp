@@ -30,6 +30,8 @@ template <typename T> T apply(uct_atomic_op_t op, T old, T value) {
 class Atomics : public PairTest {
 protected:
     template <typename T> void run_width(uint64_t op_flags, uint64_t fop_flags);
+    /// Skips when the width has no advertised atomics, else runs and reports them.
+    template <typename T> void run_advertised(uint64_t op_flags, uint64_t fop_flags);
     int tested_ = 0;
 };
 
@@ -120,24 +122,22 @@ template <typename T> void Atomics::run_width(uint64_t op_flags, uint64_t fop_fl
     }
 }
 
-TEST_F(Atomics, Every64BitOp) {
-    const auto &a = a_->attr().cap.atomic64;
-    if ((a.op_flags | a.fop_flags) == 0) {
-        GTEST_SKIP() << res_.tl_name << " advertises no 64-bit atomics";
+template <typename T> void Atomics::run_advertised(uint64_t op_flags, uint64_t fop_flags) {
+    const int width = 8 * sizeof(T);
+    if ((op_flags | fop_flags) == 0) {
+        GTEST_SKIP() << res_.tl_name << " advertises no " << width << "-bit atomics";
     }
-    run_width<uint64_t>(a.op_flags, a.fop_flags);
-    std::printf("[   INFO   ] %d 64-bit atomic ops tested (op_flags 0x%" PRIx64 " fop_flags 0x%" PRIx64 ")\n",
-                tested_, a.op_flags, a.fop_flags);
+    run_width<T>(op_flags, fop_flags);
+    std::printf("[   INFO   ] %d %d-bit atomic ops tested (op_flags 0x%" PRIx64 " fop_flags 0x%" PRIx64 ")\n", tested_,
+                width, op_flags, fop_flags);
+}
+
+TEST_F(Atomics, Every64BitOp) {
+    run_advertised<uint64_t>(a_->attr().cap.atomic64.op_flags, a_->attr().cap.atomic64.fop_flags);
 }
 
 TEST_F(Atomics, Every32BitOp) {
-    const auto &a = a_->attr().cap.atomic32;
-    if ((a.op_flags | a.fop_flags) == 0) {
-        GTEST_SKIP() << res_.tl_name << " advertises no 32-bit atomics";
-    }
-    run_width<uint32_t>(a.op_flags, a.fop_flags);
-    std::printf("[   INFO   ] %d 32-bit atomic ops tested (op_flags 0x%" PRIx64 " fop_flags 0x%" PRIx64 ")\n",
-                tested_, a.op_flags, a.fop_flags);
+    run_advertised<uint32_t>(a_->attr().cap.atomic32.op_flags, a_->attr().cap.atomic32.fop_flags);
 }
 
 }  // namespace

@@ -185,13 +185,7 @@ void RemoteAccessErrors::run_fault(RmaOp op, Fault fault) {
     if (!refused_at_once) {
         // a flush makes even completion-less ops (put_short, atomic post) report their outcome
         Completion flush_comp;
-        ucs_status_t fs = post_with_retry(
-            [&] {
-                ucs_status_t s = uct_ep_flush(victim.ab, 0, flush_comp.arm());
-                flush_comp.posted(s);
-                return s;
-            },
-            {a_.get(), b_.get()});
+        ucs_status_t fs = start_flush(victim.ab, 0, flush_comp, {a_.get(), b_.get()});
         ASSERT_TRUE(wait([&] { return a_->failed(victim.ab) && t.completion().done() && flush_comp.done(); },
                          "error report of the faulty access", Seconds(30)))
             << "error handler " << (a_->failed(victim.ab) ? "called" : "NOT called") << ", "

@@ -11,12 +11,7 @@ namespace {
 /// loaded emulated guest, small enough that a hang is obvious.
 constexpr Seconds kDetectionDeadline{30.0};
 
-#define UCTEST_ASSERT_CAP(flag)                                                   \
-    do {                                                                          \
-        if (!self_->has_flag(flag)) {                                             \
-            GTEST_SKIP() << res_.tl_name << " does not advertise " #flag;         \
-        }                                                                         \
-    } while (0)
+#define UCTEST_ASSERT_CAP(flag) UCTEST_SKIP_UNLESS_CAP(*self_, flag)
 
 class PeerDeath : public ::testing::Test {
 protected:

@@ -199,13 +199,7 @@ TEST_F(Semantics, EndpointFlushCompletesAllEarlierOperations) {
     }
     Completion flush_comp;
     bool flush_seen_pending_ops = false;
-    ucs_status_t st = post_with_retry(
-        [&] {
-            ucs_status_t s = uct_ep_flush(pair_.ab, 0, flush_comp.arm());
-            flush_comp.posted(s);
-            return s;
-        },
-        {a_.get(), b_.get()});
+    ucs_status_t st = start_flush(pair_.ab, 0, flush_comp, {a_.get(), b_.get()});
     ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << status_name(st);
     ASSERT_TRUE(wait(
         [&] {

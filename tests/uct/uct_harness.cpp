@@ -455,6 +455,16 @@ void Completion::on_done(uct_completion_t *self) {
     ++reinterpret_cast<Impl *>(self)->owner->callbacks_;
 }
 
+ucs_status_t start_flush(uct_ep_h ep, unsigned flags, Completion &comp, std::initializer_list<Entity *> entities) {
+    return post_with_retry(
+        [&] {
+            ucs_status_t s = uct_ep_flush(ep, flags, comp.arm());
+            comp.posted(s);
+            return s;
+        },
+        entities);
+}
+
 ucs_status_t flush_and_wait(Entity &self, uct_ep_h ep, std::initializer_list<Entity *> entities, unsigned flags,
                             Seconds deadline) {
     if (ep == nullptr) {
@@ -467,13 +477,7 @@ ucs_status_t flush_and_wait(Entity &self, uct_ep_h ep, std::initializer_list<Ent
         return progress_until(done, entities, "uct_iface_flush", deadline) ? st : UCS_ERR_TIMED_OUT;
     }
     Completion comp;
-    ucs_status_t st = post_with_retry(
-        [&] {
-            ucs_status_t s = uct_ep_flush(ep, flags, comp.arm());
-            comp.posted(s);
-            return s;
-        },
-        entities, deadline);
+    ucs_status_t st = start_flush(ep, flags, comp, entities);
     if (st != UCS_INPROGRESS) {
         return st;
     }
@@ -483,21 +487,11 @@ ucs_status_t flush_and_wait(Entity &self, uct_ep_h ep, std::initializer_list<Ent
     return comp.status();
 }
 
-bool read_full(int fd, void *buf, size_t n) {
-    auto *p = static_cast<uint8_t *>(buf);
+namespace {
+/// Moves exactly n bytes through `io` (read or write), retrying short transfers and EINTR.
+template <typename Io> bool transfer_full(uint8_t *p, size_t n, Io io) {
     while (n > 0) {
-        pollfd pfd{fd, POLLIN, 0};
-        int ready = poll(&pfd, 1, static_cast<int>(kDefaultDeadline.count() * 1000));
-        if (ready == 0) {
-            return false;  // the other side went silent: never block forever
-        }
-        if (ready < 0 && errno != EINTR) {
-            return false;
-        }
-        if (ready < 0) {
-            continue;
-        }
-        ssize_t r = ::read(fd, p, n);
+        ssize_t r = io(p, n);
         if (r < 0 && errno == EINTR) {
             continue;
         }
@@ -509,21 +503,23 @@ bool read_full(int fd, void *buf, size_t n) {
     }
     return true;
 }
+}  // namespace
+
+bool read_full(int fd, void *buf, size_t n) {
+    return transfer_full(static_cast<uint8_t *>(buf), n, [fd](uint8_t *p, size_t left) -> ssize_t {
+        pollfd pfd{fd, POLLIN, 0};
+        int ready = poll(&pfd, 1, static_cast<int>(kDefaultDeadline.count() * 1000));
+        if (ready <= 0) {
+            // 0: the other side went silent, never block forever; <0 with EINTR is retried
+            return ready == 0 ? 0 : -1;
+        }
+        return ::read(fd, p, left);
+    });
+}
 
 bool write_full(int fd, const void *buf, size_t n) {
-    const auto *p = static_cast<const uint8_t *>(buf);
-    while (n > 0) {
-        ssize_t r = ::write(fd, p, n);
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r <= 0) {
-            return false;
-        }
-        p += r;
-        n -= static_cast<size_t>(r);
-    }
-    return true;
+    return transfer_full(const_cast<uint8_t *>(static_cast<const uint8_t *>(buf)), n,
+                         [fd](uint8_t *p, size_t left) { return ::write(fd, p, left); });
 }
 
 bool write_blob(int fd, const Bytes &b) {

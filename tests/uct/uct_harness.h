@@ -71,6 +71,14 @@ std::pair<std::optional<TlResource>, std::string> target_resource();
         (out) = *found_.first;                                     \
     } while (0)
 
+/// Skips the current test unless `entity` (an Entity) advertises cap.flags bit `flag`.
+#define UCTEST_SKIP_UNLESS_CAP(entity, flag)                                                  \
+    do {                                                                                      \
+        if (!(entity).has_flag(flag)) {                                                       \
+            GTEST_SKIP() << (entity).resource().tl_name << " does not advertise " #flag;      \
+        }                                                                                     \
+    } while (0)
+
 /// Config values applied to every iface the suite opens (names without the UCX_ prefix, applied
 /// with uct_config_modify; a name the transport does not know is ignored). They shorten RC
 /// retry timeouts so that error and peer-death tests finish in seconds.
@@ -273,6 +281,10 @@ private:
     Impl impl_;
     int callbacks_ = 0;
 };
+
+/// Starts uct_ep_flush(ep, flags) counted by `comp` (retrying while NO_RESOURCE); returns what
+/// the flush call finally returned (UCS_OK: already flushed, INPROGRESS: comp will tell).
+ucs_status_t start_flush(uct_ep_h ep, unsigned flags, Completion &comp, std::initializer_list<Entity *> entities);
 
 /// Flushes `ep` (or the whole iface when ep is null) and waits; returns the flush status.
 ucs_status_t flush_and_wait(Entity &self, uct_ep_h ep, std::initializer_list<Entity *> entities,

@@ -54,7 +54,8 @@ case $api in
   ucp)
     export UCX_TLS=${GDR_TEST_UCX_TLS:-$TL,ud_verbs:aux}
     export UCX_NET_DEVICES=$DEV
-    export UCX_LOG_LEVEL=info  # for the ep_cfg lane lines
+    export UCX_LOG_LEVEL=info  # for the ep_cfg lane lines, which 1.13 prints only with
+    export UCX_PROTO_ENABLE=${UCX_PROTO_ENABLE:-n}  # the (default) v1 protocols
     ;;
   *) die "api must be uct or ucp" ;;
 esac
