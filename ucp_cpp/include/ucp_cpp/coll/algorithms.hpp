@@ -1,0 +1,386 @@
+/**
+ * @file coll/algorithms.hpp
+ * @brief Schedules of the collective algorithms (host memory), for any communicator size.
+ *
+ * Every builder appends rounds to a detail::schedule for the calling rank.  Conventions:
+ * p = communicator size, r = own rank, "relative rank" vr = (r - root) mod p for rooted
+ * collectives, so binomial trees work for any root and any p (non powers of two included).
+ * Blocks: n elements split into p blocks, the first n mod p one element larger.
+ * Steps (the tag field that pairs a send with its receive) are chosen so that a pair of ranks
+ * never has two messages with the same step in one collective.
+ */
+#pragma once
+
+#include <ucp_cpp/coll/engine.hpp>
+#include <ucp_cpp/coll/types.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace ucp_cpp::coll::detail {
+
+/// n elements of `elem` bytes in p blocks; offsets and sizes in bytes.
+struct block_layout {
+    size_t count;
+    int parts;
+    size_t elem;
+    size_t first(int i) const  // first element of block i (i == parts gives count)
+    {
+        size_t base = count / size_t(parts), extra = count % size_t(parts);
+        return size_t(i) * base + std::min(size_t(i), extra);
+    }
+    size_t offset(int i) const { return first(i) * elem; }
+    size_t bytes(int i) const { return (first(i + 1) - first(i)) * elem; }
+    size_t elements(int i) const { return first(i + 1) - first(i); }
+    size_t max_bytes() const { return bytes(0); }
+    /// Bytes of blocks [from, to).
+    size_t span(int from, int to) const { return offset(to) - offset(from); }
+};
+
+/// A layout of p equal blocks of `block` elements (allgather, gather, alltoall...).
+inline block_layout equal_blocks(size_t block, int parts, size_t elem)
+{
+    return block_layout{block * size_t(parts), parts, elem};
+}
+
+inline int mod(int a, int p) { return ((a % p) + p) % p; }
+inline uint32_t log2_of(unsigned v)
+{
+    uint32_t k = 0;
+    while ((1u << k) < v) ++k;
+    return k;
+}
+/// Lowest set bit of vr; for the root (vr 0) a power of two >= p (it owns the whole tree).
+inline int subtree_span(int vr, int p)
+{
+    if (vr != 0) return vr & -vr;
+    int span = 1;
+    while (span < p) span <<= 1;
+    return span;
+}
+
+inline void copy_bytes(void *dst, const void *src, size_t bytes)
+{
+    if (dst != src && bytes != 0) std::memmove(dst, src, bytes);
+}
+
+struct context {
+    schedule &plan;
+    int rank;
+    int size;
+    datatype type;
+    size_t elem;
+
+    void send(round &rd, int peer, const void *buf, size_t bytes, uint32_t step)
+    {
+        rd.transfers.push_back(transfer{true, peer, const_cast<void *>(buf), bytes, step});
+    }
+    void recv(round &rd, int peer, void *buf, size_t bytes, uint32_t step)
+    {
+        rd.transfers.push_back(transfer{false, peer, buf, bytes, step});
+    }
+};
+
+// ---------------------------------------------------------------- barrier
+
+/// Dissemination: ceil(log2 p) rounds, round k signals r+2^k and waits for r-2^k.
+inline void barrier_dissemination(context &c)
+{
+    static char token;
+    for (uint32_t k = 0; (1 << k) < c.size; ++k) {
+        round &rd = c.plan.add_round();
+        c.send(rd, mod(c.rank + (1 << k), c.size), &token, 0, k);
+        c.recv(rd, mod(c.rank - (1 << k), c.size), &token, 0, k);
+    }
+}
+
+// ---------------------------------------------------------------- ring building blocks
+
+/// Ring reduce-scatter over `layout` on `buf` (full input, reduced in place): afterwards block
+/// `index` holds the reduction of everyone's block.  Steps [step_base, step_base + p - 1).
+inline void ring_reduce_scatter(context &c, std::byte *buf, const block_layout &layout, int index,
+                                const reduction &op, uint32_t step_base)
+{
+    const int p = c.size, right = mod(c.rank + 1, p), left = mod(c.rank - 1, p);
+    std::byte *incoming = c.plan.allocate(layout.max_bytes());
+    for (int s = 0; s < p - 1; ++s) {
+        const int send_block = mod(index - s - 1, p), recv_block = mod(index - s - 2, p);
+        round &rd = c.plan.add_round();
+        c.send(rd, right, buf + layout.offset(send_block), layout.bytes(send_block), step_base + uint32_t(s));
+        c.recv(rd, left, incoming, layout.bytes(recv_block), step_base + uint32_t(s));
+        rd.then = [&op, type = c.type, incoming, target = buf + layout.offset(recv_block),
+                   n = layout.elements(recv_block)] { op.apply(type, incoming, target, n); };
+    }
+}
+
+/// Ring allgather over `layout` on `buf`, where this rank already holds block `index`.
+/// Steps [step_base, step_base + p - 1).
+inline void ring_allgather(context &c, std::byte *buf, const block_layout &layout, int index, uint32_t step_base)
+{
+    const int p = c.size, right = mod(c.rank + 1, p), left = mod(c.rank - 1, p);
+    for (int s = 0; s < p - 1; ++s) {
+        const int send_block = mod(index - s, p), recv_block = mod(index - s - 1, p);
+        round &rd = c.plan.add_round();
+        c.send(rd, right, buf + layout.offset(send_block), layout.bytes(send_block), step_base + uint32_t(s));
+        c.recv(rd, left, buf + layout.offset(recv_block), layout.bytes(recv_block), step_base + uint32_t(s));
+    }
+}
+
+// ---------------------------------------------------------------- allreduce
+
+/// Recursive doubling; the 2*(p - 2^floor(log2 p)) lowest ranks first fold pairwise (even into
+/// odd) and get the result back at the end (MPICH's scheme), so any p works.
+inline void allreduce_recursive_doubling(context &c, std::byte *buf, size_t count, const reduction &op)
+{
+    const int p = c.size, r = c.rank;
+    const size_t bytes = count * c.elem;
+    int pof2 = 1;
+    while (pof2 * 2 <= p) pof2 *= 2;
+    const int rem = p - pof2;
+    std::byte *incoming = c.plan.allocate(bytes);
+    auto reduce_incoming = [&op, type = c.type, incoming, buf, count] { op.apply(type, incoming, buf, count); };
+    const uint32_t fold_step = 0, unfold_step = 1 + log2_of(unsigned(pof2));
+
+    int vrank;
+    if (r < 2 * rem) {
+        round &rd = c.plan.add_round();
+        if (r % 2 == 0) {
+            c.send(rd, r + 1, buf, bytes, fold_step);
+            vrank = -1;
+        } else {
+            c.recv(rd, r - 1, incoming, bytes, fold_step);
+            rd.then = reduce_incoming;
+            vrank = r / 2;
+        }
+    } else {
+        vrank = r - rem;
+    }
+    if (vrank >= 0) {
+        uint32_t k = 1;
+        for (int mask = 1; mask < pof2; mask <<= 1, ++k) {
+            const int vpeer = vrank ^ mask;
+            const int peer  = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
+            round &rd = c.plan.add_round();
+            c.send(rd, peer, buf, bytes, k);
+            c.recv(rd, peer, incoming, bytes, k);
+            rd.then = reduce_incoming;
+        }
+    }
+    if (r < 2 * rem) {
+        round &rd = c.plan.add_round();
+        if (r % 2 == 1) {
+            c.send(rd, r - 1, buf, bytes, unfold_step);
+        } else {
+            c.recv(rd, r + 1, buf, bytes, unfold_step);
+        }
+    }
+}
+
+/// Ring: reduce-scatter then allgather, 2(p-1) rounds of n/p elements (bandwidth-optimal).
+inline void allreduce_ring(context &c, std::byte *buf, size_t count, const reduction &op)
+{
+    block_layout layout{count, c.size, c.elem};
+    ring_reduce_scatter(c, buf, layout, c.rank, op, 0);
+    ring_allgather(c, buf, layout, c.rank, uint32_t(c.size));
+}
+
+// ---------------------------------------------------------------- broadcast
+
+/// Binomial tree from the root.
+inline void bcast_binomial(context &c, std::byte *buf, size_t bytes, int root)
+{
+    const int p = c.size, vr = mod(c.rank - root, p), span = subtree_span(vr, p);
+    if (vr != 0) {
+        round &rd = c.plan.add_round();
+        c.recv(rd, mod(vr - span + root, p), buf, bytes, log2_of(unsigned(span)));
+    }
+    round &rd = c.plan.add_round();
+    for (int m = span >> 1; m > 0; m >>= 1) {
+        if (vr + m < p) c.send(rd, mod(vr + m + root, p), buf, bytes, log2_of(unsigned(m)));
+    }
+}
+
+/// Van de Geijn: binomial scatter of p blocks (in relative-rank order), then ring allgather.
+inline void bcast_scatter_allgather(context &c, std::byte *buf, size_t count, int root)
+{
+    const int p = c.size, vr = mod(c.rank - root, p), span = subtree_span(vr, p);
+    block_layout layout{count, p, c.elem};
+    if (vr != 0) {
+        round &rd = c.plan.add_round();
+        const int end = std::min(vr + span, p);
+        c.recv(rd, mod(vr - span + root, p), buf + layout.offset(vr), layout.span(vr, end),
+               log2_of(unsigned(span)));
+    }
+    round &rd = c.plan.add_round();
+    for (int m = span >> 1; m > 0; m >>= 1) {
+        if (vr + m < p) {
+            const int end = std::min(vr + 2 * m, p);
+            c.send(rd, mod(vr + m + root, p), buf + layout.offset(vr + m), layout.span(vr + m, end),
+                   log2_of(unsigned(m)));
+        }
+    }
+    ring_allgather(c, buf, layout, vr, 32);
+}
+
+// ---------------------------------------------------------------- reduce
+
+/// Binomial tree towards the root; `acc` holds this rank's contribution and is reduced in place.
+inline void reduce_binomial(context &c, std::byte *acc, size_t count, const reduction &op, int root)
+{
+    const int p = c.size, vr = mod(c.rank - root, p);
+    const size_t bytes = count * c.elem;
+    std::byte *incoming = c.plan.allocate(bytes);
+    for (int mask = 1; mask < p; mask <<= 1) {
+        round &rd = c.plan.add_round();
+        if (vr & mask) {
+            c.send(rd, mod(vr - mask + root, p), acc, bytes, log2_of(unsigned(mask)));
+            break;
+        }
+        if (vr + mask < p) {
+            c.recv(rd, mod(vr + mask + root, p), incoming, bytes, log2_of(unsigned(mask)));
+            rd.then = [&op, type = c.type, incoming, acc, count] { op.apply(type, incoming, acc, count); };
+        }
+    }
+}
+
+/// Ring reduce-scatter, then every rank sends its reduced block to the root (large messages).
+inline void reduce_scatter_gather(context &c, std::byte *acc, size_t count, const reduction &op, int root)
+{
+    block_layout layout{count, c.size, c.elem};
+    ring_reduce_scatter(c, acc, layout, c.rank, op, 0);
+    round &rd = c.plan.add_round();
+    const uint32_t step = uint32_t(c.size);
+    if (c.rank != root) {
+        c.send(rd, root, acc + layout.offset(c.rank), layout.bytes(c.rank), step);
+    } else {
+        for (int i = 0; i < c.size; ++i) {
+            if (i != root) c.recv(rd, i, acc + layout.offset(i), layout.bytes(i), step);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- allgather
+
+/// Recursive doubling (p a power of two): round k exchanges 2^k blocks with rank r xor 2^k.
+inline void allgather_recursive_doubling(context &c, std::byte *buf, const block_layout &layout)
+{
+    uint32_t k = 0;
+    for (int mask = 1; mask < c.size; mask <<= 1, ++k) {
+        const int peer = c.rank ^ mask;
+        const int mine = c.rank & ~(mask - 1), theirs = peer & ~(mask - 1);
+        round &rd = c.plan.add_round();
+        c.send(rd, peer, buf + layout.offset(mine), layout.span(mine, mine + mask), k);
+        c.recv(rd, peer, buf + layout.offset(theirs), layout.span(theirs, theirs + mask), k);
+    }
+}
+
+/// Bruck: ceil(log2 p) rounds for any p, in a rotated scratch buffer (block j = rank r+j).
+inline void allgather_bruck(context &c, std::byte *buf, size_t block_bytes)
+{
+    const int p = c.size, r = c.rank;
+    std::byte *rotated = c.plan.allocate(block_bytes * size_t(p));
+    // The own block is copied in when the schedule starts (it may be written by the caller
+    // up to that point): chain it before the existing prologue.
+    c.plan.prologue = [prev = c.plan.prologue, rotated, own = buf + size_t(r) * block_bytes, block_bytes] {
+        if (prev) prev();
+        copy_bytes(rotated, own, block_bytes);
+    };
+    uint32_t k = 0;
+    for (int d = 1; d < p; d <<= 1, ++k) {
+        const size_t blocks = size_t(std::min(d, p - d));
+        round &rd = c.plan.add_round();
+        c.send(rd, mod(r - d, p), rotated, blocks * block_bytes, k);
+        c.recv(rd, mod(r + d, p), rotated + size_t(d) * block_bytes, blocks * block_bytes, k);
+    }
+    if (p == 1) return;  // the prologue already placed the only block
+    c.plan.rounds.back().then = [rotated, buf, block_bytes, p, r] {
+        for (int j = 0; j < p; ++j) {
+            copy_bytes(buf + size_t(mod(r + j, p)) * block_bytes, rotated + size_t(j) * block_bytes, block_bytes);
+        }
+    };
+}
+
+// ---------------------------------------------------------------- gather / scatter
+
+/// Binomial gather; `staging` holds blocks [vr, vr + subtree) in relative order, own block first.
+/// At the root the staging buffer is rotated into `recv` (block i = rank i).
+inline void gather_binomial(context &c, const std::byte *own, std::byte *recv, size_t block_bytes, int root)
+{
+    const int p = c.size, vr = mod(c.rank - root, p), span = subtree_span(vr, p);
+    const int end = std::min(vr + span, p);
+    std::byte *staging = c.plan.allocate(block_bytes * size_t(end - vr));
+    c.plan.prologue = [staging, own, block_bytes] { copy_bytes(staging, own, block_bytes); };
+    round &children = c.plan.add_round();
+    for (int m = 1; m < span && vr + m < p; m <<= 1) {
+        const int child_end = std::min(vr + 2 * m, p);
+        c.recv(children, mod(vr + m + root, p), staging + size_t(m) * block_bytes,
+               size_t(child_end - vr - m) * block_bytes, log2_of(unsigned(m)));
+    }
+    if (vr != 0) {
+        round &up = c.plan.add_round();
+        c.send(up, mod(vr - span + root, p), staging, size_t(end - vr) * block_bytes, log2_of(unsigned(span)));
+    } else {
+        children.then = [staging, recv, block_bytes, p, root] {
+            for (int j = 0; j < p; ++j) {
+                copy_bytes(recv + size_t(mod(j + root, p)) * block_bytes, staging + size_t(j) * block_bytes,
+                           block_bytes);
+            }
+        };
+    }
+}
+
+/// Binomial scatter (mirror of gather_binomial).
+inline void scatter_binomial(context &c, const std::byte *send, std::byte *recv, size_t block_bytes, int root)
+{
+    const int p = c.size, vr = mod(c.rank - root, p), span = subtree_span(vr, p);
+    const int end = std::min(vr + span, p);
+    std::byte *staging = c.plan.allocate(block_bytes * size_t(end - vr));
+    auto deliver_own = [staging, recv, block_bytes] { copy_bytes(recv, staging, block_bytes); };
+    if (vr == 0) {
+        c.plan.prologue = [staging, send, block_bytes, p, root] {
+            for (int j = 0; j < p; ++j) {
+                copy_bytes(staging + size_t(j) * block_bytes, send + size_t(mod(j + root, p)) * block_bytes,
+                           block_bytes);
+            }
+        };
+    } else {
+        round &down = c.plan.add_round();
+        c.recv(down, mod(vr - span + root, p), staging, size_t(end - vr) * block_bytes, log2_of(unsigned(span)));
+    }
+    round &children = c.plan.add_round();
+    for (int m = span >> 1; m > 0; m >>= 1) {
+        if (vr + m < p) {
+            const int child_end = std::min(vr + 2 * m, p);
+            c.send(children, mod(vr + m + root, p), staging + size_t(m) * block_bytes,
+                   size_t(child_end - vr - m) * block_bytes, log2_of(unsigned(m)));
+        }
+    }
+    children.then = deliver_own;
+}
+
+// ---------------------------------------------------------------- alltoall
+
+/// Pairwise exchange: round i sends to r+i and receives from r-i (p-1 rounds).
+inline void alltoall_pairwise(context &c, const std::byte *send, std::byte *recv, size_t block_bytes)
+{
+    const int p = c.size, r = c.rank;
+    const std::byte *source = send;
+    if (send == recv) {  // in place: send from a snapshot
+        std::byte *snapshot = c.plan.allocate(block_bytes * size_t(p));
+        c.plan.prologue = [snapshot, recv, bytes = block_bytes * size_t(p)] { copy_bytes(snapshot, recv, bytes); };
+        source = snapshot;
+    } else {
+        c.plan.prologue = [send, recv, block_bytes, r] {
+            copy_bytes(recv + size_t(r) * block_bytes, send + size_t(r) * block_bytes, block_bytes);
+        };
+    }
+    for (int i = 1; i < p; ++i) {
+        const int to = mod(r + i, p), from = mod(r - i, p);
+        round &rd = c.plan.add_round();
+        c.send(rd, to, source + size_t(to) * block_bytes, block_bytes, uint32_t(i));
+        c.recv(rd, from, recv + size_t(from) * block_bytes, block_bytes, uint32_t(i));
+    }
+}
+
+}  // namespace ucp_cpp::coll::detail

@@ -1,0 +1,319 @@
+/**
+ * @file coll/bootstrap.hpp
+ * @brief Out-of-band exchange of UCP worker addresses over a TCP rendezvous at the root.
+ *
+ * Protocol: rank 0 listens at root_host:root_port; every other rank connects (retrying while the
+ * root is not up yet), sends {magic, rank, size, address}; once all size-1 ranks registered the
+ * root sends every rank the whole address table and closes.  Every step is bounded by
+ * bootstrap_params::timeout: an unreachable root, a missing rank, a duplicate rank or a size
+ * mismatch end with ucx_error (UCS_ERR_TIMED_OUT / UCS_ERR_UNREACHABLE / UCS_ERR_INVALID_PARAM)
+ * whose message names the problem, never with a hang.
+ *
+ * Threading: the functions block the calling thread; they touch no UCX state.
+ */
+#pragma once
+
+#include <ucp_cpp/error.hpp>
+#include <ucp_cpp/worker.hpp>
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ucp_cpp::coll {
+
+struct bootstrap_params {
+    int rank = 0;
+    int size = 1;
+    std::string root_host = "127.0.0.1";
+    uint16_t root_port    = 29500;
+    /// Bound on the whole rendezvous (connect retries, waiting for the other ranks, the table).
+    std::chrono::milliseconds timeout{30000};
+
+    /**
+     * From the environment: rank/size from RANK/WORLD_SIZE (torchrun style) or
+     * OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (mpirun); the root from MASTER_ADDR/MASTER_PORT;
+     * UCP_CPP_COLL_BOOTSTRAP_TIMEOUT (seconds) overrides the timeout.  Throws ucx_error naming
+     * the missing variable.
+     */
+    static bootstrap_params from_environment()
+    {
+        bootstrap_params params;
+        const char *rank = std::getenv("RANK");
+        const char *size = std::getenv("WORLD_SIZE");
+        if (rank == nullptr || size == nullptr) {
+            rank = std::getenv("OMPI_COMM_WORLD_RANK");
+            size = std::getenv("OMPI_COMM_WORLD_SIZE");
+        }
+        if (rank == nullptr || size == nullptr) {
+            throw ucx_error(UCS_ERR_INVALID_PARAM,
+                            "coll::bootstrap: set RANK and WORLD_SIZE (or run under mpirun, which "
+                            "sets OMPI_COMM_WORLD_RANK/SIZE)");
+        }
+        params.rank = std::atoi(rank);
+        params.size = std::atoi(size);
+        const char *host = std::getenv("MASTER_ADDR");
+        const char *port = std::getenv("MASTER_PORT");
+        if (host == nullptr || port == nullptr) {
+            throw ucx_error(UCS_ERR_INVALID_PARAM,
+                            "coll::bootstrap: set MASTER_ADDR and MASTER_PORT (the root's rendezvous address)");
+        }
+        params.root_host = host;
+        params.root_port = static_cast<uint16_t>(std::atoi(port));
+        if (const char *seconds = std::getenv("UCP_CPP_COLL_BOOTSTRAP_TIMEOUT")) {
+            params.timeout = std::chrono::milliseconds(long(std::atof(seconds) * 1000));
+        }
+        return params;
+    }
+};
+
+namespace detail {
+
+using clock = std::chrono::steady_clock;
+
+class socket_fd {
+public:
+    explicit socket_fd(int fd = -1) : fd_(fd) {}
+    socket_fd(socket_fd &&other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+    socket_fd &operator=(socket_fd &&other) noexcept
+    {
+        std::swap(fd_, other.fd_);
+        return *this;
+    }
+    ~socket_fd()
+    {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    int get() const { return fd_; }
+
+private:
+    int fd_;
+};
+
+inline int remaining_ms(clock::time_point deadline)
+{
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+    return left > 0 ? int(left) : 0;
+}
+
+inline void send_all(int fd, const void *data, size_t length, clock::time_point deadline,
+                     const char *what)
+{
+    const char *p = static_cast<const char *>(data);
+    while (length > 0) {
+        pollfd pfd{fd, POLLOUT, 0};
+        if (::poll(&pfd, 1, remaining_ms(deadline)) <= 0) {
+            throw ucx_error(UCS_ERR_TIMED_OUT, std::string("coll::bootstrap: timed out sending ") + what);
+        }
+        ssize_t n = ::send(fd, p, length, MSG_NOSIGNAL);
+        if (n <= 0) {
+            throw ucx_error(UCS_ERR_CONNECTION_RESET,
+                            std::string("coll::bootstrap: connection lost sending ") + what);
+        }
+        p += n;
+        length -= size_t(n);
+    }
+}
+
+inline void recv_all(int fd, void *data, size_t length, clock::time_point deadline,
+                     const std::string &what)
+{
+    char *p = static_cast<char *>(data);
+    while (length > 0) {
+        pollfd pfd{fd, POLLIN, 0};
+        if (::poll(&pfd, 1, remaining_ms(deadline)) <= 0) {
+            throw ucx_error(UCS_ERR_TIMED_OUT, "coll::bootstrap: timed out waiting for " + what);
+        }
+        ssize_t n = ::recv(fd, p, length, 0);
+        if (n <= 0) {
+            throw ucx_error(UCS_ERR_CONNECTION_RESET,
+                            "coll::bootstrap: connection closed while waiting for " + what);
+        }
+        p += n;
+        length -= size_t(n);
+    }
+}
+
+inline constexpr uint32_t bootstrap_magic = 0x55434f4c;  // "UCOL"
+
+struct hello {
+    uint32_t magic;
+    int32_t rank;
+    int32_t size;
+    uint32_t address_length;
+};
+
+inline void send_blob(int fd, const std::vector<uint8_t> &bytes, clock::time_point deadline)
+{
+    uint32_t length = uint32_t(bytes.size());
+    send_all(fd, &length, sizeof(length), deadline, "an address");
+    send_all(fd, bytes.data(), bytes.size(), deadline, "an address");
+}
+
+inline std::vector<uint8_t> recv_blob(int fd, clock::time_point deadline, const std::string &what)
+{
+    uint32_t length = 0;
+    recv_all(fd, &length, sizeof(length), deadline, what);
+    if (length > (1u << 20)) {
+        throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::bootstrap: implausible address length from " + what);
+    }
+    std::vector<uint8_t> bytes(length);
+    recv_all(fd, bytes.data(), length, deadline, what);
+    return bytes;
+}
+
+inline std::vector<worker_address> root_rendezvous(const bootstrap_params &params,
+                                                   const worker_address &own, clock::time_point deadline)
+{
+    socket_fd listener(::socket(AF_INET6, SOCK_STREAM, 0));
+    bool ipv6 = listener.get() >= 0;
+    if (!ipv6) listener = socket_fd(::socket(AF_INET, SOCK_STREAM, 0));
+    int one = 1, zero = 0;
+    ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    int bound;
+    if (ipv6) {
+        ::setsockopt(listener.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+        sockaddr_in6 any{};
+        any.sin6_family = AF_INET6;
+        any.sin6_port   = htons(params.root_port);
+        any.sin6_addr   = in6addr_any;
+        bound = ::bind(listener.get(), reinterpret_cast<sockaddr *>(&any), sizeof(any));
+    } else {
+        sockaddr_in any{};
+        any.sin_family      = AF_INET;
+        any.sin_port        = htons(params.root_port);
+        any.sin_addr.s_addr = htonl(INADDR_ANY);
+        bound = ::bind(listener.get(), reinterpret_cast<sockaddr *>(&any), sizeof(any));
+    }
+    if (bound != 0 || ::listen(listener.get(), params.size) != 0) {
+        throw ucx_error(UCS_ERR_IO_ERROR, "coll::bootstrap: root cannot listen on port " +
+                                              std::to_string(params.root_port) + ": " + std::strerror(errno));
+    }
+
+    std::vector<worker_address> table(size_t(params.size));
+    std::vector<socket_fd> peers(size_t(params.size));
+    table[0] = own;
+    int registered = 1;
+    while (registered < params.size) {
+        pollfd pfd{listener.get(), POLLIN, 0};
+        if (::poll(&pfd, 1, remaining_ms(deadline)) <= 0) {
+            std::string missing;
+            for (int r = 1; r < params.size; ++r) {
+                if (peers[size_t(r)].get() < 0) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+            }
+            throw ucx_error(UCS_ERR_TIMED_OUT, "coll::bootstrap: root timed out after " +
+                                                   std::to_string(params.timeout.count()) +
+                                                   " ms; ranks never registered: " + missing);
+        }
+        socket_fd peer(::accept(listener.get(), nullptr, nullptr));
+        if (peer.get() < 0) continue;
+        hello h{};
+        recv_all(peer.get(), &h, sizeof(h), deadline, "a rank's registration");
+        if (h.magic != bootstrap_magic || h.size != params.size || h.rank <= 0 || h.rank >= params.size ||
+            peers[size_t(h.rank)].get() >= 0) {
+            throw ucx_error(UCS_ERR_INVALID_PARAM,
+                            "coll::bootstrap: bad registration (rank " + std::to_string(h.rank) + ", size " +
+                                std::to_string(h.size) + ", root expects size " + std::to_string(params.size) +
+                                "; duplicate rank or foreign client?)");
+        }
+        table[size_t(h.rank)].bytes.resize(h.address_length);
+        recv_all(peer.get(), table[size_t(h.rank)].bytes.data(), h.address_length, deadline,
+                 "rank " + std::to_string(h.rank) + "'s address");
+        peers[size_t(h.rank)] = std::move(peer);
+        ++registered;
+    }
+    for (int r = 1; r < params.size; ++r) {
+        for (const worker_address &address : table) {
+            send_blob(peers[size_t(r)].get(), address.bytes, deadline);
+        }
+    }
+    return table;
+}
+
+inline std::vector<worker_address> client_rendezvous(const bootstrap_params &params,
+                                                     const worker_address &own, clock::time_point deadline)
+{
+    const std::string root = params.root_host + ":" + std::to_string(params.root_port);
+    addrinfo hints{};
+    hints.ai_family   = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo *found   = nullptr;
+    int rc = getaddrinfo(params.root_host.c_str(), std::to_string(params.root_port).c_str(), &hints, &found);
+    if (rc != 0) {
+        throw ucx_error(UCS_ERR_INVALID_ADDR, "coll::bootstrap: cannot resolve root " + root + ": " + gai_strerror(rc));
+    }
+    std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, &freeaddrinfo);
+    socket_fd connection;
+    std::string last_error = "no attempt";
+    // The root may start later than we do: retry refused connections until the deadline.
+    while (connection.get() < 0) {
+        for (addrinfo *ai = found; ai != nullptr && connection.get() < 0; ai = ai->ai_next) {
+            socket_fd attempt(::socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK, 0));
+            if (attempt.get() < 0) continue;
+            if (::connect(attempt.get(), ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
+                last_error = std::strerror(errno);
+                continue;
+            }
+            pollfd pfd{attempt.get(), POLLOUT, 0};
+            int error = ETIMEDOUT;
+            socklen_t length = sizeof(error);
+            if (::poll(&pfd, 1, std::min(remaining_ms(deadline), 1000)) > 0) {
+                ::getsockopt(attempt.get(), SOL_SOCKET, SO_ERROR, &error, &length);
+            }
+            if (error == 0) {
+                connection = std::move(attempt);
+            } else {
+                last_error = std::strerror(error);
+            }
+        }
+        if (connection.get() >= 0) break;
+        if (remaining_ms(deadline) == 0) {
+            throw ucx_error(UCS_ERR_UNREACHABLE, "coll::bootstrap: rank " + std::to_string(params.rank) +
+                                                     " cannot reach the root at " + root + " within " +
+                                                     std::to_string(params.timeout.count()) +
+                                                     " ms (last error: " + last_error + ")");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    hello h{bootstrap_magic, params.rank, params.size, uint32_t(own.size())};
+    send_all(connection.get(), &h, sizeof(h), deadline, "the registration");
+    send_all(connection.get(), own.bytes.data(), own.size(), deadline, "the registration");
+    std::vector<worker_address> table(size_t(params.size));
+    for (worker_address &address : table) {
+        address.bytes = recv_blob(connection.get(), deadline,
+                                  "the address table from the root " + root +
+                                      " (the root failed, or timed out waiting for another rank)");
+    }
+    return table;
+}
+
+}  // namespace detail
+
+/**
+ * Exchanges @p own with all ranks through the rendezvous described by @p params; returns the
+ * address table indexed by rank (entry params.rank is @p own).  Blocks at most params.timeout.
+ */
+inline std::vector<worker_address> exchange_addresses(const bootstrap_params &params, const worker_address &own)
+{
+    if (params.size < 1 || params.rank < 0 || params.rank >= params.size) {
+        throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::bootstrap: rank " + std::to_string(params.rank) +
+                                                   " is not in [0, size=" + std::to_string(params.size) + ")");
+    }
+    if (params.size == 1) return {own};
+    const auto deadline = detail::clock::now() + params.timeout;
+    return params.rank == 0 ? detail::root_rendezvous(params, own, deadline)
+                            : detail::client_rendezvous(params, own, deadline);
+}
+
+}  // namespace ucp_cpp::coll

@@ -1,0 +1,12 @@
+/**
+ * @file coll/coll.hpp
+ * @brief Collectives over ucp_cpp (host memory): communicator, bootstrap, nine collectives,
+ *        blocking and nonblocking.  See docs/collectives.md.
+ */
+#pragma once
+
+#include <ucp_cpp/coll/algorithms.hpp>
+#include <ucp_cpp/coll/bootstrap.hpp>
+#include <ucp_cpp/coll/communicator.hpp>
+#include <ucp_cpp/coll/engine.hpp>
+#include <ucp_cpp/coll/types.hpp>

@@ -1,0 +1,356 @@
+/**
+ * @file coll/engine.hpp
+ * @brief The machinery under ucp_cpp::coll: schedules of point-to-point rounds, the per-worker
+ *        engine that progresses every collective in flight, and coll::request.
+ *
+ * A collective is compiled, when it is issued, into a schedule: a list of rounds, each a set of
+ * tagged sends/receives posted together plus a local action (reduce, copy) that runs once they
+ * all completed.  The engine advances every in-flight schedule whenever any collective request
+ * of that worker is tested or waited on, so several collectives can be in flight and waiting on
+ * one never starves another (which other ranks may be blocked on).
+ *
+ * Tags: space tag_space::collectives; the 56 value bits hold communicator id (14), sequence
+ * number of the collective on that communicator (14), algorithm step (14) and sender rank (14).
+ * A receive names its sender by tag (UCP receives are not per endpoint).
+ *
+ * Failure: endpoints are created with UCP_ERR_HANDLING_MODE_PEER; when UCX reports a peer failed,
+ * every in-flight collective of a communicator containing that peer fails with
+ * UCS_ERR_CONNECTION_RESET naming the rank, as does any later one.  Pending receives are
+ * cancelled; pending sends and their scratch buffers are kept by the engine until they finish.
+ */
+#pragma once
+
+#include <ucp_cpp/coll/types.hpp>
+#include <ucp_cpp/endpoint.hpp>
+#include <ucp_cpp/request.hpp>
+#include <ucp_cpp/tag.hpp>
+#include <ucp_cpp/worker.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ucp_cpp::coll::detail {
+
+inline constexpr unsigned field_bits   = 14;
+inline constexpr uint64_t field_mask   = (uint64_t(1) << field_bits) - 1;
+inline constexpr int max_ranks         = int(field_mask) + 1;
+inline constexpr uint32_t max_comm_ids = uint32_t(field_mask) + 1;
+
+inline ucp_tag_t make_tag(uint32_t comm_id, uint32_t sequence, uint32_t step, int sender)
+{
+    uint64_t value = (uint64_t(comm_id & field_mask) << (3 * field_bits)) |
+                     (uint64_t(sequence & field_mask) << (2 * field_bits)) |
+                     (uint64_t(step & field_mask) << field_bits) | (uint64_t(sender) & field_mask);
+    return tag_space::make(tag_space::collectives, value);
+}
+
+/// One tagged transfer with a peer (a rank of the collective's communicator).
+struct transfer {
+    bool is_send;
+    int peer;
+    void *buffer;
+    size_t bytes;
+    uint32_t step;  ///< same number on both sides of a message; unique per (sender, receiver)
+};
+
+struct round {
+    std::vector<transfer> transfers;
+    std::function<void()> then;  ///< runs after every transfer of the round completed
+};
+
+struct schedule {
+    std::function<void()> prologue;  ///< local work before the first round (copies)
+    std::vector<round> rounds;
+    std::vector<std::unique_ptr<std::byte[]>> scratch;
+    std::vector<std::shared_ptr<const void>> keep_alive;  ///< e.g. the reduction the rounds use
+
+    std::byte *allocate(size_t bytes)
+    {
+        scratch.push_back(std::make_unique<std::byte[]>(bytes == 0 ? 1 : bytes));
+        return scratch.back().get();
+    }
+    round &add_round()
+    {
+        rounds.emplace_back();
+        return rounds.back();
+    }
+};
+
+class engine;
+
+/// The part of a communicator that in-flight operations need.
+struct comm_state {
+    std::shared_ptr<engine> owner;
+    std::vector<int> world_ranks;  ///< communicator rank -> world rank (index into endpoints)
+    int rank         = 0;
+    uint32_t id      = 0;
+    uint32_t next_sequence = 0;
+    int size() const { return int(world_ranks.size()); }
+};
+
+struct operation {
+    schedule plan;
+    std::shared_ptr<comm_state> comm;
+    uint32_t sequence = 0;
+    size_t next_round = 0;
+    std::vector<ucp_cpp::request> pending;
+    std::vector<size_t> expected_lengths;  ///< per pending entry; SIZE_MAX for sends
+    ucs_status_t status = UCS_INPROGRESS;
+    std::string error;
+};
+
+class engine : public std::enable_shared_from_this<engine> {
+    struct private_tag {};
+
+public:
+    static std::shared_ptr<engine> create(std::shared_ptr<worker> owner, int world_rank,
+                                          const std::vector<worker_address> &addresses,
+                                          bool peer_error_handling)
+    {
+        return std::make_shared<engine>(private_tag{}, std::move(owner), world_rank, addresses,
+                                        peer_error_handling);
+    }
+
+    engine(private_tag, std::shared_ptr<worker> owner, int world_rank,
+           const std::vector<worker_address> &addresses, bool peer_error_handling)
+        : worker_(std::move(owner)), world_rank_(world_rank),
+          peer_status_(std::make_shared<std::vector<ucs_status_t>>(addresses.size(), UCS_OK))
+    {
+        endpoints_.resize(addresses.size());
+        for (size_t peer = 0; peer < addresses.size(); ++peer) {
+            if (int(peer) == world_rank) continue;  // a rank never messages itself
+            endpoint_params params;
+            params.name = "ucp_cpp.coll";
+            params.peer_error_handling = peer_error_handling;
+            // Capture the status table, not the engine: the handler may run after the engine is gone.
+            params.on_error = [table = peer_status_, peer](ucs_status_t status) { (*table)[peer] = status; };
+            endpoints_[peer] = endpoint::connect(worker_, addresses[peer], params);
+        }
+    }
+
+    ~engine()
+    {
+        // Drop pending work while the worker is still alive (requests hold it anyway).
+        active_.clear();
+        graveyard_.clear();
+    }
+
+    const std::shared_ptr<worker> &owner() const { return worker_; }
+    int world_rank() const { return world_rank_; }
+    int world_size() const { return int(endpoints_.size()); }
+    uint32_t &next_comm_id() { return next_comm_id_; }
+
+    /// UCS_OK or the failure UCX reported for the endpoint to @p world_rank.
+    ucs_status_t peer_status(int world_rank) const { return (*peer_status_)[size_t(world_rank)]; }
+
+    /// Starts @p op (its prologue and first round) and keeps it until complete.
+    void start(const std::shared_ptr<operation> &op)
+    {
+        if (op->plan.prologue) op->plan.prologue();
+        if (!advance(*op)) active_.push_back(op);
+    }
+
+    /// One progress round of the worker, then every in-flight schedule moves as far as it can.
+    /// @return true if anything happened.
+    bool progress()
+    {
+        bool busy = worker_->progress() != 0;
+        for (size_t i = 0; i < active_.size();) {
+            if (advance(*active_[i])) {
+                active_[i] = std::move(active_.back());
+                active_.pop_back();
+                busy = true;
+            } else {
+                ++i;
+            }
+        }
+        reap_graveyard();
+        return busy;
+    }
+
+private:
+    /// Moves @p op forward; true once it finished (successfully or not).
+    bool advance(operation &op)
+    {
+        while (op.status == UCS_INPROGRESS) {
+            for (size_t i = 0; i < op.pending.size(); ++i) {
+                ucp_cpp::request &req = op.pending[i];
+                if (!req.done()) {
+                    check_members(op);
+                    return op.status != UCS_INPROGRESS;
+                }
+                if (req.status() != UCS_OK) {
+                    fail(op, req.status(), "a transfer of the collective failed");
+                    return true;
+                }
+                if (op.expected_lengths[i] != SIZE_MAX && req.length() != op.expected_lengths[i]) {
+                    fail(op, UCS_ERR_MESSAGE_TRUNCATED,
+                         "received " + std::to_string(req.length()) + " bytes where " +
+                             std::to_string(op.expected_lengths[i]) +
+                             " were expected: the ranks called the collective with different counts");
+                    return true;
+                }
+            }
+            op.pending.clear();
+            op.expected_lengths.clear();
+            if (op.next_round > 0) {
+                auto &then = op.plan.rounds[op.next_round - 1].then;
+                if (then) {
+                    try {
+                        then();
+                    } catch (const std::exception &e) {
+                        fail(op, UCS_ERR_INVALID_PARAM, std::string("local step failed: ") + e.what());
+                        return true;
+                    }
+                }
+            }
+            if (op.next_round == op.plan.rounds.size()) {
+                op.status = UCS_OK;
+                return true;
+            }
+            check_members(op);
+            if (op.status != UCS_INPROGRESS) return true;
+            post(op, op.plan.rounds[op.next_round++]);
+        }
+        return true;
+    }
+
+    void post(operation &op, const round &r)
+    {
+        const comm_state &comm = *op.comm;
+        for (const transfer &t : r.transfers) {
+            const int sender = t.is_send ? comm.rank : t.peer;
+            const ucp_tag_t tag = make_tag(comm.id, op.sequence, t.step, sender);
+            const int world_peer = comm.world_ranks[size_t(t.peer)];
+            if (t.is_send) {
+                op.pending.push_back(endpoints_[size_t(world_peer)]->tag_send(t.buffer, t.bytes, tag));
+                op.expected_lengths.push_back(SIZE_MAX);
+            } else {
+                op.pending.push_back(worker_->tag_recv(t.buffer, t.bytes, tag, tag_space::full_mask));
+                op.expected_lengths.push_back(t.bytes);
+            }
+        }
+    }
+
+    void check_members(operation &op)
+    {
+        for (size_t r = 0; r < op.comm->world_ranks.size(); ++r) {
+            ucs_status_t status = peer_status(op.comm->world_ranks[r]);
+            if (status != UCS_OK) {
+                fail(op, UCS_ERR_CONNECTION_RESET,
+                     "rank " + std::to_string(r) + " of the communicator (world rank " +
+                         std::to_string(op.comm->world_ranks[r]) + ") failed: " + ucs_status_string(status));
+                return;
+            }
+        }
+    }
+
+    void fail(operation &op, ucs_status_t status, const std::string &why)
+    {
+        op.status = status;
+        op.error  = why;
+        // Receives can be cancelled; sends cannot: park them with the buffers they read.
+        auto parked = std::make_unique<operation>();
+        for (ucp_cpp::request &req : op.pending) {
+            req.cancel();
+            if (!req.done()) parked->pending.push_back(std::move(req));
+        }
+        op.pending.clear();
+        if (!parked->pending.empty()) {
+            parked->plan.scratch = std::move(op.plan.scratch);
+            graveyard_.push_back(std::move(parked));
+        }
+    }
+
+    void reap_graveyard()
+    {
+        for (size_t i = 0; i < graveyard_.size();) {
+            auto &requests = graveyard_[i]->pending;
+            bool all_done = true;
+            for (auto &req : requests) all_done = all_done && req.done();
+            if (all_done) {
+                graveyard_[i] = std::move(graveyard_.back());
+                graveyard_.pop_back();
+            } else {
+                ++i;
+            }
+        }
+    }
+
+    std::shared_ptr<worker> worker_;
+    int world_rank_;
+    std::shared_ptr<std::vector<ucs_status_t>> peer_status_;
+    std::vector<std::shared_ptr<endpoint>> endpoints_;
+    std::vector<std::shared_ptr<operation>> active_;
+    std::vector<std::unique_ptr<operation>> graveyard_;
+    uint32_t next_comm_id_ = 1;  // 0 is the world communicator
+};
+
+}  // namespace ucp_cpp::coll::detail
+
+namespace ucp_cpp::coll {
+
+/**
+ * A collective in flight.  Move-only.  test() and wait() progress the worker and every collective
+ * in flight on it.  Dropping a request does not stop the collective (the other ranks depend on
+ * it): it keeps running whenever the communicator is progressed, so its buffers must stay valid
+ * until it completes.  Threading: like the worker (one thread at a time unless MULTI).
+ */
+class [[nodiscard]] request {
+public:
+    request() = default;
+    request(std::shared_ptr<detail::engine> owner, std::shared_ptr<detail::operation> op)
+        : engine_(std::move(owner)), op_(std::move(op)) {}
+
+    /// UCS_INPROGRESS, UCS_OK or the error.  Does not progress.
+    ucs_status_t status() const { return op_ ? op_->status : UCS_OK; }
+    bool done() const { return status() != UCS_INPROGRESS; }
+
+    /// Progresses once; true when complete (with any status).
+    bool test()
+    {
+        if (!done()) engine_->progress();
+        return done();
+    }
+
+    /// Waits until complete or @p timeout; throws ucx_error with the collective's error, or
+    /// UCS_ERR_TIMED_OUT (the collective keeps running: wait again or drop the communicator).
+    void wait(std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max())
+    {
+        using clock = std::chrono::steady_clock;
+        const auto deadline = timeout == std::chrono::nanoseconds::max() ? clock::time_point::max()
+                                                                          : clock::now() + timeout;
+        unsigned idle = 0;
+        while (!done()) {
+            if (engine_->progress()) {
+                idle = 0;
+                continue;
+            }
+            if (clock::now() >= deadline) {
+                throw ucx_error(UCS_ERR_TIMED_OUT, "coll: collective still incomplete after the timeout");
+            }
+            if (++idle > 64) std::this_thread::yield();  // oversubscribed hosts (CI)
+        }
+        if (op_->status != UCS_OK) {
+            throw ucx_error(op_->status, "coll: " + op_->error);
+        }
+    }
+
+    /// The failure description ("" while running or on success).
+    const std::string &error() const
+    {
+        static const std::string none;
+        return op_ ? op_->error : none;
+    }
+
+private:
+    std::shared_ptr<detail::engine> engine_;
+    std::shared_ptr<detail::operation> op_;
+};
+
+}  // namespace ucp_cpp::coll
