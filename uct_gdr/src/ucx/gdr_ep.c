@@ -171,6 +171,19 @@ static void gdr_op_complete(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
     ucs_mpool_put_inline(op);
 }
 
+/* A flush is done when every WR before it completed and no CAS loop will post
+ * more: a loop still running moves the flush behind its next WR */
+static void gdr_op_flush(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
+{
+    if ((status == UCS_OK) && (ep->tx.cas_loops > 0) &&
+        (ep->tx.posted_sn != ep->tx.completed_sn)) {
+        op->sn = ep->tx.posted_sn;
+        ucs_queue_push(&ep->tx.outstanding, &op->queue);
+        return;
+    }
+    gdr_op_complete(op, ep, status);
+}
+
 static void gdr_op_get_bcopy(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
 {
     if (status == UCS_OK) {
@@ -496,7 +509,7 @@ static UCS_F_ALWAYS_INLINE ucs_status_t
 gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
               uint64_t swap, uint64_t remote_addr, uct_rkey_t uct_rkey,
               uint64_t *result, gdr_tx_op_handler_t handler,
-              uct_completion_t *comp, ucs_status_t success)
+              uct_completion_t *comp, ucs_status_t success, gdr_tx_op_t **op_p)
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
@@ -535,22 +548,123 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
     wr.wr.atomic.compare_add  = compare_add;
     wr.wr.atomic.swap         = swap;
     wr.wr.atomic.rkey         = rkey;
-    status = gdr_ep_post(iface, ep, &wr, result != NULL, op);
+    /* signaled when someone waits for the value (a fetch, or a CAS loop) */
+    status = gdr_ep_post(iface, ep, &wr, (result != NULL) || (op_p != NULL), op);
     if (ucs_unlikely(status != UCS_OK)) {
         ucs_mpool_put_inline(op);
         return status;
     }
+    if (op_p != NULL) {
+        *op_p = op;
+    }
+    return success;
+}
+
+/*
+ * swap/and/or/xor are not in the verbs standard: read the word (fetch-add 0),
+ * then compare-and-swap it with op(value, operand) until the CAS finds the
+ * value it compared with.  Linearizable with every other atomic the HCAs
+ * execute on that word (not with CPU atomics on it, like all device atomics).
+ */
+static uint64_t gdr_amo_apply(uint8_t op, uint64_t value, uint64_t operand)
+{
+    switch (op) {
+    case UCT_ATOMIC_OP_AND:  return value & operand;
+    case UCT_ATOMIC_OP_OR:   return value | operand;
+    case UCT_ATOMIC_OP_XOR:  return value ^ operand;
+    case UCT_ATOMIC_OP_SWAP: return operand;
+    default:                 return value + operand;
+    }
+}
+
+static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
+{
+    gdr_iface_t *iface = gdr_ep_iface(ep);
+    uint64_t observed  = *(uint64_t*)gdr_tx_op_data(op);
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+
+    if ((status == UCS_OK) && (!op->amo.swapping || (observed != op->amo.expected))) {
+        if (ucs_unlikely(!gdr_ep_has_tx_resources(iface, ep))) {
+            /* cannot happen: the WR that just completed returned its credit */
+            ucs_error("gdr_rc: no send credit to continue an atomic on qpn 0x%x",
+                      ep->qp->qp_num);
+            status = UCS_ERR_NO_RESOURCE;
+        } else {
+            op->amo.expected         = observed;
+            op->amo.swapping         = 1;
+            sge.addr                 = (uintptr_t)gdr_tx_op_data(op);
+            sge.length               = sizeof(uint64_t);
+            sge.lkey                 = op->lkey;
+            wr.opcode                = IBV_WR_ATOMIC_CMP_AND_SWP;
+            wr.sg_list               = &sge;
+            wr.num_sge               = 1;
+            wr.send_flags            = 0;
+            wr.wr.atomic.remote_addr = op->amo.remote_addr;
+            wr.wr.atomic.compare_add = observed;
+            wr.wr.atomic.swap        = gdr_amo_apply(op->amo.op, observed,
+                                                     op->amo.operand);
+            wr.wr.atomic.rkey        = op->amo.rkey;
+            status = gdr_ep_post(iface, ep, &wr, 1, op);
+            if (status == UCS_OK) {
+                return; /* back here when the CAS completes */
+            }
+        }
+    }
+
+    --ep->tx.cas_loops;
+    if ((status == UCS_OK) && (op->result != NULL)) {
+        *(uint64_t*)op->result = observed;
+    }
+    gdr_op_complete(op, ep, status);
+}
+
+static ucs_status_t gdr_ep_atomic_cas_loop(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                           uint64_t value, uint64_t *result,
+                                           uint64_t remote_addr, uct_rkey_t uct_rkey,
+                                           uct_completion_t *comp,
+                                           ucs_status_t success)
+{
+    gdr_ep_t *ep    = ucs_derived_of(tl_ep, gdr_ep_t);
+    gdr_tx_op_t *op = NULL;
+    ucs_status_t status;
+    uint32_t rkey;
+
+    status = gdr_ep_rkey(ep, uct_rkey, &rkey);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    /* step 1 is a fetch-add of 0: an atomic read */
+    status = gdr_ep_atomic(tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, remote_addr,
+                           uct_rkey, result, gdr_op_cas_loop, comp, success, &op);
+    if (status != success) {
+        return status;
+    }
+    op->amo.remote_addr = remote_addr;
+    op->amo.operand     = value;
+    op->amo.rkey        = rkey;
+    op->amo.op          = opcode;
+    op->amo.swapping    = 0;
+    ++ep->tx.cas_loops;
     return success;
 }
 
 ucs_status_t gdr_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
                                   uint64_t remote_addr, uct_rkey_t rkey)
 {
-    if (opcode != UCT_ATOMIC_OP_ADD) {
+    switch (opcode) {
+    case UCT_ATOMIC_OP_ADD:
+        return gdr_ep_atomic(tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, value, 0,
+                             remote_addr, rkey, NULL, gdr_op_release, NULL, UCS_OK,
+                             NULL);
+    case UCT_ATOMIC_OP_AND:
+    case UCT_ATOMIC_OP_OR:
+    case UCT_ATOMIC_OP_XOR:
+        return gdr_ep_atomic_cas_loop(tl_ep, opcode, value, NULL, remote_addr, rkey,
+                                      NULL, UCS_OK);
+    default:
         return UCS_ERR_UNSUPPORTED;
     }
-    return gdr_ep_atomic(tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, value, 0, remote_addr,
-                         rkey, NULL, gdr_op_release, NULL, UCS_OK);
 }
 
 ucs_status_t gdr_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
@@ -558,11 +672,20 @@ ucs_status_t gdr_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
                                    uint64_t remote_addr, uct_rkey_t rkey,
                                    uct_completion_t *comp)
 {
-    if (opcode != UCT_ATOMIC_OP_ADD) {
+    switch (opcode) {
+    case UCT_ATOMIC_OP_ADD:
+        return gdr_ep_atomic(tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, value, 0,
+                             remote_addr, rkey, result, gdr_op_atomic_fetch, comp,
+                             UCS_INPROGRESS, NULL);
+    case UCT_ATOMIC_OP_AND:
+    case UCT_ATOMIC_OP_OR:
+    case UCT_ATOMIC_OP_XOR:
+    case UCT_ATOMIC_OP_SWAP:
+        return gdr_ep_atomic_cas_loop(tl_ep, opcode, value, result, remote_addr, rkey,
+                                      comp, UCS_INPROGRESS);
+    default:
         return UCS_ERR_UNSUPPORTED;
     }
-    return gdr_ep_atomic(tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, value, 0, remote_addr,
-                         rkey, result, gdr_op_atomic_fetch, comp, UCS_INPROGRESS);
 }
 
 ucs_status_t gdr_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare, uint64_t swap,
@@ -571,7 +694,7 @@ ucs_status_t gdr_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare, uint64_t sw
 {
     return gdr_ep_atomic(tl_ep, IBV_WR_ATOMIC_CMP_AND_SWP, compare, swap,
                          remote_addr, rkey, result, gdr_op_atomic_fetch, comp,
-                         UCS_INPROGRESS);
+                         UCS_INPROGRESS, NULL);
 }
 
 /* ------------------------------------------------------- completions --- */
@@ -687,7 +810,7 @@ ucs_status_t gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp
     }
 
     if (comp != NULL) {
-        op = gdr_ep_op_get(iface, 0, gdr_op_complete, comp);
+        op = gdr_ep_op_get(iface, 0, gdr_op_flush, comp);
         if (op == NULL) {
             return UCS_ERR_NO_RESOURCE;
         }
@@ -903,6 +1026,7 @@ UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)
     self->tx.signaled_sn   = 0;
     self->tx.unsignaled    = 0;
     self->tx.available     = iface->tx.queue_len;
+    self->tx.cas_loops     = 0;
     ucs_queue_head_init(&self->tx.outstanding);
     ucs_arbiter_group_init(&self->arb_group);
     ucs_list_add_tail(&iface->ep_list, &self->list);

@@ -646,8 +646,14 @@ static ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr
     attr->cap.am.max_iov          = iface->tx.max_sge - 1;
 
     if (iface->atomic_hca) {
-        attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
-        attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+        /* add and cswap are verbs atomics; and/or/xor/swap are compare-and-swap
+         * loops (gdr_ep.c), which also lets UCP put its atomics on gdr_rc */
+        attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+                                       UCS_BIT(UCT_ATOMIC_OP_AND) |
+                                       UCS_BIT(UCT_ATOMIC_OP_OR) |
+                                       UCS_BIT(UCT_ATOMIC_OP_XOR);
+        attr->cap.atomic64.fop_flags = attr->cap.atomic64.op_flags |
+                                       UCS_BIT(UCT_ATOMIC_OP_SWAP) |
                                        UCS_BIT(UCT_ATOMIC_OP_CSWAP);
         attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
     }
@@ -821,6 +827,8 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
     self->rx.headroom      = UCT_IFACE_PARAM_VALUE(params, rx_headroom, RX_HEADROOM, 0);
     self->rx.release_desc.cb = gdr_iface_release_desc;
     self->atomic_hca       = (self->dev->attr.atomic_cap != IBV_ATOMIC_NONE);
+    self->stash_tx.count   = 0;
+    self->stash_rx.count   = 0;
     ucs_list_head_init(&self->ep_list);
     kh_init_inplace(gdr_qp_ep, &self->eps);
     ucs_arbiter_init(&self->tx.arbiter);

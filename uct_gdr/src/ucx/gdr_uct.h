@@ -163,6 +163,14 @@ struct gdr_tx_op {
     void                  *result;    /* atomic fetch result / unpack arg */
     uct_unpack_callback_t unpack_cb;
     size_t                length;
+    struct {                          /* atomics done as a compare-and-swap loop */
+        uint64_t          remote_addr;
+        uint64_t          operand;
+        uint64_t          expected;   /* what the last CAS compared with */
+        uint32_t          rkey;
+        uint8_t           op;         /* uct_atomic_op_t */
+        uint8_t           swapping;   /* 0: reading the value, 1: CAS posted */
+    } amo;
 };
 
 #define gdr_tx_op_data(_op) ((void*)((_op) + 1))
@@ -246,6 +254,7 @@ struct gdr_ep {
         uint16_t         signaled_sn;    /* sn of the last signaled WR */
         uint16_t         unsignaled;     /* WRs since the last signaled one */
         int              available;      /* free send queue slots */
+        unsigned         cas_loops;      /* emulated atomics in flight */
         ucs_queue_head_t outstanding;    /* gdr_tx_op_t, sn order */
     } tx;
 };
