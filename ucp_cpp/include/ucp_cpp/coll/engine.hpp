@@ -231,7 +231,15 @@ private:
                 op.pending.push_back(endpoints_[size_t(world_peer)]->tag_send(t.buffer, t.bytes, tag));
                 op.expected_lengths.push_back(SIZE_MAX);
             } else {
-                op.pending.push_back(worker_->tag_recv(t.buffer, t.bytes, tag, tag_space::full_mask));
+                // UCX 1.13 does not fill recv_info when a tag receive completes immediately
+                // (an unexpected eager message): forbid immediate completion, so the length
+                // always comes from the request and a count mismatch is always caught.
+                ucp_cpp::request::builder receive(ucp_cpp::request::kind::tag_recv, op_options{});
+                receive.param()->op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+                op.pending.push_back(receive.finish(
+                    worker_, ucp_tag_recv_nbx(worker_->handle(), t.buffer, t.bytes, tag, tag_space::full_mask,
+                                              receive.param()),
+                    0));
                 op.expected_lengths.push_back(t.bytes);
             }
         }

@@ -1,0 +1,493 @@
+// Every collective x type x op x algorithm at small sizes (0, 1, odd, >= ranks), a few at 1 MiB,
+// one at 64 MiB, for 1, 2, 3, 4, 5 and 8 ranks, each checked against a reference computed here.
+// Ranks are workers of this process driven by one thread (see coll_harness.hpp).
+#include "coll_harness.hpp"
+
+#include <cstdlib>
+#include <thread>
+
+namespace coll_test {
+namespace {
+
+template <class F>
+void for_each_type(F &&f)
+{
+    f(int8_t{}); f(int16_t{}); f(int32_t{}); f(int64_t{});
+    f(uint8_t{}); f(uint16_t{}); f(uint32_t{}); f(uint64_t{});
+    f(float{}); f(double{});
+}
+
+constexpr coll::op_kind all_ops[] = {coll::op_kind::sum, coll::op_kind::prod, coll::op_kind::min,
+                                     coll::op_kind::max};
+
+coll::call_options with(coll::algorithm a)
+{
+    coll::call_options options;
+    options.algo = a;
+    return options;
+}
+
+std::string describe(const char *what, const char *type, coll::op_kind op, size_t count, coll::algorithm a, int extra = -1)
+{
+    std::string text = std::string(what) + " " + type + " " + op_name(op) + " count=" + std::to_string(count) +
+                       " algo=" + coll::name_of(a);
+    if (extra >= 0) text += " root=" + std::to_string(extra);
+    return text;
+}
+
+// ---------------------------------------------------------------- reductions
+
+template <class T>
+void check_allreduce(local_world &world, size_t count, coll::op_kind op, coll::algorithm algo, bool in_place)
+{
+    const int p = world.size();
+    std::vector<std::vector<T>> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p), std::vector<T>(count + 1, T(99)));
+    std::vector<T> expected(count);
+    for (size_t i = 0; i < count; ++i) expected[i] = reference<T>(p, i, op);
+    for (int r = 0; r < p; ++r) {
+        for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(input<T>(r, i, op));
+        if (in_place) std::copy(send[size_t(r)].begin(), send[size_t(r)].end(), recv[size_t(r)].begin());
+    }
+    world.run([&](int r) {
+        T *out = recv[size_t(r)].data();
+        return world.comm(r).iallreduce(in_place ? out : send[size_t(r)].data(), out, count, op_object(op), with(algo));
+    });
+    for (int r = 0; r < p; ++r) {
+        const auto what = describe(in_place ? "allreduce(in place)" : "allreduce", coll::name_of(coll::datatype_of<T>()),
+                                   op, count, algo) + " rank " + std::to_string(r);
+        ASSERT_TRUE(equal_elements(recv[size_t(r)].data(), expected.data(), count, what));
+        ASSERT_EQ(recv[size_t(r)][count], T(99)) << what << ": wrote past the end";
+    }
+}
+
+template <class T>
+void check_reduce(local_world &world, size_t count, coll::op_kind op, coll::algorithm algo, int root)
+{
+    const int p = world.size();
+    std::vector<std::vector<T>> send(static_cast<size_t>(p));
+    std::vector<T> recv(count + 1, T(99)), expected(count);
+    for (size_t i = 0; i < count; ++i) expected[i] = reference<T>(p, i, op);
+    for (int r = 0; r < p; ++r) {
+        for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(input<T>(r, i, op));
+    }
+    world.run([&](int r) {
+        return world.comm(r).ireduce(send[size_t(r)].data(), r == root ? recv.data() : nullptr, count,
+                                     op_object(op), root, with(algo));
+    });
+    const auto what = describe("reduce", coll::name_of(coll::datatype_of<T>()), op, count, algo, root);
+    ASSERT_TRUE(equal_elements(recv.data(), expected.data(), count, what));
+    ASSERT_EQ(recv[count], T(99)) << what;
+}
+
+template <class T>
+void check_reduce_scatter(local_world &world, size_t count, coll::op_kind op, bool in_place)
+{
+    const int p = world.size();
+    const size_t total = count * size_t(p);
+    std::vector<std::vector<T>> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p));
+    for (int r = 0; r < p; ++r) {
+        for (size_t i = 0; i < total; ++i) send[size_t(r)].push_back(input<T>(r, i, op));
+        recv[size_t(r)] = in_place ? send[size_t(r)] : std::vector<T>(count + 1, T(99));
+    }
+    world.run([&](int r) {
+        T *out = recv[size_t(r)].data();
+        return world.comm(r).ireduce_scatter(in_place ? out : send[size_t(r)].data(), out, count, op_object(op));
+    });
+    for (int r = 0; r < p; ++r) {
+        std::vector<T> expected(count);
+        for (size_t i = 0; i < count; ++i) expected[i] = reference<T>(p, size_t(r) * count + i, op);
+        ASSERT_TRUE(equal_elements(recv[size_t(r)].data(), expected.data(), count,
+                                   describe("reduce_scatter", coll::name_of(coll::datatype_of<T>()), op, count,
+                                            coll::algorithm::ring) +
+                                       (in_place ? " in place" : "") + " rank " + std::to_string(r)));
+    }
+}
+
+class CollLocal : public ::testing::TestWithParam<int> {
+protected:
+    local_world world{GetParam()};
+    // Sizes: empty, one element, odd, and at least one element per rank (ring/scatter paths).
+    std::vector<size_t> small_counts() const { return {0, 1, 7, size_t(GetParam()) * 3 + 2}; }
+};
+
+TEST_P(CollLocal, AllreduceEveryTypeOpAlgorithm)
+{
+    for_each_type([&](auto t) {
+        using T = decltype(t);
+        for (coll::op_kind op : all_ops) {
+            for (size_t count : small_counts()) {
+                for (auto algo : {coll::algorithm::automatic, coll::algorithm::recursive_doubling, coll::algorithm::ring}) {
+                    check_allreduce<T>(world, count, op, algo, false);
+                }
+                check_allreduce<T>(world, count, op, coll::algorithm::automatic, true);
+            }
+        }
+    });
+}
+
+TEST_P(CollLocal, ReduceEveryTypeOpAlgorithmRoot)
+{
+    const int p = world.size();
+    for_each_type([&](auto t) {
+        using T = decltype(t);
+        for (coll::op_kind op : all_ops) {
+            for (size_t count : small_counts()) {
+                for (auto algo : {coll::algorithm::binomial, coll::algorithm::reduce_scatter_gather}) {
+                    for (int root : {0, p - 1, p / 2}) check_reduce<T>(world, count, op, algo, root);
+                }
+            }
+        }
+    });
+}
+
+TEST_P(CollLocal, ReduceScatterEveryTypeOp)
+{
+    for_each_type([&](auto t) {
+        using T = decltype(t);
+        for (coll::op_kind op : all_ops) {
+            for (size_t count : {size_t(0), size_t(1), size_t(5)}) {
+                check_reduce_scatter<T>(world, count, op, false);
+                check_reduce_scatter<T>(world, count, op, true);
+            }
+        }
+    });
+}
+
+// ---------------------------------------------------------------- data movement
+
+template <class T>
+void check_bcast(local_world &world, size_t count, int root, coll::algorithm algo)
+{
+    const int p = world.size();
+    std::vector<std::vector<T>> buf(static_cast<size_t>(p), std::vector<T>(count + 1, T(99)));
+    for (size_t i = 0; i < count; ++i) buf[size_t(root)][i] = payload<T>(root, i);
+    world.run([&](int r) { return world.comm(r).ibcast(buf[size_t(r)].data(), count, root, with(algo)); });
+    for (int r = 0; r < p; ++r) {
+        ASSERT_EQ(buf[size_t(r)], buf[size_t(root)]) << "bcast " << coll::name_of(algo) << " count=" << count
+                                                     << " root=" << root << " rank " << r;
+    }
+}
+
+template <class T>
+void check_allgather(local_world &world, size_t count, coll::algorithm algo, bool in_place)
+{
+    const int p = world.size();
+    std::vector<T> expected;
+    for (int q = 0; q < p; ++q) {
+        for (size_t i = 0; i < count; ++i) expected.push_back(payload<T>(q, i));
+    }
+    std::vector<std::vector<T>> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p), std::vector<T>(count * size_t(p), T(99)));
+    for (int r = 0; r < p; ++r) {
+        for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(payload<T>(r, i));
+        if (in_place) std::copy(send[size_t(r)].begin(), send[size_t(r)].end(), recv[size_t(r)].begin() + long(count) * r);
+    }
+    world.run([&](int r) {
+        T *out = recv[size_t(r)].data();
+        return world.comm(r).iallgather(in_place ? out + count * size_t(r) : send[size_t(r)].data(), out, count,
+                                        with(algo));
+    });
+    for (int r = 0; r < p; ++r) {
+        ASSERT_EQ(recv[size_t(r)], expected) << "allgather " << coll::name_of(algo) << " count=" << count
+                                             << (in_place ? " in place" : "") << " rank " << r;
+    }
+}
+
+template <class T>
+void check_alltoall(local_world &world, size_t count, bool in_place)
+{
+    const int p = world.size();
+    auto element = [count](int from, int to, size_t i) { return payload<T>(from * 16 + to, i + count); };
+    std::vector<std::vector<T>> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p), std::vector<T>(count * size_t(p), T(99)));
+    for (int r = 0; r < p; ++r) {
+        for (int to = 0; to < p; ++to) {
+            for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(element(r, to, i));
+        }
+        if (in_place) recv[size_t(r)] = send[size_t(r)];
+    }
+    world.run([&](int r) {
+        T *out = recv[size_t(r)].data();
+        return world.comm(r).ialltoall(in_place ? out : send[size_t(r)].data(), out, count);
+    });
+    for (int r = 0; r < p; ++r) {
+        for (int from = 0; from < p; ++from) {
+            for (size_t i = 0; i < count; ++i) {
+                ASSERT_EQ(recv[size_t(r)][size_t(from) * count + i], element(from, r, i))
+                    << "alltoall count=" << count << (in_place ? " in place" : "") << " rank " << r << " from " << from;
+            }
+        }
+    }
+}
+
+template <class T>
+void check_gather_scatter(local_world &world, size_t count, int root, bool in_place)
+{
+    const int p = world.size();
+    std::vector<T> all;
+    for (int q = 0; q < p; ++q) {
+        for (size_t i = 0; i < count; ++i) all.push_back(payload<T>(q, i));
+    }
+    // gather: rank q contributes block q; the root receives `all`.
+    std::vector<std::vector<T>> mine(static_cast<size_t>(p));
+    for (int r = 0; r < p; ++r) mine[size_t(r)].assign(all.begin() + long(count) * r, all.begin() + long(count) * (r + 1));
+    std::vector<T> gathered(count * size_t(p), T(99));
+    if (in_place) std::copy(mine[size_t(root)].begin(), mine[size_t(root)].end(), gathered.begin() + long(count) * root);
+    world.run([&](int r) {
+        const T *send = (in_place && r == root) ? gathered.data() + count * size_t(root) : mine[size_t(r)].data();
+        return world.comm(r).igather(send, r == root ? gathered.data() : nullptr, count, root);
+    });
+    ASSERT_EQ(gathered, all) << "gather count=" << count << " root=" << root << (in_place ? " in place" : "");
+    // scatter: the root's `all` is split back into blocks.
+    std::vector<std::vector<T>> parts(static_cast<size_t>(p), std::vector<T>(count + 1, T(99)));
+    std::vector<T> source = all;
+    world.run([&](int r) {
+        T *out = (in_place && r == root) ? source.data() + count * size_t(root) : parts[size_t(r)].data();
+        return world.comm(r).iscatter(r == root ? source.data() : nullptr, out, count, root);
+    });
+    for (int r = 0; r < p; ++r) {
+        const T *got = (in_place && r == root) ? source.data() + count * size_t(root) : parts[size_t(r)].data();
+        ASSERT_TRUE(equal_elements(got, mine[size_t(r)].data(), count,
+                                   "scatter count=" + std::to_string(count) + " root=" + std::to_string(root) +
+                                       " rank " + std::to_string(r)));
+        if (!(in_place && r == root)) ASSERT_EQ(parts[size_t(r)][count], T(99)) << "scatter wrote past the end";
+    }
+}
+
+TEST_P(CollLocal, DataMovementEveryTypeAlgorithmRoot)
+{
+    const int p = world.size();
+    const bool pof2 = (p & (p - 1)) == 0;
+    for_each_type([&](auto t) {
+        using T = decltype(t);
+        for (size_t count : small_counts()) {
+            for (int root : {0, p - 1, p / 2}) {
+                for (auto algo : {coll::algorithm::automatic, coll::algorithm::binomial, coll::algorithm::scatter_allgather}) {
+                    check_bcast<T>(world, count, root, algo);
+                }
+                for (bool in_place : {false, true}) check_gather_scatter<T>(world, count, root, in_place);
+            }
+            for (bool in_place : {false, true}) {
+                for (auto algo : {coll::algorithm::automatic, coll::algorithm::ring, coll::algorithm::bruck}) {
+                    check_allgather<T>(world, count, algo, in_place);
+                }
+                if (pof2) check_allgather<T>(world, count, coll::algorithm::recursive_doubling, in_place);
+                check_alltoall<T>(world, count, in_place);
+            }
+        }
+    });
+}
+
+TEST_P(CollLocal, BarrierWaitsForEveryRank)
+{
+    const int p = world.size();
+    for (int round = 0; round < 3; ++round) {
+        std::vector<coll::request> early;
+        for (int r = 0; r + 1 < p; ++r) early.push_back(world.comm(r).ibarrier());
+        // Without the last rank nobody may leave (progress all the others for a while).
+        const auto until = std::chrono::steady_clock::now() + 50ms;
+        while (std::chrono::steady_clock::now() < until) {
+            for (auto &req : early) ASSERT_FALSE(req.test()) << "barrier completed before rank " << p - 1 << " entered";
+        }
+        early.push_back(world.comm(p - 1).ibarrier());
+        local_world::drive(early);
+    }
+}
+
+TEST_P(CollLocal, OneMiBSelectedCombinations)
+{
+    const size_t mib = size_t(1) << 20;
+    check_allreduce<float>(world, mib / sizeof(float), coll::op_kind::sum, coll::algorithm::automatic, false);
+    check_allreduce<int32_t>(world, mib / sizeof(int32_t), coll::op_kind::max, coll::algorithm::recursive_doubling, true);
+    check_reduce<double>(world, mib / sizeof(double), coll::op_kind::min, coll::algorithm::automatic, world.size() - 1);
+    check_reduce_scatter<int64_t>(world, mib / sizeof(int64_t) / size_t(world.size()), coll::op_kind::sum, false);
+    check_bcast<uint8_t>(world, mib + 3, world.size() / 2, coll::algorithm::automatic);
+    check_allgather<uint32_t>(world, mib / sizeof(uint32_t) / size_t(world.size()) + 1, coll::algorithm::automatic, false);
+    check_alltoall<uint16_t>(world, mib / sizeof(uint16_t) / size_t(world.size()), false);
+    check_gather_scatter<int16_t>(world, mib / sizeof(int16_t) / size_t(world.size()), 0, false);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CollLocal, ::testing::Values(1, 2, 3, 4, 5, 8),
+                         [](const auto &info) { return "ranks" + std::to_string(info.param); });
+
+// ---------------------------------------------------------------- single configurations
+
+TEST(CollLocalLarge, Allreduce64MiBThreeRanks)
+{
+    local_world world(3);
+    check_allreduce<float>(world, (size_t(64) << 20) / sizeof(float), coll::op_kind::sum, coll::algorithm::automatic,
+                           false);
+}
+
+TEST(CollLocalApi, CustomReductionAndTypeMismatch)
+{
+    local_world world(3);
+    auto bit_or = coll::reduction::custom<uint32_t>([](uint32_t a, uint32_t b) { return a | b; });
+    std::vector<std::vector<uint32_t>> buf(3);
+    for (int r = 0; r < 3; ++r) buf[size_t(r)] = {1u << r, 0x100u << r, 0};
+    world.run([&](int r) { return world.comm(r).iallreduce(buf[size_t(r)].data(), buf[size_t(r)].data(), 3, bit_or); });
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(buf[size_t(r)], (std::vector<uint32_t>{7u, 0x700u, 0u}));
+    float f = 1;
+    try {
+        (void)world.comm(0).iallreduce(&f, &f, 1, bit_or);
+        FAIL() << "a uint32 reduction accepted float data";
+    } catch (const ucp_cpp::ucx_error &e) {
+        EXPECT_EQ(e.status(), UCS_ERR_INVALID_PARAM);
+        EXPECT_NE(std::string(e.what()).find("uint32"), std::string::npos) << e.what();
+    }
+}
+
+TEST(CollLocalApi, BadArgumentsAreClearErrors)
+{
+    local_world world(3);
+    int value = 0;
+    auto expect_invalid = [](auto &&call, const char *needle) {
+        try {
+            call();
+            ADD_FAILURE() << "accepted: " << needle;
+        } catch (const ucp_cpp::ucx_error &e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    expect_invalid([&] { (void)world.comm(0).ibcast(&value, 1, 3); }, "root 3");
+    expect_invalid([&] { (void)world.comm(0).iallreduce(&value, &value, 1, coll::sum, with(coll::algorithm::bruck)); },
+                   "does not implement");
+    expect_invalid([&] { (void)world.comm(0).iallgather(&value, &value, 1, with(coll::algorithm::recursive_doubling)); },
+                   "power-of-two");
+    ::setenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM", "fastest", 1);
+    expect_invalid([&] { (void)world.comm(0).iallreduce(&value, &value, 1, coll::sum); }, "unknown algorithm");
+    ::unsetenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM");
+    expect_invalid([&] { (void)coll::communicator().rank(); }, "not a valid communicator");
+}
+
+TEST(CollLocalApi, EnvironmentSelectsAlgorithm)
+{
+    // Forcing ring for a one-element allreduce on 5 ranks (empty blocks) must still be right.
+    local_world world(5);
+    ::setenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM", "ring", 1);
+    check_allreduce<int32_t>(world, 1, coll::op_kind::sum, coll::algorithm::automatic, false);
+    ::unsetenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM");
+}
+
+TEST(CollLocalApi, CountMismatchFailsInsteadOfHanging)
+{
+    local_world world(2);
+    std::vector<int32_t> a(4, 1), b(8, 1);
+    std::vector<coll::request> requests;
+    requests.push_back(world.comm(0).iallreduce(a.data(), a.data(), a.size(), coll::sum));
+    requests.push_back(world.comm(1).iallreduce(b.data(), b.data(), b.size(), coll::sum));
+    try {
+        local_world::drive(requests, 20s);
+        FAIL() << "mismatched counts completed";
+    } catch (const ucp_cpp::ucx_error &e) {
+        EXPECT_NE(e.status(), UCS_ERR_TIMED_OUT) << e.what();
+    }
+}
+
+/// Runs @p body(rank) on one thread per rank (for the blocking calls: split, dup).
+void on_rank_threads(int size, const std::function<void(int)> &body)
+{
+    std::vector<std::thread> threads;
+    std::vector<std::string> errors(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) {
+        threads.emplace_back([&, r] {
+            try {
+                body(r);
+            } catch (const std::exception &e) {
+                errors[size_t(r)] = e.what();
+            }
+        });
+    }
+    for (auto &t : threads) t.join();
+    for (int r = 0; r < size; ++r) EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
+}
+
+TEST(CollLocalApi, SplitDupAndConcurrentCollectives)
+{
+    local_world world(5);
+    std::vector<coll::communicator> halves(5), copies(5), none(5);
+    coll::call_options bounded;
+    bounded.timeout = 30s;
+    on_rank_threads(5, [&](int r) {
+        // even ranks in reverse order, odd ranks in order
+        halves[size_t(r)] = world.comm(r).split(r % 2, r % 2 == 0 ? -r : r);
+        copies[size_t(r)] = halves[size_t(r)].dup();
+        none[size_t(r)]   = world.comm(r).split(r == 4 ? -1 : 7, 0);
+    });
+    for (int r = 0; r < 5; ++r) {
+        const auto &h = halves[size_t(r)];
+        ASSERT_EQ(h.size(), r % 2 == 0 ? 3 : 2);
+        const int expected_rank = r % 2 == 0 ? (4 - r) / 2 : r / 2;
+        EXPECT_EQ(h.rank(), expected_rank) << "world rank " << r;
+        EXPECT_EQ(h.world_rank(h.rank()), r);
+        EXPECT_EQ(copies[size_t(r)].size(), h.size());
+        EXPECT_EQ(none[size_t(r)].valid(), r != 4);
+    }
+    // Three collectives in flight per rank at once, on the parent, a split and its dup.
+    std::vector<int64_t> world_sum(5), half_sum(5), copy_max(5);
+    std::vector<coll::request> requests;
+    for (int r = 0; r < 5; ++r) {
+        world_sum[size_t(r)] = half_sum[size_t(r)] = copy_max[size_t(r)] = r;
+        requests.push_back(world.comm(r).iallreduce(&world_sum[size_t(r)], &world_sum[size_t(r)], 1, coll::sum));
+        requests.push_back(copies[size_t(r)].iallreduce(&copy_max[size_t(r)], &copy_max[size_t(r)], 1, coll::max));
+        requests.push_back(halves[size_t(r)].iallreduce(&half_sum[size_t(r)], &half_sum[size_t(r)], 1, coll::sum));
+    }
+    local_world::drive(requests);
+    for (int r = 0; r < 5; ++r) {
+        EXPECT_EQ(world_sum[size_t(r)], 10);
+        EXPECT_EQ(half_sum[size_t(r)], r % 2 == 0 ? 6 : 4);
+        EXPECT_EQ(copy_max[size_t(r)], r % 2 == 0 ? 4 : 3);
+    }
+    // The sub-communicator of the odd ranks works with the blocking API on their own threads.
+    on_rank_threads(5, [&](int r) {
+        if (r % 2 == 0) return;
+        int32_t v = r;
+        halves[size_t(r)].allreduce(&v, 1, coll::prod, bounded);
+        if (v != 3) throw std::runtime_error("odd-rank product " + std::to_string(v));
+    });
+}
+
+TEST(CollLocalApi, NonblockingOverlapsUserTaggedTraffic)
+{
+    local_world world(3);
+    // The user's wildcard receives (space bits kept, as tag.hpp asks) sit posted before and
+    // during the collectives: they must get the user's messages only.
+    auto &w0 = *world.comm(0).owner();
+    std::vector<uint64_t> user_in(2, 0), user_out{0xabcdef, 0x123456};
+    std::vector<ucp_cpp::request> user_recvs;
+    for (auto &slot : user_in) {
+        user_recvs.push_back(w0.tag_recv(&slot, sizeof(slot), 0, ucp_cpp::tag_space::user_mask(0)));
+    }
+    std::vector<int32_t> a(3 * 100), b(3 * 100);
+    std::vector<coll::request> requests;
+    for (int r = 0; r < 3; ++r) {
+        for (int i = 0; i < 100; ++i) a[size_t(r * 100 + i)] = r + i;
+        for (int i = 0; i < 100; ++i) b[size_t(r * 100 + i)] = r * i;
+        requests.push_back(world.comm(r).iallreduce(&a[size_t(r * 100)], &a[size_t(r * 100)], 100, coll::sum));
+        requests.push_back(world.comm(r).ibcast(&b[size_t(r * 100)], 100, 2));
+    }
+    // User traffic from rank 1 to rank 0 in the middle of it, on its own endpoint.
+    auto to_rank0 = ucp_cpp::endpoint::connect(world.comm(1).owner(), w0.address());
+    std::vector<ucp_cpp::request> user_sends;
+    user_sends.push_back(to_rank0->tag_send(&user_out[0], 8, 42));
+    local_world::drive(requests);
+    user_sends.push_back(to_rank0->tag_send(&user_out[1], 8, 43));
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    auto all_user_done = [&] {
+        bool done = true;
+        for (auto &req : user_recvs) done = req.test() && done;
+        for (auto &req : user_sends) done = req.test() && done;
+        return done;
+    };
+    while (!all_user_done()) ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "user traffic stuck";
+    EXPECT_EQ(user_recvs[0].sender_tag(), 42u);
+    EXPECT_EQ(user_recvs[1].sender_tag(), 43u);
+    EXPECT_EQ(user_in, user_out);
+    for (int r = 0; r < 3; ++r) {
+        for (int i = 0; i < 100; ++i) {
+            EXPECT_EQ(a[size_t(r * 100 + i)], 3 * i + 3);
+            EXPECT_EQ(b[size_t(r * 100 + i)], 2 * i);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace coll_test

@@ -1,0 +1,178 @@
+// Collectives across forked processes over UCX tcp: the TCP rendezvous bootstrap (explicit and
+// environment parameters), bootstrap failures, and a rank killed in the middle of an allreduce.
+#include "../ucp_cpp/peer_harness.hpp"
+#include "coll_harness.hpp"
+
+#include <netinet/in.h>
+#include <signal.h>
+
+#include <memory>
+
+namespace coll_test {
+namespace {
+
+using ucp_cpp_test::peer_process;
+
+uint16_t free_port()
+{
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family      = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address));
+    socklen_t length = sizeof(address);
+    ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
+    ::close(fd);
+    return ntohs(address.sin_port);
+}
+
+coll::bootstrap_params rendezvous(int rank, int size, uint16_t port, std::chrono::milliseconds timeout = 20s)
+{
+    coll::bootstrap_params params;
+    params.rank      = rank;
+    params.size      = size;
+    params.root_host = "127.0.0.1";
+    params.root_port = port;
+    params.timeout   = timeout;
+    return params;
+}
+
+coll::communicator join(const coll::bootstrap_params &params)
+{
+    auto worker = ucp_cpp::worker::create(make_context());
+    return coll::communicator::bootstrap(worker, params);
+}
+
+#define RANK_CHECK(cond) PEER_CHECK(cond)
+
+/// What every rank of the bootstrap test runs (blocking API, bounded by UCP_CPP_COLL_TIMEOUT).
+void exercise(coll::communicator world)
+{
+    const int p = world.size(), r = world.rank();
+    int64_t sum = r;
+    world.allreduce(&sum, 1, coll::sum);
+    RANK_CHECK(sum == int64_t(p) * (p - 1) / 2);
+    std::vector<int32_t> data(1000, r == 1 ? 5 : 0);
+    world.bcast(data.data(), data.size(), 1);
+    RANK_CHECK(data == std::vector<int32_t>(1000, 5));
+    std::vector<uint16_t> ranks(static_cast<size_t>(p));
+    uint16_t mine = uint16_t(r);
+    world.allgather(&mine, ranks.data(), 1);
+    for (int q = 0; q < p; ++q) RANK_CHECK(ranks[size_t(q)] == q);
+    world.barrier();
+    auto pairs = world.split(r / 2, r);
+    double x = 1.5 * r;
+    pairs.allreduce(&x, 1, coll::max);
+    RANK_CHECK(x == 1.5 * std::min(p - 1, (r / 2) * 2 + 1));
+}
+
+TEST(CollProcesses, BootstrapOverTcpAndCollectives)
+{
+    ::setenv("UCP_CPP_COLL_TIMEOUT", "30", 1);
+    const int size  = 4;
+    const uint16_t port = free_port();
+    std::vector<std::unique_ptr<peer_process>> peers;
+    for (int r = 1; r < size; ++r) {
+        peers.push_back(std::make_unique<peer_process>([=](ucp_cpp_test::channel &) {
+            // rank 2 from torchrun-style variables, rank 3 from OpenMPI's, rank 1 explicit
+            if (r == 2) {
+                ::setenv("RANK", "2", 1);
+                ::setenv("WORLD_SIZE", "4", 1);
+            } else if (r == 3) {
+                ::unsetenv("RANK");
+                ::setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+                ::setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+            }
+            ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+            ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+            auto params = r == 1 ? rendezvous(1, size, port) : coll::bootstrap_params::from_environment();
+            RANK_CHECK(params.rank == r && params.size == size);
+            exercise(join(params));
+        }, 90));
+    }
+    exercise(join(rendezvous(0, size, port)));
+    for (auto &peer : peers) EXPECT_EQ(peer->wait_exit(60s), 0);
+}
+
+TEST(CollProcesses, UnreachableRootIsAClearErrorWithinTheTimeout)
+{
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        join(rendezvous(1, 2, free_port(), 1500ms));
+        FAIL() << "bootstrap without a root succeeded";
+    } catch (const ucp_cpp::ucx_error &e) {
+        EXPECT_EQ(e.status(), UCS_ERR_UNREACHABLE) << e.what();
+        EXPECT_NE(std::string(e.what()).find("cannot reach the root at 127.0.0.1:"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+}
+
+TEST(CollProcesses, MissingRankIsAClearErrorOnEveryRank)
+{
+    const uint16_t port = free_port();
+    peer_process rank1([=](ucp_cpp_test::channel &) {
+        try {
+            join(rendezvous(1, 3, port, 10s));
+        } catch (const ucp_cpp::ucx_error &e) {
+            // the root gives up (rank 2 never came) and closes: rank 1 must hear of it
+            RANK_CHECK(std::string(e.what()).find("address table") != std::string::npos);
+            return;
+        }
+        throw std::runtime_error("rank 1 bootstrapped without rank 2");
+    }, 30);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        join(rendezvous(0, 3, port, 2s));
+        FAIL() << "root bootstrapped without rank 2";
+    } catch (const ucp_cpp::ucx_error &e) {
+        EXPECT_EQ(e.status(), UCS_ERR_TIMED_OUT);
+        EXPECT_NE(std::string(e.what()).find("ranks never registered: 2"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+    EXPECT_EQ(rank1.wait_exit(30s), 0);
+}
+
+/// A survivor: one good allreduce, then one that loses rank 2; it must fail with a peer error
+/// (not the 60 s timeout) well within that bound.
+void survive(coll::communicator world)
+{
+    std::vector<float> data(4 << 20, 1.0f);
+    world.allreduce(data.data(), data.size(), coll::sum);
+    RANK_CHECK(data[12345] == 3.0f);
+    coll::call_options bounded;
+    bounded.timeout = 60s;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+        world.allreduce(data.data(), data.size(), coll::sum, bounded);
+    } catch (const ucp_cpp::ucx_error &e) {
+        const auto took = std::chrono::steady_clock::now() - start;
+        std::fprintf(stderr, "[rank %d] failed as expected after %.1f s: %s\n", world.rank(),
+                     std::chrono::duration<double>(took).count(), e.what());
+        RANK_CHECK(e.status() != UCS_ERR_TIMED_OUT);
+        RANK_CHECK(took < 30s);
+        return;
+    }
+    throw std::runtime_error("allreduce completed without rank 2");
+}
+
+TEST(CollProcesses, RankKilledMidAllreduceFailsTheOthers)
+{
+    const uint16_t port = free_port();
+    peer_process rank1([=](ucp_cpp_test::channel &) { survive(join(rendezvous(1, 3, port))); }, 90);
+    peer_process rank2([=](ucp_cpp_test::channel &) {
+        auto world = join(rendezvous(2, 3, port));
+        std::vector<float> data(4 << 20, 1.0f);
+        world.allreduce(data.data(), data.size(), coll::sum);
+        // Join the second allreduce, move part of it, then die without any goodbye.
+        auto req = world.iallreduce(data.data(), data.data(), data.size(), coll::sum);
+        const auto until = std::chrono::steady_clock::now() + 50ms;
+        while (std::chrono::steady_clock::now() < until) (void)req.test();
+        ::raise(SIGKILL);
+    }, 90);
+    survive(join(rendezvous(0, 3, port)));
+    EXPECT_EQ(rank1.wait_exit(60s), 0);
+    EXPECT_EQ(rank2.wait_exit(10s), -SIGKILL);
+}
+
+}  // namespace
+}  // namespace coll_test
