@@ -45,9 +45,9 @@ work=$(mktemp -d "$CACHE/.build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 say "downloading $kpkg"
-(cd "$work" && apt-get download -q "$kpkg" >&2) || {
+(cd "$work" && apt-get -o APT::Sandbox::User=root download -q "$kpkg" >&2) || {
   apt_lists_present && { say "apt-get download $kpkg failed"; exit 1; }
-  apt-get update -q >&2 && (cd "$work" && apt-get download -q "$kpkg" >&2)
+  apt-get update -q >&2 && (cd "$work" && apt-get -o APT::Sandbox::User=root download -q "$kpkg" >&2)
 }
 say "extracting $kpkg"
 mkdir "$work/full"
@@ -97,4 +97,8 @@ rm -rf "$work/full"
 echo ok > "$bundle/ready"
 rm -rf "$dest"
 mv "$bundle" "$dest"
+# Bundles of other kernels or script versions that no run used for a week go (run touches `ready`).
+find "$CACHE" -mindepth 2 -maxdepth 2 -name ready -mtime +7 -printf '%h\n' | while read -r old; do
+  [[ $old != "$dest" ]] && { say "removing unused $old"; rm -rf "$old"; }
+done
 say "ready: $dest ($(du -sh "$dest" | cut -f1), initramfs $(du -h "$dest/initrd.img" | cut -f1))"
