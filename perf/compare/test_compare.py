@@ -11,6 +11,7 @@ import tempfile
 import time
 import unittest
 
+sys.dont_write_bytecode = True  # keep the source tree clean of __pycache__
 HERE = os.path.dirname(os.path.realpath(__file__))
 _loader = importlib.machinery.SourceFileLoader("compare", os.path.join(HERE, "run"))
 _spec = importlib.util.spec_from_loader("compare", _loader)
