@@ -147,15 +147,15 @@ public:
     uint64_t address() const { return reinterpret_cast<uintptr_t>(data_); }
     uct_mem_h memh() const { return reg_->memh(); }
     Registration &registration() { return *reg_; }
-    /// Bytes of unregistered mapping before data() and after data()+size().
+    /// Bytes of unregistered mapping before data() and after the page holding the guard bytes.
     size_t pad() const { return pad_; }
 
     /// data[0..size) = pattern(seed), guard bytes = kGuardByte.
     void fill_pattern(uint32_t seed);
     /// data[0..size) = byte, guard bytes = kGuardByte.
     void fill(uint8_t byte);
-    /// Checks data[0..n) == pattern(seed) and the guard bytes after n... up to size+kGuard are untouched
-    /// (or equal `rest` below size). Reports the first mismatching offset.
+    /// Checks data[0..n) == pattern(seed), data[n..size) == rest and the kGuard bytes after
+    /// size() still kGuardByte; on failure names the first wrong offset and which part it is in.
     ::testing::AssertionResult check_pattern(uint32_t seed, size_t n, uint8_t rest) const;
 
     /// Deterministic byte sequence (little-endian 64-bit hashes of the word index); different
