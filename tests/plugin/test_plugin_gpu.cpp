@@ -1,0 +1,138 @@
+// The plugin's md on CUDA memory, through the installed UCX (UCT and UCP), on a
+// machine with a GPU. No HCA is needed: detection does not depend on one, and
+// the md must say precisely why it cannot register CUDA memory without one.
+#include "cuda_driver.h"
+
+#include <gtest/gtest.h>
+#include <infiniband/verbs.h>
+#include <ucp/api/ucp.h>
+#include <uct/api/uct.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <string>
+
+using namespace gdr::cuda::drv;
+
+namespace {
+
+const Api &cu() { return Driver::instance().api(); }
+
+class PluginGpu : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        if (!Driver::instance().usable()) {
+            GTEST_SKIP() << "no CUDA device: " << Driver::instance().reason();
+        }
+        ASSERT_NE(dlopen(GDR_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL), nullptr) << dlerror();
+        ASSERT_EQ(cu().cuDeviceGet(&device_, 0), CUDA_SUCCESS);
+        ASSERT_EQ(cu().cuDevicePrimaryCtxRetain(&ctx_, device_), CUDA_SUCCESS);
+        ASSERT_EQ(cu().cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+        ASSERT_EQ(cu().cuMemAlloc_v2(&dev_ptr_, size_), CUDA_SUCCESS);
+    }
+    void TearDown() override
+    {
+        if (dev_ptr_ != 0) {
+            cu().cuMemFree_v2(dev_ptr_);
+        }
+        if (ctx_ != nullptr) {
+            cu().cuCtxSetCurrent(nullptr);
+            cu().cuDevicePrimaryCtxRelease_v2(device_);
+        }
+    }
+    void *ptr() const { return reinterpret_cast<void *>(dev_ptr_); }
+
+    const size_t size_  = 4 << 20;
+    CUdevice device_    = 0;
+    CUcontext ctx_      = nullptr;
+    CUdeviceptr dev_ptr_ = 0;
+};
+
+uct_md_h open_gdr_md(uct_component_h *component_out)
+{
+    uct_component_h *components;
+    unsigned count;
+    EXPECT_EQ(uct_query_components(&components, &count), UCS_OK);
+    uct_md_h md = nullptr;
+    for (unsigned i = 0; i < count && md == nullptr; ++i) {
+        uct_component_attr_t attr{};
+        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+        uct_component_query(components[i], &attr);
+        if (std::strcmp(attr.name, "gdr") == 0) {
+            uct_md_config_t *config;
+            EXPECT_EQ(uct_md_config_read(components[i], nullptr, nullptr, &config), UCS_OK);
+            EXPECT_EQ(uct_md_open(components[i], "gdr", config, &md), UCS_OK);
+            uct_config_release(config);
+            *component_out = components[i];
+        }
+    }
+    uct_release_component_list(components);
+    return md;
+}
+
+TEST_F(PluginGpu, MdDetectsCudaMemoryThroughUct)
+{
+    uct_component_h component;
+    uct_md_h md = open_gdr_md(&component);
+    ASSERT_NE(md, nullptr) << "component gdr not registered";
+
+    uct_md_attr_t attr;
+    ASSERT_EQ(uct_md_query(md, &attr), UCS_OK);
+    EXPECT_TRUE(attr.cap.detect_mem_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
+
+    ucs_memory_type_t type = UCS_MEMORY_TYPE_UNKNOWN;
+    EXPECT_EQ(uct_md_detect_memory_type(md, ptr(), size_, &type), UCS_OK);
+    EXPECT_EQ(type, UCS_MEMORY_TYPE_CUDA);
+
+    uct_md_mem_attr_t mem_attr{};
+    mem_attr.field_mask = UCT_MD_MEM_ATTR_FIELD_MEM_TYPE | UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS |
+                          UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH | UCT_MD_MEM_ATTR_FIELD_SYS_DEV;
+    char *inside = static_cast<char *>(ptr()) + 4096;
+    ASSERT_EQ(uct_md_mem_query(md, inside, 100, &mem_attr), UCS_OK);
+    EXPECT_EQ(mem_attr.mem_type, UCS_MEMORY_TYPE_CUDA);
+    EXPECT_EQ(mem_attr.base_address, ptr());
+    EXPECT_EQ(mem_attr.alloc_length, size_);
+    EXPECT_NE(mem_attr.sys_dev, UCS_SYS_DEVICE_ID_UNKNOWN) << "GPU's PCI location not resolved";
+
+    // host memory is not the gdr md's to claim
+    std::string host(64, 'x');
+    EXPECT_NE(uct_md_detect_memory_type(md, host.data(), host.size(), &type), UCS_OK);
+
+    // no HCA here: CUDA memory is not registrable, and mem_reg says so instead of crashing
+    int ndev = 0;
+    ibv_free_device_list(ibv_get_device_list(&ndev));
+    if (ndev == 0) {
+        EXPECT_FALSE(attr.cap.reg_mem_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
+        uct_mem_h memh;
+        EXPECT_NE(uct_md_mem_reg(md, ptr(), size_, UCT_MD_MEM_ACCESS_ALL, &memh), UCS_OK);
+    }
+    uct_md_close(md);
+}
+
+// UCP 1.13 sees cudaMalloc'd memory as CUDA through the plugin (memtype cache off)
+TEST_F(PluginGpu, UcpSeesCudaMemoryWithThePlugin)
+{
+    setenv("UCX_MEMTYPE_CACHE", "n", 1);
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_RMA;
+    ucp_context_h context;
+    ASSERT_EQ(ucp_init(&params, nullptr, &context), UCS_OK);
+
+    ucp_mem_map_params_t map{};
+    map.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    map.address    = ptr();
+    map.length     = size_;
+    ucp_mem_h memh;
+    ASSERT_EQ(ucp_mem_map(context, &map, &memh), UCS_OK);
+    ucp_mem_attr_t mattr{};
+    mattr.field_mask = UCP_MEM_ATTR_FIELD_MEM_TYPE;
+    ASSERT_EQ(ucp_mem_query(memh, &mattr), UCS_OK);
+    EXPECT_EQ(mattr.mem_type, UCS_MEMORY_TYPE_CUDA);
+    ucp_mem_unmap(context, memh);
+    ucp_cleanup(context);
+}
+
+} // namespace
