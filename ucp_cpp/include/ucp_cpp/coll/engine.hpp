@@ -100,6 +100,7 @@ struct operation {
     size_t next_round = 0;
     std::vector<ucp_cpp::request> pending;
     std::vector<size_t> expected_lengths;  ///< per pending entry; SIZE_MAX for sends
+    std::vector<int> pending_peers;        ///< per pending entry: the communicator rank
     ucs_status_t status = UCS_INPROGRESS;
     std::string error;
 };
@@ -185,12 +186,16 @@ private:
                     return op.status != UCS_INPROGRESS;
                 }
                 if (req.status() != UCS_OK) {
-                    fail(op, req.status(), "a transfer of the collective failed");
+                    fail(op, req.status(),
+                         std::string(op.expected_lengths[i] == SIZE_MAX ? "sending to" : "receiving from") +
+                             " rank " + std::to_string(op.pending_peers[i]) + " failed: " +
+                             ucs_status_string(req.status()));
                     return true;
                 }
                 if (op.expected_lengths[i] != SIZE_MAX && req.length() != op.expected_lengths[i]) {
                     fail(op, UCS_ERR_MESSAGE_TRUNCATED,
-                         "received " + std::to_string(req.length()) + " bytes where " +
+                         "received " + std::to_string(req.length()) + " bytes from rank " +
+                             std::to_string(op.pending_peers[i]) + " where " +
                              std::to_string(op.expected_lengths[i]) +
                              " were expected: the ranks called the collective with different counts");
                     return true;
@@ -198,6 +203,7 @@ private:
             }
             op.pending.clear();
             op.expected_lengths.clear();
+            op.pending_peers.clear();
             if (op.next_round > 0) {
                 auto &then = op.plan.rounds[op.next_round - 1].then;
                 if (then) {
@@ -227,6 +233,7 @@ private:
             const int sender = t.is_send ? comm.rank : t.peer;
             const ucp_tag_t tag = make_tag(comm.id, op.sequence, t.step, sender);
             const int world_peer = comm.world_ranks[size_t(t.peer)];
+            op.pending_peers.push_back(t.peer);
             if (t.is_send) {
                 op.pending.push_back(endpoints_[size_t(world_peer)]->tag_send(t.buffer, t.bytes, tag));
                 op.expected_lengths.push_back(SIZE_MAX);
@@ -269,6 +276,8 @@ private:
             if (!req.done()) parked->pending.push_back(std::move(req));
         }
         op.pending.clear();
+        op.expected_lengths.clear();
+        op.pending_peers.clear();
         if (!parked->pending.empty()) {
             parked->plan.scratch = std::move(op.plan.scratch);
             graveyard_.push_back(std::move(parked));
