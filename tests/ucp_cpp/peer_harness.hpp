@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,7 +24,14 @@
 namespace ucp_cpp_test {
 
 using namespace std::chrono_literals;
-inline constexpr auto op_timeout = 20s;  // any single UCX wait in a test
+/// Bound of any single UCX wait in a test: 20 s, or UCP_CPP_TEST_TIMEOUT_S (the Soft-RoCE VM
+/// runs under TCG and can need more).
+inline std::chrono::seconds op_timeout_from_env()
+{
+    const char *value = std::getenv("UCP_CPP_TEST_TIMEOUT_S");
+    return std::chrono::seconds(value != nullptr ? std::max(1L, std::atol(value)) : 20L);
+}
+inline const std::chrono::seconds op_timeout = op_timeout_from_env();
 
 /// Length-prefixed messages over a stream socket, every read bounded by a timeout.
 class channel {
@@ -47,7 +55,7 @@ public:
     void send(const std::vector<uint8_t> &bytes) { send(bytes.data(), bytes.size()); }
     void send_value(uint64_t value) { send(&value, sizeof(value)); }
 
-    std::vector<uint8_t> recv(std::chrono::milliseconds timeout = 30s)
+    std::vector<uint8_t> recv(std::chrono::milliseconds timeout = 3 * op_timeout)
     {
         uint64_t size = 0;
         read_all(&size, sizeof(size), timeout);
@@ -55,7 +63,7 @@ public:
         read_all(bytes.data(), size, timeout);
         return bytes;
     }
-    uint64_t recv_value(std::chrono::milliseconds timeout = 30s)
+    uint64_t recv_value(std::chrono::milliseconds timeout = 3 * op_timeout)
     {
         auto bytes    = recv(timeout);
         uint64_t value = 0;
@@ -102,7 +110,8 @@ private:
 /// normally.  The peer can never outlive the test: alarm() in the child, SIGKILL on timeout.
 class peer_process {
 public:
-    explicit peer_process(std::function<void(channel &)> body, unsigned max_seconds = 60)
+    explicit peer_process(std::function<void(channel &)> body,
+                          unsigned max_seconds = unsigned(3 * op_timeout.count()))
     {
         int fds[2];
         if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) {
@@ -142,7 +151,7 @@ public:
     pid_t pid() const { return pid_; }
 
     /// Exit code of the peer, -signal if killed, or -1000 if it had to be killed on timeout.
-    int wait_exit(std::chrono::milliseconds timeout = 60s)
+    int wait_exit(std::chrono::milliseconds timeout = 3 * op_timeout)
     {
         auto deadline = std::chrono::steady_clock::now() + timeout;
         int status    = 0;
@@ -163,7 +172,7 @@ public:
     }
 
     /// Like wait_exit(), but keeps @p w progressing meanwhile (the peer may need us to close).
-    int wait_exit_progressing(ucp_cpp::worker &w, std::chrono::milliseconds timeout = 60s)
+    int wait_exit_progressing(ucp_cpp::worker &w, std::chrono::milliseconds timeout = 3 * op_timeout)
     {
         auto deadline = std::chrono::steady_clock::now() + timeout;
         int status    = 0;

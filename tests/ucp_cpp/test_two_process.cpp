@@ -40,7 +40,7 @@ protected:
 /// Progress @p w until the control channel has a message (peer says "done"), bounded.
 void serve_until_message(ucp_cpp::worker &w, channel &ch)
 {
-    auto deadline = std::chrono::steady_clock::now() + 60s;
+    auto deadline = std::chrono::steady_clock::now() + 3 * op_timeout;
     while (std::chrono::steady_clock::now() < deadline) {
         w.progress();
         pollfd pfd{ch.fd(), POLLIN, 0};
