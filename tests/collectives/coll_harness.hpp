@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -29,9 +30,10 @@ inline std::string test_tls()
     return tls ? tls : "tcp,self";
 }
 
-inline std::shared_ptr<ucp_cpp::context> make_context()
+inline std::shared_ptr<ucp_cpp::context> make_context(std::map<std::string, std::string> extra_config = {})
 {
     ucp_cpp::context_params params;
+    params.config         = std::move(extra_config);
     params.features       = UCP_FEATURE_TAG;
     params.config["TLS"]  = test_tls();
     params.name           = "coll_test";

@@ -37,9 +37,9 @@ coll::bootstrap_params rendezvous(int rank, int size, uint16_t port, std::chrono
     return params;
 }
 
-coll::communicator join(const coll::bootstrap_params &params)
+coll::communicator join(const coll::bootstrap_params &params, std::map<std::string, std::string> extra_config = {})
 {
-    auto worker = ucp_cpp::worker::create(make_context());
+    auto worker = ucp_cpp::worker::create(make_context(std::move(extra_config)));
     return coll::communicator::bootstrap(worker, params);
 }
 
@@ -132,8 +132,10 @@ TEST(CollProcesses, MissingRankIsAClearErrorOnEveryRank)
     EXPECT_EQ(rank1.wait_exit(30s), 0);
 }
 
-/// A survivor: one good allreduce, then one that loses rank 2; it must fail with a peer error
-/// (not the 60 s timeout) well within that bound.
+/// A survivor: one good allreduce, then a barrier and an allreduce that lose rank 2; they must
+/// fail with a peer error (not the 60 s timeout) well within that bound.  Rank 2 dies only
+/// after the barrier completed on its side, i.e. after everybody finished the good allreduce;
+/// the barrier itself may already fail here (rank 2's last barrier message can be lost).
 void survive(coll::communicator world)
 {
     std::vector<float> data(4 << 20, 1.0f);
@@ -143,6 +145,7 @@ void survive(coll::communicator world)
     bounded.timeout = 60s;
     const auto start = std::chrono::steady_clock::now();
     try {
+        world.barrier(bounded);
         world.allreduce(data.data(), data.size(), coll::sum, bounded);
     } catch (const ucp_cpp::ucx_error &e) {
         const auto took = std::chrono::steady_clock::now() - start;
@@ -155,21 +158,28 @@ void survive(coll::communicator world)
     throw std::runtime_error("allreduce completed without rank 2");
 }
 
+// UCX 1.13.1's tcp transport sometimes aborts the survivor (uct_iface.h:884 "Assertion
+// `comp->count > 0' failed", status -80) when the peer dies during a zero-copy send: the
+// failure test keeps tcp on bcopy so that it tests the collectives, not that UCX bug.
+const std::map<std::string, std::string> no_zcopy{{"ZCOPY_THRESH", "inf"}};
+
 TEST(CollProcesses, RankKilledMidAllreduceFailsTheOthers)
 {
     const uint16_t port = free_port();
-    peer_process rank1([=](ucp_cpp_test::channel &) { survive(join(rendezvous(1, 3, port))); }, 90);
+    peer_process rank1([=](ucp_cpp_test::channel &) { survive(join(rendezvous(1, 3, port), no_zcopy)); }, 90);
     peer_process rank2([=](ucp_cpp_test::channel &) {
-        auto world = join(rendezvous(2, 3, port));
+        auto world = join(rendezvous(2, 3, port), no_zcopy);
         std::vector<float> data(4 << 20, 1.0f);
         world.allreduce(data.data(), data.size(), coll::sum);
-        // Join the second allreduce, move part of it, then die without any goodbye.
+        world.barrier();
+        // Join the second allreduce and start it (its first ring round is posted, 5 MiB blocks go
+        // by rendezvous), then die without any goodbye.  A count of progress calls, not a time:
+        // on a fast host a time budget could let the whole allreduce finish first.
         auto req = world.iallreduce(data.data(), data.data(), data.size(), coll::sum);
-        const auto until = std::chrono::steady_clock::now() + 50ms;
-        while (std::chrono::steady_clock::now() < until) (void)req.test();
+        for (int i = 0; i < 2; ++i) (void)req.test();
         ::raise(SIGKILL);
     }, 90);
-    survive(join(rendezvous(0, 3, port)));
+    survive(join(rendezvous(0, 3, port), no_zcopy));
     EXPECT_EQ(rank1.wait_exit(60s), 0);
     EXPECT_EQ(rank2.wait_exit(10s), -SIGKILL);
 }

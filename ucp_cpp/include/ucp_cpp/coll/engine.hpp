@@ -13,10 +13,12 @@
  * number of the collective on that communicator (14), algorithm step (14) and sender rank (14).
  * A receive names its sender by tag (UCP receives are not per endpoint).
  *
- * Failure: endpoints are created with UCP_ERR_HANDLING_MODE_PEER; when UCX reports a peer failed,
- * every in-flight collective of a communicator containing that peer fails with
- * UCS_ERR_CONNECTION_RESET naming the rank, as does any later one.  Pending receives are
- * cancelled; pending sends and their scratch buffers are kept by the engine until they finish.
+ * Failure: endpoints are created with UCP_ERR_HANDLING_MODE_PEER.  When UCX reports a peer failed
+ * (or a transfer fails, or ranks disagree on a count), the collective fails and so does the
+ * engine: all its endpoints are closed by force, which purges every outstanding transfer before
+ * the failure is reported, so no buffer is touched afterwards; every in-flight and later
+ * collective on any communicator of this worker fails with the first reason (errors are fatal
+ * to the communicators, as MPI's default error handler has it).
  */
 #pragma once
 
@@ -138,7 +140,6 @@ public:
     {
         // Drop pending work while the worker is still alive (requests hold it anyway).
         active_.clear();
-        graveyard_.clear();
     }
 
     const std::shared_ptr<worker> &owner() const { return worker_; }
@@ -170,7 +171,6 @@ public:
                 ++i;
             }
         }
-        reap_graveyard();
         return busy;
     }
 
@@ -178,6 +178,9 @@ private:
     /// Moves @p op forward; true once it finished (successfully or not).
     bool advance(operation &op)
     {
+        if (broken_status_ != UCS_OK && op.status == UCS_INPROGRESS) {
+            abandon(op, broken_status_, "the communicator failed earlier: " + broken_reason_);
+        }
         while (op.status == UCS_INPROGRESS) {
             for (size_t i = 0; i < op.pending.size(); ++i) {
                 ucp_cpp::request &req = op.pending[i];
@@ -265,38 +268,40 @@ private:
         }
     }
 
+    /// Fails @p op and, with it, the whole engine: every endpoint is closed by force, which
+    /// makes UCX purge all outstanding transfers on it (matched rendezvous receives included)
+    /// before this returns, so no collective buffer (scratch or the caller's) is read or written
+    /// after a collective reported failure.  Unmatched receives are cancelled.  Every other
+    /// collective in flight, and every later one, fails with the same reason.
     void fail(operation &op, ucs_status_t status, const std::string &why)
     {
-        op.status = status;
-        op.error  = why;
-        // Receives can be cancelled; sends cannot: park them with the buffers they read.
-        auto parked = std::make_unique<operation>();
-        for (ucp_cpp::request &req : op.pending) {
-            req.cancel();
-            if (!req.done()) parked->pending.push_back(std::move(req));
-        }
-        op.pending.clear();
-        op.expected_lengths.clear();
-        op.pending_peers.clear();
-        if (!parked->pending.empty()) {
-            parked->plan.scratch = std::move(op.plan.scratch);
-            graveyard_.push_back(std::move(parked));
-        }
-    }
-
-    void reap_graveyard()
-    {
-        for (size_t i = 0; i < graveyard_.size();) {
-            auto &requests = graveyard_[i]->pending;
-            bool all_done = true;
-            for (auto &req : requests) all_done = all_done && req.done();
-            if (all_done) {
-                graveyard_[i] = std::move(graveyard_.back());
-                graveyard_.pop_back();
-            } else {
-                ++i;
+        if (broken_status_ == UCS_OK) {
+            broken_status_ = status;
+            broken_reason_ = why;
+            for (auto &ep : endpoints_) {
+                if (!ep) continue;
+                try {
+                    closing_.push_back(ep->close(/*force=*/true));
+                } catch (const ucx_error &) {
+                    // already closed
+                }
+            }
+            for (auto &other : active_) {
+                if (other.get() != &op) abandon(*other, status, "failed with an earlier collective: " + why);
             }
         }
+        abandon(op, status, why);
+    }
+
+    void abandon(operation &op, ucs_status_t status, const std::string &why)
+    {
+        if (op.status != UCS_INPROGRESS) return;
+        op.status = status;
+        op.error  = why;
+        for (ucp_cpp::request &req : op.pending) req.cancel();
+        op.pending.clear();  // frees them; nothing of theirs runs after the forced closes
+        op.expected_lengths.clear();
+        op.pending_peers.clear();
     }
 
     std::shared_ptr<worker> worker_;
@@ -304,7 +309,9 @@ private:
     std::shared_ptr<std::vector<ucs_status_t>> peer_status_;
     std::vector<std::shared_ptr<endpoint>> endpoints_;
     std::vector<std::shared_ptr<operation>> active_;
-    std::vector<std::unique_ptr<operation>> graveyard_;
+    std::vector<ucp_cpp::request> closing_;  ///< forced endpoint closes after a failure
+    ucs_status_t broken_status_ = UCS_OK;
+    std::string broken_reason_;
     uint32_t next_comm_id_ = 1;  // 0 is the world communicator
 };
 
