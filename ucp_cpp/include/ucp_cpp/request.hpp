@@ -98,6 +98,10 @@ public:
             param_.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
             if (op_kind == kind::tag_recv) {
                 param_.recv_info.tag_info = &tag_info_;
+                // UCX 1.13 fills recv_info only for requests, not for a receive that completes
+                // immediately (ucp_request_imm_cmpl_param): always get a request, so length()
+                // and sender_tag() are right for a message that was already waiting.
+                param_.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
             } else {
                 param_.recv_info.length = &received_;
             }

@@ -21,3 +21,4 @@
 #include <ucp_cpp/tag.hpp>
 #include <ucp_cpp/version.hpp>
 #include <ucp_cpp/worker.hpp>
+#include <ucp_cpp/coll/coll.hpp>
