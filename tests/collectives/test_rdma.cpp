@@ -1,5 +1,5 @@
 // rdma label: a small slice of the collectives suite over the gdr plugin's gdr_rc transport
-// (UCX_TLS from COLL_TEST_TLS, set by CMake), skipped without a verbs device.  Kept small: in
+// (UCX_TLS from COLL_TEST_TLS, default below), skipped without a verbs device.  Kept small: in
 // CI it runs in a Soft-RoCE VM under TCG.  Run: tests/rxe-vm/run ctest -L rdma -R "^coll_rdma"
 #include "coll_harness.hpp"
 
@@ -18,6 +18,10 @@ protected:
             GTEST_SKIP() << "no verbs device (/sys/class/infiniband is empty)";
         }
         ucp_cpp::load_plugin(COLL_TEST_RDMA_PLUGIN);  // before the first context
+        // gdr_rc for data, ud_verbs only to wire it up; UCX 1.13's ud_verbs drops every packet
+        // on rxe unless its DGID check is off (docs/rxe-vm.md). The caller's values win.
+        setenv("COLL_TEST_TLS", "gdr_rc,ud_verbs:aux,self", 0);
+        setenv("UCX_UD_VERBS_ETH_DGID_CHECK", "n", 0);
     }
 };
 
