@@ -60,6 +60,29 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rkey(const gdr_ep_t *ep,
     return UCS_OK;
 }
 
+/* The common start of every RMA and atomic op: resources, then the rkey */
+static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rma_begin(gdr_iface_t *iface,
+                                                         gdr_ep_t *ep,
+                                                         uct_rkey_t uct_rkey,
+                                                         uint32_t *rkey_p)
+{
+    ucs_status_t status = gdr_ep_check_tx(iface, ep);
+
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    return gdr_ep_rkey(ep, uct_rkey, rkey_p);
+}
+
+/* The SGE of an op's bounce buffer */
+static UCS_F_ALWAYS_INLINE void gdr_op_sge(gdr_tx_op_t *op, size_t length,
+                                           struct ibv_sge *sge)
+{
+    sge->addr   = (uintptr_t)gdr_tx_op_data(op);
+    sge->length = length;
+    sge->lkey   = op->lkey;
+}
+
 /* Post one WR; queue @a op (may be NULL) to finish when it completes */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 gdr_ep_post(gdr_iface_t *iface, gdr_ep_t *ep, struct ibv_send_wr *wr, int signal,
@@ -227,11 +250,7 @@ ucs_status_t gdr_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned lengt
     uint32_t rkey;
 
     UCT_CHECK_LENGTH(length, 0, iface->tx.max_inline, "gdr_rc put_short");
-    status = gdr_ep_check_tx(iface, ep);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    status = gdr_ep_rkey(ep, uct_rkey, &rkey);
+    status = gdr_ep_rma_begin(iface, ep, uct_rkey, &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -252,11 +271,7 @@ ssize_t gdr_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
     uint32_t rkey;
     size_t length;
 
-    status = gdr_ep_check_tx(iface, ep);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    status = gdr_ep_rkey(ep, uct_rkey, &rkey);
+    status = gdr_ep_rma_begin(iface, ep, uct_rkey, &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -266,9 +281,7 @@ ssize_t gdr_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
     }
     length = pack_cb(gdr_tx_op_data(op), arg);
     ucs_assertv(length <= iface->seg_size, "length=%zu", length);
-    sge.addr   = (uintptr_t)gdr_tx_op_data(op);
-    sge.length = length;
-    sge.lkey   = op->lkey;
+    gdr_op_sge(op, length, &sge);
     gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, length > 0, remote_addr, rkey, 0);
     status = gdr_ep_post_op(iface, ep, &wr, op, UCS_OK);
     return (status == UCS_OK) ? (ssize_t)length : status;
@@ -290,11 +303,7 @@ gdr_ep_rdma_zcopy(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, const uct_iov_t *io
     int num_sge;
 
     UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->tx.max_sge, "gdr_rc rdma zcopy");
-    status = gdr_ep_check_tx(iface, ep);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    status = gdr_ep_rkey(ep, uct_rkey, &rkey);
+    status = gdr_ep_rma_begin(iface, ep, uct_rkey, &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -343,11 +352,7 @@ ucs_status_t gdr_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
     uint32_t rkey;
 
     UCT_CHECK_LENGTH(length, 0, iface->seg_size, "gdr_rc get_bcopy");
-    status = gdr_ep_check_tx(iface, ep);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    status = gdr_ep_rkey(ep, uct_rkey, &rkey);
+    status = gdr_ep_rma_begin(iface, ep, uct_rkey, &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -358,9 +363,7 @@ ucs_status_t gdr_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
     op->unpack_cb = unpack_cb;
     op->result    = arg;
     op->length    = length;
-    sge.addr      = (uintptr_t)gdr_tx_op_data(op);
-    sge.length    = length;
-    sge.lkey      = op->lkey;
+    gdr_op_sge(op, length, &sge);
     gdr_wr_rdma(&wr, IBV_WR_RDMA_READ, &sge, length > 0, remote_addr, rkey, 0);
     /* signaled: the data is only there once this WR completes */
     status = gdr_ep_post(iface, ep, &wr, 1, op);
@@ -455,9 +458,7 @@ ssize_t gdr_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
     }
     length = pack_cb(gdr_tx_op_data(op), arg);
     ucs_assertv(length <= iface->seg_size, "length=%zu", length);
-    sge.addr   = (uintptr_t)gdr_tx_op_data(op);
-    sge.length = length;
-    sge.lkey   = op->lkey;
+    gdr_op_sge(op, length, &sge);
     gdr_wr_am(&wr, id, &sge, length > 0, 0);
     status = gdr_ep_post_op(iface, ep, &wr, op, UCS_OK);
     return (status == UCS_OK) ? (ssize_t)length : status;
@@ -495,9 +496,7 @@ ucs_status_t gdr_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
         return UCS_ERR_NO_RESOURCE;
     }
     memcpy(gdr_tx_op_data(op), header, header_length);
-    sge[0].addr   = (uintptr_t)gdr_tx_op_data(op);
-    sge[0].length = header_length;
-    sge[0].lkey   = op->lkey;
+    gdr_op_sge(op, header_length, &sge[0]);
     gdr_wr_am(&wr, id, sge, num_sge + 1, 0);
     return gdr_ep_post_op(iface, ep, &wr, op, UCS_INPROGRESS);
 }
@@ -524,11 +523,7 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
                   "aligned", remote_addr);
         return UCS_ERR_INVALID_PARAM;
     }
-    status = gdr_ep_check_tx(iface, ep);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    status = gdr_ep_rkey(ep, uct_rkey, &rkey);
+    status = gdr_ep_rma_begin(iface, ep, uct_rkey, &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -537,9 +532,7 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
         return UCS_ERR_NO_RESOURCE;
     }
     op->result                = result;
-    sge.addr                  = (uintptr_t)gdr_tx_op_data(op);
-    sge.length                = sizeof(uint64_t);
-    sge.lkey                  = op->lkey;
+    gdr_op_sge(op, sizeof(uint64_t), &sge);
     wr.opcode                 = opcode;
     wr.sg_list                = &sge;
     wr.num_sge                = 1;
@@ -593,9 +586,7 @@ static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
         } else {
             op->amo.expected         = observed;
             op->amo.swapping         = 1;
-            sge.addr                 = (uintptr_t)gdr_tx_op_data(op);
-            sge.length               = sizeof(uint64_t);
-            sge.lkey                 = op->lkey;
+            gdr_op_sge(op, sizeof(uint64_t), &sge);
             wr.opcode                = IBV_WR_ATOMIC_CMP_AND_SWP;
             wr.sg_list               = &sge;
             wr.num_sge               = 1;
