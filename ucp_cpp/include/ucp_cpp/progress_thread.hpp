@@ -16,7 +16,8 @@
  *
  * Lifetime: keeps the worker alive until the thread has exited.  Destroying the progress_thread
  * stops it after running the tasks already queued; destroying it from its own thread (inside a
- * task or a callback) is allowed: the thread is then detached and exits by itself.
+ * task or a callback) is allowed: the thread is then detached and exits by itself, and the
+ * process's exit waits for it (detail::detached_threads).
  */
 #pragma once
 
@@ -24,6 +25,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <future>
@@ -33,6 +35,47 @@
 #include <type_traits>
 
 namespace ucp_cpp {
+
+namespace detail {
+
+/// Progress threads that outlive their progress_thread object (it was destroyed by one of
+/// its own tasks) finish on their own; the process's exit waits for them (bounded), so a
+/// detached thread still destroying its worker and context never races UCX's own teardown.
+class detached_threads {
+public:
+    static detached_threads &instance()
+    {
+        static detached_threads registry;
+        return registry;
+    }
+    void started()
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++running_;
+    }
+    void finished()
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            --running_;
+        }
+        done_.notify_all();
+    }
+    ~detached_threads()
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        done_.wait_for(lock, std::chrono::seconds(10), [this] { return running_ == 0; });
+    }
+
+private:
+    detached_threads() = default;
+    std::mutex mutex_;
+    std::condition_variable done_;
+    int running_ = 0;
+};
+
+}  // namespace detail
+
 
 enum class progress_mode { polling, blocking };
 
@@ -51,10 +94,15 @@ public:
         state_->mode   = mode;
         std::promise<void> started;
         auto running   = started.get_future();
-        thread_        = std::thread([state = state_, &started] {
+        thread_        = std::thread([state = state_, &started]() mutable {
             state->owner->set_progress_owner(std::this_thread::get_id());
             started.set_value();
             run(*state);
+            const bool detached = state->detached;
+            state.reset();  // may destroy the worker and its context: before saying we are done
+            if (detached) {
+                detail::detached_threads::instance().finished();
+            }
         });
         running.wait();  // the owner id is set before anyone can post or wait
     }
@@ -73,7 +121,10 @@ public:
         state_->stop.store(true);
         wake(*state_);
         if (thread_.get_id() == std::this_thread::get_id()) {
-            thread_.detach();  // joining ourselves would deadlock; run() ends after this task
+            // joining ourselves would deadlock: run() ends after this task; exit() waits for it
+            state_->detached = true;
+            detail::detached_threads::instance().started();
+            thread_.detach();
         } else {
             thread_.join();
         }
@@ -113,6 +164,7 @@ private:
         progress_mode mode = progress_mode::polling;
         std::atomic<bool> stop{false};
         std::atomic<bool> has_tasks{false};
+        bool detached = false;  // set and read on the progress thread only
         std::mutex mutex;
         std::deque<std::function<void()>> tasks;
     };
