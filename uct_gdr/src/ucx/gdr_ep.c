@@ -223,6 +223,22 @@ static void gdr_op_atomic_fetch(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t stat
     gdr_op_complete(op, ep, status);
 }
 
+/* A bounce buffer filled by @a pack_cb (put/am bcopy), released once sent */
+static UCS_F_ALWAYS_INLINE gdr_tx_op_t *
+gdr_ep_bcopy_op(gdr_iface_t *iface, uct_pack_callback_t pack_cb, void *arg,
+                struct ibv_sge *sge)
+{
+    gdr_tx_op_t *op = gdr_ep_op_get(iface, 1, gdr_op_release, NULL);
+    size_t length;
+
+    if (ucs_likely(op != NULL)) {
+        length = pack_cb(gdr_tx_op_data(op), arg);
+        ucs_assertv(length <= iface->seg_size, "length=%zu", length);
+        gdr_op_sge(op, length, sge);
+    }
+    return op;
+}
+
 /* ------------------------------------------------------------- RMA ------ */
 
 static UCS_F_ALWAYS_INLINE void gdr_wr_rdma(struct ibv_send_wr *wr,
@@ -269,22 +285,18 @@ ssize_t gdr_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
     ucs_status_t status;
     gdr_tx_op_t *op;
     uint32_t rkey;
-    size_t length;
 
     status = gdr_ep_rma_begin(iface, ep, uct_rkey, &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    op = gdr_ep_op_get(iface, 1, gdr_op_release, NULL);
+    op = gdr_ep_bcopy_op(iface, pack_cb, arg, &sge);
     if (ucs_unlikely(op == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    length = pack_cb(gdr_tx_op_data(op), arg);
-    ucs_assertv(length <= iface->seg_size, "length=%zu", length);
-    gdr_op_sge(op, length, &sge);
-    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, length > 0, remote_addr, rkey, 0);
+    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, sge.length > 0, remote_addr, rkey, 0);
     status = gdr_ep_post_op(iface, ep, &wr, op, UCS_OK);
-    return (status == UCS_OK) ? (ssize_t)length : status;
+    return (status == UCS_OK) ? (ssize_t)sge.length : status;
 }
 
 /* put_zcopy and get_zcopy differ only in the opcode */
@@ -445,23 +457,19 @@ ssize_t gdr_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
     struct ibv_sge sge;
     ucs_status_t status;
     gdr_tx_op_t *op;
-    size_t length;
 
     UCT_CHECK_AM_ID(id);
     status = gdr_ep_check_tx(iface, ep);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    op = gdr_ep_op_get(iface, 1, gdr_op_release, NULL);
+    op = gdr_ep_bcopy_op(iface, pack_cb, arg, &sge);
     if (ucs_unlikely(op == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    length = pack_cb(gdr_tx_op_data(op), arg);
-    ucs_assertv(length <= iface->seg_size, "length=%zu", length);
-    gdr_op_sge(op, length, &sge);
-    gdr_wr_am(&wr, id, &sge, length > 0, 0);
+    gdr_wr_am(&wr, id, &sge, sge.length > 0, 0);
     status = gdr_ep_post_op(iface, ep, &wr, op, UCS_OK);
-    return (status == UCS_OK) ? (ssize_t)length : status;
+    return (status == UCS_OK) ? (ssize_t)sge.length : status;
 }
 
 ucs_status_t gdr_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
@@ -478,7 +486,7 @@ ucs_status_t gdr_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->tx.max_sge - 1, "gdr_rc am_zcopy");
-    UCT_CHECK_LENGTH(header_length, 0, ucs_min(iface->seg_size, 128),
+    UCT_CHECK_LENGTH(header_length, 0, gdr_iface_am_max_hdr(iface),
                      "gdr_rc am_zcopy header");
     UCT_CHECK_LENGTH(header_length + uct_iov_total_length(iov, iovcnt), 0,
                      iface->seg_size, "gdr_rc am_zcopy");

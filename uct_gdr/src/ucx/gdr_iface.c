@@ -642,7 +642,7 @@ static ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr
     attr->cap.am.opt_zcopy_align  = UCS_SYS_PCI_MAX_PAYLOAD;
     attr->cap.am.align_mtu        = mtu;
     /* the header goes through a bounce buffer, in the first SGE */
-    attr->cap.am.max_hdr          = ucs_min(iface->seg_size, 128);
+    attr->cap.am.max_hdr          = gdr_iface_am_max_hdr(iface);
     attr->cap.am.max_iov          = iface->tx.max_sge - 1;
 
     if (iface->atomic_hca) {

@@ -301,6 +301,12 @@ static inline uint32_t gdr_memh_lkey(const gdr_iface_t *iface, uct_mem_h memh)
     return ((const gdr_memh_t*)memh)->mrs[iface->dev_index]->lkey;
 }
 
+/* am_zcopy headers go through a bounce buffer: this much of it */
+static inline size_t gdr_iface_am_max_hdr(const gdr_iface_t *iface)
+{
+    return ucs_min(iface->seg_size, 128);
+}
+
 ucs_status_t gdr_wc_status(enum ibv_wc_status status);
 
 #endif
