@@ -19,6 +19,7 @@
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>
 #include <ucs/memory/rcache.h>
+#include <ucs/sys/math.h>
 
 #include "../verbs/gdr_verbs.h"
 #include "../cuda/gdr_cuda.h"
