@@ -8,6 +8,14 @@
  * Blocks: n elements split into p blocks, the first n mod p one element larger.
  * Steps (the tag field that pairs a send with its receive) are chosen so that a pair of ranks
  * never has two messages with the same step in one collective.
+ *
+ * Local work (the prologue, a round's `then`) never touches buffers directly: it goes through
+ * `c.actions()` (a local_actions value, captured by copy), whose copy() and reduce() run on the
+ * host or queue a copy / reduction kernel on the collective's GPU stream when the buffers are
+ * CUDA memory (coll/gpu.hpp).  Scratch comes from c.plan.allocate(), which allocates in the
+ * collective's memory.  Example:
+ *   rd.then = [x = c.actions(), &op, incoming, buf, count] { x.reduce(op, incoming, buf, count); };
+ * (copy_bytes() and reduction::apply() are host-only: do not call them from a schedule.)
  */
 #pragma once
 
@@ -60,6 +68,7 @@ inline int subtree_span(int vr, int p)
     return span;
 }
 
+/// Host memmove (host-only: schedules use context::actions().copy instead).
 inline void copy_bytes(void *dst, const void *src, size_t bytes)
 {
     if (dst != src && bytes != 0) std::memmove(dst, src, bytes);
@@ -71,6 +80,9 @@ struct context {
     int size;
     datatype type;
     size_t elem;
+
+    /// Copies and reductions for prologues and `then` actions (host or device, see above).
+    local_actions actions() const { return local_actions{plan.device.get(), type}; }
 
     void send(round &rd, int peer, const void *buf, size_t bytes, uint32_t step)
     {
@@ -109,8 +121,8 @@ inline void ring_reduce_scatter(context &c, std::byte *buf, const block_layout &
         round &rd = c.plan.add_round();
         c.send(rd, right, buf + layout.offset(send_block), layout.bytes(send_block), step_base + uint32_t(s));
         c.recv(rd, left, incoming, layout.bytes(recv_block), step_base + uint32_t(s));
-        rd.then = [&op, type = c.type, incoming, target = buf + layout.offset(recv_block),
-                   n = layout.elements(recv_block)] { op.apply(type, incoming, target, n); };
+        rd.then = [x = c.actions(), &op, incoming, target = buf + layout.offset(recv_block),
+                   n = layout.elements(recv_block)] { x.reduce(op, incoming, target, n); };
     }
 }
 
@@ -139,7 +151,7 @@ inline void allreduce_recursive_doubling(context &c, std::byte *buf, size_t coun
     while (pof2 * 2 <= p) pof2 *= 2;
     const int rem = p - pof2;
     std::byte *incoming = c.plan.allocate(bytes);
-    auto reduce_incoming = [&op, type = c.type, incoming, buf, count] { op.apply(type, incoming, buf, count); };
+    auto reduce_incoming = [x = c.actions(), &op, incoming, buf, count] { x.reduce(op, incoming, buf, count); };
     const uint32_t fold_step = 0, unfold_step = 1 + log2_of(unsigned(pof2));
 
     int vrank;
@@ -239,7 +251,7 @@ inline void reduce_binomial(context &c, std::byte *acc, size_t count, const redu
         }
         if (vr + mask < p) {
             c.recv(rd, mod(vr + mask + root, p), incoming, bytes, log2_of(unsigned(mask)));
-            rd.then = [&op, type = c.type, incoming, acc, count] { op.apply(type, incoming, acc, count); };
+            rd.then = [x = c.actions(), &op, incoming, acc, count] { x.reduce(op, incoming, acc, count); };
         }
     }
 }
@@ -282,9 +294,10 @@ inline void allgather_bruck(context &c, std::byte *buf, size_t block_bytes)
     std::byte *rotated = c.plan.allocate(block_bytes * size_t(p));
     // The own block is copied in when the schedule starts (it may be written by the caller
     // up to that point): chain it before the existing prologue.
-    c.plan.prologue = [prev = c.plan.prologue, rotated, own = buf + size_t(r) * block_bytes, block_bytes] {
+    c.plan.prologue = [prev = c.plan.prologue, x = c.actions(), rotated, own = buf + size_t(r) * block_bytes,
+                       block_bytes] {
         if (prev) prev();
-        copy_bytes(rotated, own, block_bytes);
+        x.copy(rotated, own, block_bytes);
     };
     uint32_t k = 0;
     for (int d = 1; d < p; d <<= 1, ++k) {
@@ -294,9 +307,9 @@ inline void allgather_bruck(context &c, std::byte *buf, size_t block_bytes)
         c.recv(rd, mod(r + d, p), rotated + size_t(d) * block_bytes, blocks * block_bytes, k);
     }
     if (p == 1) return;  // the prologue already placed the only block
-    c.plan.rounds.back().then = [rotated, buf, block_bytes, p, r] {
+    c.plan.rounds.back().then = [x = c.actions(), rotated, buf, block_bytes, p, r] {
         for (int j = 0; j < p; ++j) {
-            copy_bytes(buf + size_t(mod(r + j, p)) * block_bytes, rotated + size_t(j) * block_bytes, block_bytes);
+            x.copy(buf + size_t(mod(r + j, p)) * block_bytes, rotated + size_t(j) * block_bytes, block_bytes);
         }
     };
 }
@@ -310,7 +323,7 @@ inline void gather_binomial(context &c, const std::byte *own, std::byte *recv, s
     const int p = c.size, vr = mod(c.rank - root, p), span = subtree_span(vr, p);
     const int end = std::min(vr + span, p);
     std::byte *staging = c.plan.allocate(block_bytes * size_t(end - vr));
-    c.plan.prologue = [staging, own, block_bytes] { copy_bytes(staging, own, block_bytes); };
+    c.plan.prologue = [x = c.actions(), staging, own, block_bytes] { x.copy(staging, own, block_bytes); };
     round &children = c.plan.add_round();
     for (int m = 1; m < span && vr + m < p; m <<= 1) {
         const int child_end = std::min(vr + 2 * m, p);
@@ -321,10 +334,10 @@ inline void gather_binomial(context &c, const std::byte *own, std::byte *recv, s
         round &up = c.plan.add_round();
         c.send(up, mod(vr - span + root, p), staging, size_t(end - vr) * block_bytes, log2_of(unsigned(span)));
     } else {
-        children.then = [staging, recv, block_bytes, p, root] {
+        children.then = [x = c.actions(), staging, recv, block_bytes, p, root] {
             for (int j = 0; j < p; ++j) {
-                copy_bytes(recv + size_t(mod(j + root, p)) * block_bytes, staging + size_t(j) * block_bytes,
-                           block_bytes);
+                x.copy(recv + size_t(mod(j + root, p)) * block_bytes, staging + size_t(j) * block_bytes,
+                       block_bytes);
             }
         };
     }
@@ -336,12 +349,12 @@ inline void scatter_binomial(context &c, const std::byte *send, std::byte *recv,
     const int p = c.size, vr = mod(c.rank - root, p), span = subtree_span(vr, p);
     const int end = std::min(vr + span, p);
     std::byte *staging = c.plan.allocate(block_bytes * size_t(end - vr));
-    auto deliver_own = [staging, recv, block_bytes] { copy_bytes(recv, staging, block_bytes); };
+    auto deliver_own = [x = c.actions(), staging, recv, block_bytes] { x.copy(recv, staging, block_bytes); };
     if (vr == 0) {
-        c.plan.prologue = [staging, send, block_bytes, p, root] {
+        c.plan.prologue = [x = c.actions(), staging, send, block_bytes, p, root] {
             for (int j = 0; j < p; ++j) {
-                copy_bytes(staging + size_t(j) * block_bytes, send + size_t(mod(j + root, p)) * block_bytes,
-                           block_bytes);
+                x.copy(staging + size_t(j) * block_bytes, send + size_t(mod(j + root, p)) * block_bytes,
+                       block_bytes);
             }
         };
     } else {
@@ -368,11 +381,13 @@ inline void alltoall_pairwise(context &c, const std::byte *send, std::byte *recv
     const std::byte *source = send;
     if (send == recv) {  // in place: send from a snapshot
         std::byte *snapshot = c.plan.allocate(block_bytes * size_t(p));
-        c.plan.prologue = [snapshot, recv, bytes = block_bytes * size_t(p)] { copy_bytes(snapshot, recv, bytes); };
+        c.plan.prologue = [x = c.actions(), snapshot, recv, bytes = block_bytes * size_t(p)] {
+            x.copy(snapshot, recv, bytes);
+        };
         source = snapshot;
     } else {
-        c.plan.prologue = [send, recv, block_bytes, r] {
-            copy_bytes(recv + size_t(r) * block_bytes, send + size_t(r) * block_bytes, block_bytes);
+        c.plan.prologue = [x = c.actions(), send, recv, block_bytes, r] {
+            x.copy(recv + size_t(r) * block_bytes, send + size_t(r) * block_bytes, block_bytes);
         };
     }
     for (int i = 1; i < p; ++i) {

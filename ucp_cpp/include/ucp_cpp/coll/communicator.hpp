@@ -219,7 +219,7 @@ public:
             const reduction &kept = keep(c, op);
             // The root accumulates in recv; the others in scratch (recv is not theirs to write).
             std::byte *acc = rank() == root ? reinterpret_cast<std::byte *>(recv) : c.plan.allocate(bytes);
-            c.plan.prologue = [acc, send, bytes] { detail::copy_bytes(acc, send, bytes); };
+            c.plan.prologue = [x = c.actions(), acc, send, bytes] { x.copy(acc, send, bytes); };
             if (a == algorithm::reduce_scatter_gather) {
                 detail::reduce_scatter_gather(c, acc, count, kept, root);
             } else {
@@ -251,7 +251,7 @@ public:
         auto *buf = reinterpret_cast<std::byte *>(recv);
         return issue("allreduce", options, [&](detail::context &c, algorithm a) {
             const reduction &kept = keep(c, op);
-            c.plan.prologue = [buf, send, bytes] { detail::copy_bytes(buf, send, bytes); };
+            c.plan.prologue = [x = c.actions(), buf, send, bytes] { x.copy(buf, send, bytes); };
             if (a == algorithm::ring) {
                 detail::allreduce_ring(c, buf, count, kept);
             } else {
@@ -286,7 +286,7 @@ public:
         const bool pof2 = (size() & (size() - 1)) == 0;
         return issue("allgather", options, [&](detail::context &c, algorithm a) {
             std::byte *own = buf + size_t(rank()) * block;
-            c.plan.prologue = [own, send, block] { detail::copy_bytes(own, send, block); };
+            c.plan.prologue = [x = c.actions(), own, send, block] { x.copy(own, send, block); };
             const auto layout = detail::equal_blocks(count, size(), sizeof(T));
             if (a == algorithm::recursive_doubling) {
                 if (!pof2) {
@@ -324,12 +324,12 @@ public:
         return issue("reduce_scatter", options, [&](detail::context &c, algorithm) {
             const reduction &kept = keep(c, op);
             std::byte *work = c.plan.allocate(total);
-            c.plan.prologue = [work, send, total] { detail::copy_bytes(work, send, total); };
+            c.plan.prologue = [x = c.actions(), work, send, total] { x.copy(work, send, total); };
             const auto layout = detail::equal_blocks(count, size(), sizeof(T));
             detail::ring_reduce_scatter(c, work, layout, rank(), kept, 0);
             auto *out = reinterpret_cast<std::byte *>(recv);
-            auto deliver = [out, mine = work + layout.offset(rank()), bytes = layout.bytes(rank())] {
-                detail::copy_bytes(out, mine, bytes);
+            auto deliver = [x = c.actions(), out, mine = work + layout.offset(rank()), bytes = layout.bytes(rank())] {
+                x.copy(out, mine, bytes);
             };
             if (c.plan.rounds.empty()) {
                 c.plan.prologue = [prologue = c.plan.prologue, deliver] { prologue(); deliver(); };

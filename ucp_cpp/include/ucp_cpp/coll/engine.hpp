@@ -65,14 +65,61 @@ struct round {
     std::function<void()> then;  ///< runs after every transfer of the round completed
 };
 
+/// Local actions on device memory (coll/gpu.hpp implements it for CUDA buffers: copies and
+/// reduction kernels queued on the collective's stream).  Host collectives have none.
+class device_actions {
+public:
+    virtual ~device_actions() = default;
+    /// dst and src must not partially overlap.
+    virtual void copy(void *dst, const void *src, size_t bytes) = 0;
+    virtual void reduce(const reduction &op, datatype type, const void *in, void *inout, size_t count) = 0;
+    virtual std::shared_ptr<std::byte> allocate(size_t bytes) = 0;
+};
+
+/// What a round's `then` and the prologue use for their copies and reductions, so that the same
+/// schedule works on host and device buffers.  A cheap value: capture it by copy.
+struct local_actions {
+    device_actions *device = nullptr;  ///< null: host memory (memmove / reduction::apply)
+    datatype type          = datatype::uint8;
+
+    void copy(void *dst, const void *src, size_t bytes) const
+    {
+        if (dst == src || bytes == 0) return;
+        if (device) {
+            device->copy(dst, src, bytes);
+        } else {
+            std::memmove(dst, src, bytes);
+        }
+    }
+    /// inout = op(inout, in) over @p count elements of the collective's datatype.
+    void reduce(const reduction &op, const void *in, void *inout, size_t count) const
+    {
+        if (count == 0) return;
+        if (device) {
+            device->reduce(op, type, in, inout, count);
+        } else {
+            op.apply(type, in, inout, count);
+        }
+    }
+};
+
 struct schedule {
     std::function<void()> prologue;  ///< local work before the first round (copies)
     std::vector<round> rounds;
     std::vector<std::unique_ptr<std::byte[]>> scratch;
+    std::vector<std::shared_ptr<std::byte>> device_scratch;
     std::vector<std::shared_ptr<const void>> keep_alive;  ///< e.g. the reduction the rounds use
+    /// Set (before the builders run) when the collective's buffers are device memory: scratch
+    /// then lives on the device and local actions run there (see local_actions).
+    std::shared_ptr<device_actions> device;
 
+    /// Scratch in the collective's memory (host, or device when `device` is set).
     std::byte *allocate(size_t bytes)
     {
+        if (device) {
+            device_scratch.push_back(device->allocate(bytes == 0 ? 1 : bytes));
+            return device_scratch.back().get();
+        }
         scratch.push_back(std::make_unique<std::byte[]>(bytes == 0 ? 1 : bytes));
         return scratch.back().get();
     }
