@@ -19,19 +19,24 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <type_traits>
 
 namespace ucp_cpp::coll {
 
-enum class datatype : uint8_t { int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64 };
+/// Element types.  float16 (IEEE binary16) and bfloat16 are stored as half_t / bfloat16_t
+/// below and reduced in float (each result rounded to nearest even), on the host and on the GPU.
+enum class datatype : uint8_t {
+    int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, float16, bfloat16
+};
 
 inline size_t size_of(datatype type)
 {
     switch (type) {
     case datatype::int8: case datatype::uint8: return 1;
-    case datatype::int16: case datatype::uint16: return 2;
+    case datatype::int16: case datatype::uint16: case datatype::float16: case datatype::bfloat16: return 2;
     case datatype::int32: case datatype::uint32: case datatype::float32: return 4;
     default: return 8;
     }
@@ -39,22 +44,105 @@ inline size_t size_of(datatype type)
 
 inline const char *name_of(datatype type)
 {
-    static const char *const names[] = {"int8",   "int16",  "int32",  "int64",   "uint8",
-                                        "uint16", "uint32", "uint64", "float32", "float64"};
+    static const char *const names[] = {"int8",   "int16",  "int32",   "int64",   "uint8",   "uint16",
+                                        "uint32", "uint64", "float32", "float64", "float16", "bfloat16"};
     return names[static_cast<int>(type)];
 }
 
-/// The datatype of a C++ element type (fixed-width integers, float, double).
+namespace detail {
+inline uint32_t float_bits(float f)
+{
+    uint32_t x;
+    std::memcpy(&x, &f, sizeof x);
+    return x;
+}
+inline float bits_float(uint32_t x)
+{
+    float f;
+    std::memcpy(&f, &x, sizeof f);
+    return f;
+}
+}  // namespace detail
+
+/**
+ * IEEE 754 binary16 storage (bit-compatible with CUDA's __half: pass a __half* as half_t* with
+ * reinterpret_cast).  Converts to/from float; float -> half rounds to nearest, ties to even
+ * (overflow gives infinity, NaN stays NaN).  No arithmetic of its own: compute in float.
+ */
+struct half_t {
+    uint16_t bits = 0;
+
+    half_t() = default;
+    half_t(float f) : bits(from_float(f)) {}  // NOLINT(google-explicit-constructor): like a float
+    operator float() const { return to_float(bits); }  // NOLINT
+    static half_t from_bits(uint16_t b) { half_t h; h.bits = b; return h; }
+
+    static uint16_t from_float(float f)
+    {
+        const uint32_t x = detail::float_bits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+        if (ax > 0x7f800000u) return uint16_t(sign | 0x7e00u);             // NaN (quiet)
+        if (ax >= 0x47800000u) return uint16_t(sign | 0x7c00u);            // >= 65536 (or inf): inf
+        if (ax < 0x33000000u) return uint16_t(sign);                       // < 2^-25: +-0
+        if (ax < 0x38800000u) {                                            // half subnormal
+            const uint32_t mant = (ax & 0x7fffffu) | 0x800000u, shift = 126u - (ax >> 23);
+            uint32_t h = mant >> shift;
+            const uint32_t rest = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+            if (rest > halfway || (rest == halfway && (h & 1u))) ++h;
+            return uint16_t(sign | h);
+        }
+        uint32_t h = (ax - 0x38000000u) >> 13;  // rebias 127 -> 15, drop 13 mantissa bits
+        const uint32_t rest = ax & 0x1fffu;
+        if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // may carry into inf: correct
+        return uint16_t(sign | h);
+    }
+    static float to_float(uint16_t h)
+    {
+        const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu;
+        uint32_t mant = h & 0x3ffu;
+        if (exp == 0x1fu) return detail::bits_float(sign | 0x7f800000u | (mant << 13));
+        if (exp != 0) return detail::bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
+        if (mant == 0) return detail::bits_float(sign);
+        int e = 1;  // subnormal: normalise
+        while ((mant & 0x400u) == 0) {
+            mant <<= 1;
+            --e;
+        }
+        return detail::bits_float(sign | (uint32_t(e + 112) << 23) | ((mant & 0x3ffu) << 13));
+    }
+};
+
+/// bfloat16 storage (the upper half of a float; bit-compatible with CUDA's __nv_bfloat16).
+/// float -> bfloat16 rounds to nearest, ties to even; NaN stays NaN.
+struct bfloat16_t {
+    uint16_t bits = 0;
+
+    bfloat16_t() = default;
+    bfloat16_t(float f) : bits(from_float(f)) {}  // NOLINT(google-explicit-constructor)
+    operator float() const { return to_float(bits); }  // NOLINT
+    static bfloat16_t from_bits(uint16_t b) { bfloat16_t h; h.bits = b; return h; }
+
+    static uint16_t from_float(float f)
+    {
+        const uint32_t x = detail::float_bits(f);
+        if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40u);  // NaN (quiet)
+        return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+    }
+    static float to_float(uint16_t b) { return detail::bits_float(uint32_t(b) << 16); }
+};
+
+/// The datatype of a C++ element type (fixed-width integers, float, double, half_t, bfloat16_t).
 template <class T>
 constexpr datatype datatype_of()
 {
     using U = std::remove_cv_t<T>;
     if constexpr (std::is_same_v<U, float>) return datatype::float32;
     else if constexpr (std::is_same_v<U, double>) return datatype::float64;
+    else if constexpr (std::is_same_v<U, half_t>) return datatype::float16;
+    else if constexpr (std::is_same_v<U, bfloat16_t>) return datatype::bfloat16;
     else {
         static_assert(std::is_integral_v<U> && !std::is_same_v<U, bool> &&
                           (sizeof(U) == 1 || sizeof(U) == 2 || sizeof(U) == 4 || sizeof(U) == 8),
-                      "ucp_cpp::coll supports int8..int64, uint8..uint64, float and double");
+                      "ucp_cpp::coll supports int8..int64, uint8..uint64, float, double, half_t and bfloat16_t");
         constexpr int log_size = sizeof(U) == 1 ? 0 : sizeof(U) == 2 ? 1 : sizeof(U) == 4 ? 2 : 3;
         return static_cast<datatype>((std::is_signed_v<U> ? 0 : 4) + log_size);
     }
@@ -113,6 +201,8 @@ public:
         case datatype::uint64: return apply_typed<uint64_t>(in, inout, count);
         case datatype::float32: return apply_typed<float>(in, inout, count);
         case datatype::float64: return apply_typed<double>(in, inout, count);
+        case datatype::float16: return apply_16<half_t>(in, inout, count);
+        case datatype::bfloat16: return apply_16<bfloat16_t>(in, inout, count);
         }
     }
 
@@ -137,6 +227,26 @@ private:
             for (size_t i = 0; i < count; ++i) dst[i] = std::max(dst[i], src[i]);
             return;
         case op_kind::custom: function_(in, inout, count); return;
+        }
+    }
+
+    /// float16 / bfloat16: computed in float, each result rounded back (as the GPU kernels do).
+    template <class H>
+    void apply_16(const void *in, void *inout, size_t count) const
+    {
+        if (kind_ == op_kind::custom) return function_(in, inout, count);
+        const H *src = static_cast<const H *>(in);
+        H *dst       = static_cast<H *>(inout);
+        for (size_t i = 0; i < count; ++i) {
+            const float a = H::to_float(dst[i].bits), b = H::to_float(src[i].bits);
+            switch (kind_) {
+            case op_kind::sum: dst[i].bits = H::from_float(a + b); break;
+            case op_kind::prod: dst[i].bits = H::from_float(a * b); break;
+            // std::min / std::max semantics (the first argument wins ties and NaN comparisons)
+            case op_kind::min: if (b < a) dst[i] = src[i]; break;
+            case op_kind::max: if (a < b) dst[i] = src[i]; break;
+            default: break;
+            }
         }
     }
 
