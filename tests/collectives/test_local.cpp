@@ -1,10 +1,14 @@
 // Every collective x type x op x algorithm at small sizes (0, 1, odd, >= ranks), a few at 1 MiB,
 // one at 64 MiB, for 1, 2, 3, 4, 5 and 8 ranks, each checked against a reference computed here.
-// Ranks are workers of this process driven by one thread (see coll_harness.hpp).
+// Ranks are workers of this process driven by one thread (see coll_harness.hpp).  CollSchedule
+// runs the allreduce schedules of 1..40 ranks without UCX (a message-matching simulator).
 #include "coll_harness.hpp"
 
 #include <cstdlib>
+#include <cstring>
+#include <set>
 #include <thread>
+#include <tuple>
 
 namespace coll_test {
 namespace {
@@ -19,6 +23,18 @@ void for_each_type(F &&f)
 
 constexpr coll::op_kind all_ops[] = {coll::op_kind::sum, coll::op_kind::prod, coll::op_kind::min,
                                      coll::op_kind::max};
+
+/// Sets (radix > 0) or clears UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX for its lifetime.
+struct knomial_radix {
+    explicit knomial_radix(int radix)
+    {
+        if (radix > 0) ::setenv("UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX", std::to_string(radix).c_str(), 1);
+    }
+    ~knomial_radix() { ::unsetenv("UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX"); }
+};
+
+/// The k-nomial radices every allreduce matrix runs (0: the default).
+constexpr int knomial_radices[] = {0, 2, 3, 8};
 
 coll::call_options with(coll::algorithm a)
 {
@@ -116,13 +132,33 @@ TEST_P(CollLocal, AllreduceEveryTypeOpAlgorithm)
         using T = decltype(t);
         for (coll::op_kind op : all_ops) {
             for (size_t count : small_counts()) {
-                for (auto algo : {coll::algorithm::automatic, coll::algorithm::recursive_doubling, coll::algorithm::ring}) {
+                for (auto algo : {coll::algorithm::automatic, coll::algorithm::recursive_doubling, coll::algorithm::ring,
+                                  coll::algorithm::rabenseifner}) {
                     check_allreduce<T>(world, count, op, algo, false);
                 }
-                check_allreduce<T>(world, count, op, coll::algorithm::automatic, true);
+                for (int radix : knomial_radices) {
+                    knomial_radix scoped(radix);
+                    check_allreduce<T>(world, count, op, coll::algorithm::knomial, false);
+                }
+                for (auto algo : {coll::algorithm::automatic, coll::algorithm::knomial, coll::algorithm::rabenseifner}) {
+                    check_allreduce<T>(world, count, op, algo, true);
+                }
             }
         }
     });
+}
+
+TEST_P(CollLocal, AllreduceAutomaticAcrossThresholds)
+{
+    // Each side of every allreduce cut-over (and what it selects here), float and int64.
+    const size_t cuts[] = {coll::thresholds::allreduce_rabenseifner, coll::thresholds::allreduce_ring,
+                           coll::thresholds::allreduce_fold_unit * 2, coll::thresholds::allreduce_fold_unit * 3};
+    for (size_t cut : cuts) {
+        for (size_t bytes : {cut - 8, cut, cut + 8}) {
+            check_allreduce<float>(world, bytes / sizeof(float), coll::op_kind::sum, coll::algorithm::automatic, false);
+            check_allreduce<int64_t>(world, bytes / sizeof(int64_t), coll::op_kind::max, coll::algorithm::automatic, true);
+        }
+    }
 }
 
 TEST_P(CollLocal, ReduceEveryTypeOpAlgorithmRoot)
@@ -297,6 +333,11 @@ TEST_P(CollLocal, OneMiBSelectedCombinations)
     const size_t mib = size_t(1) << 20;
     check_allreduce<float>(world, mib / sizeof(float), coll::op_kind::sum, coll::algorithm::automatic, false);
     check_allreduce<int32_t>(world, mib / sizeof(int32_t), coll::op_kind::max, coll::algorithm::recursive_doubling, true);
+    check_allreduce<double>(world, mib / sizeof(double) + 3, coll::op_kind::sum, coll::algorithm::rabenseifner, true);
+    {
+        knomial_radix scoped(3);
+        check_allreduce<uint16_t>(world, mib / sizeof(uint16_t) + 1, coll::op_kind::sum, coll::algorithm::knomial, false);
+    }
     check_reduce<double>(world, mib / sizeof(double), coll::op_kind::min, coll::algorithm::automatic, world.size() - 1);
     check_reduce_scatter<int64_t>(world, mib / sizeof(int64_t) / size_t(world.size()), coll::op_kind::sum, false);
     check_bcast<uint8_t>(world, mib + 3, world.size() / 2, coll::algorithm::automatic);
@@ -315,6 +356,29 @@ TEST(CollLocalLarge, Allreduce64MiBThreeRanks)
     local_world world(3);
     check_allreduce<float>(world, (size_t(64) << 20) / sizeof(float), coll::op_kind::sum, coll::algorithm::automatic,
                            false);
+}
+
+TEST(CollLocalLarge, AllreduceSixAndSevenRanks)
+{
+    // Two or three folded rank pairs (rem >= 2: the matrix's sizes fold at most one) and
+    // k-nomial shapes 4+2 extras / 3x2 / 7, live over UCX; the simulator covers 1..40 ranks.
+    for (int p : {6, 7}) {
+        local_world world(p);
+        for (size_t count : {size_t(1), size_t(7), size_t(1000) + size_t(p)}) {
+            for (auto algo : {coll::algorithm::automatic, coll::algorithm::recursive_doubling, coll::algorithm::ring,
+                              coll::algorithm::rabenseifner}) {
+                check_allreduce<int32_t>(world, count, coll::op_kind::sum, algo, false);
+                check_allreduce<float>(world, count, coll::op_kind::max, algo, true);
+            }
+            for (int radix : {0, 3, 8}) {
+                knomial_radix scoped(radix);
+                check_allreduce<int32_t>(world, count, coll::op_kind::sum, coll::algorithm::knomial, false);
+                check_allreduce<double>(world, count, coll::op_kind::min, coll::algorithm::knomial, true);
+            }
+        }
+        check_allreduce<float>(world, (size_t(128) << 10) / sizeof(float) + 1, coll::op_kind::sum,
+                               coll::algorithm::automatic, false);
+    }
 }
 
 TEST(CollLocalApi, CustomReductionAndTypeMismatch)
@@ -355,6 +419,14 @@ TEST(CollLocalApi, BadArgumentsAreClearErrors)
     ::setenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM", "fastest", 1);
     expect_invalid([&] { (void)world.comm(0).iallreduce(&value, &value, 1, coll::sum); }, "unknown algorithm");
     ::unsetenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM");
+    expect_invalid([&] { (void)world.comm(0).iallgather(&value, &value, 1, with(coll::algorithm::knomial)); },
+                   "does not implement");
+    for (const char *bad : {"1", "four", "4x"}) {
+        ::setenv("UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX", bad, 1);
+        expect_invalid([&] { (void)world.comm(0).iallreduce(&value, &value, 1, coll::sum, with(coll::algorithm::knomial)); },
+                       "not a radix");
+    }
+    ::unsetenv("UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX");
     expect_invalid([&] { (void)coll::communicator().rank(); }, "not a valid communicator");
 }
 
@@ -364,6 +436,13 @@ TEST(CollLocalApi, EnvironmentSelectsAlgorithm)
     local_world world(5);
     ::setenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM", "ring", 1);
     check_allreduce<int32_t>(world, 1, coll::op_kind::sum, coll::algorithm::automatic, false);
+    // The new names parse; the radix variable reaches the k-nomial schedule.
+    for (const char *name : {"knomial", "rabenseifner"}) {
+        ::setenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM", name, 1);
+        knomial_radix scoped(5);
+        check_allreduce<int32_t>(world, 1, coll::op_kind::sum, coll::algorithm::automatic, false);
+        check_allreduce<double>(world, 13, coll::op_kind::sum, coll::algorithm::automatic, true);
+    }
     ::unsetenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM");
 }
 
@@ -485,6 +564,155 @@ TEST(CollLocalApi, NonblockingOverlapsUserTaggedTraffic)
         for (int i = 0; i < 100; ++i) {
             EXPECT_EQ(a[size_t(r * 100 + i)], 3 * i + 3);
             EXPECT_EQ(b[size_t(r * 100 + i)], 2 * i);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- schedules without UCX
+
+namespace detail = ucp_cpp::coll::detail;
+
+/// Runs the schedules of all ranks against each other in memory: a round's transfers are posted
+/// together; a receive matches the send with the same (sender, receiver, step), which must carry
+/// the same byte count (the data is copied at the match: the sender's round, and so its buffer,
+/// cannot move on before); a round completes once all its transfers matched, then its `then`
+/// runs.  Fails on a duplicate (sender, receiver, step), a size mismatch, or a deadlock.
+::testing::AssertionResult simulate(std::vector<detail::schedule> &plans)
+{
+    const int p = int(plans.size());
+    using key = std::tuple<int, int, uint32_t>;  // sender, receiver, step
+    std::set<key> seen_sends, seen_recvs;
+    std::map<key, const detail::transfer *> open_sends, open_recvs;
+    std::vector<size_t> next(size_t(p), 0);
+    std::vector<int> outstanding(size_t(p), 0);
+    std::vector<bool> busy(size_t(p), false);
+    for (auto &plan : plans) {
+        if (plan.prologue) plan.prologue();
+    }
+    for (bool moved = true; moved;) {
+        moved = false;
+        for (int r = 0; r < p; ++r) {
+            auto &plan = plans[size_t(r)];
+            if (!busy[size_t(r)] && next[size_t(r)] < plan.rounds.size()) {
+                busy[size_t(r)] = true;
+                moved = true;
+                for (const detail::transfer &t : plan.rounds[next[size_t(r)]].transfers) {
+                    const key k = t.is_send ? key{r, t.peer, t.step} : key{t.peer, r, t.step};
+                    if (!(t.is_send ? seen_sends : seen_recvs).insert(k).second) {
+                        return ::testing::AssertionFailure() << "rank " << r << ": a second " << (t.is_send ? "send" : "receive")
+                                                             << " from " << std::get<0>(k) << " to " << std::get<1>(k)
+                                                             << " with step " << std::get<2>(k);
+                    }
+                    auto &others = t.is_send ? open_recvs : open_sends;
+                    auto match = others.find(k);
+                    if (match == others.end()) {
+                        (t.is_send ? open_sends : open_recvs)[k] = &t;
+                        ++outstanding[size_t(r)];
+                        continue;
+                    }
+                    const detail::transfer &send = t.is_send ? t : *match->second, &recv = t.is_send ? *match->second : t;
+                    if (send.bytes != recv.bytes) {
+                        return ::testing::AssertionFailure() << "step " << std::get<2>(k) << " from " << std::get<0>(k) << " to "
+                                                             << std::get<1>(k) << ": " << send.bytes << " bytes sent, "
+                                                             << recv.bytes << " expected";
+                    }
+                    if (send.bytes) std::memcpy(recv.buffer, send.buffer, send.bytes);
+                    --outstanding[size_t(match->second == &send ? std::get<0>(k) : std::get<1>(k))];
+                    others.erase(match);
+                }
+            }
+            if (busy[size_t(r)] && outstanding[size_t(r)] == 0) {
+                auto &then = plan.rounds[next[size_t(r)]++].then;
+                if (then) then();
+                busy[size_t(r)] = false;
+                moved = true;
+            }
+        }
+    }
+    for (int r = 0; r < p; ++r) {
+        if (next[size_t(r)] != plans[size_t(r)].rounds.size() || busy[size_t(r)]) {
+            return ::testing::AssertionFailure() << "deadlock: rank " << r << " stuck in round " << next[size_t(r)] << " of "
+                                                 << plans[size_t(r)].rounds.size();
+        }
+    }
+    if (!open_sends.empty() || !open_recvs.empty()) return ::testing::AssertionFailure() << "unmatched transfers left";
+    return ::testing::AssertionSuccess();
+}
+
+/// Builds @p algo's allreduce schedule of every rank of @p p on buffers[r] and simulates it.
+template <class T>
+::testing::AssertionResult simulate_allreduce(std::vector<std::vector<T>> &buffers, coll::algorithm algo, int radix)
+{
+    const int p = int(buffers.size());
+    const size_t count = buffers[0].size();
+    std::vector<detail::schedule> plans(static_cast<size_t>(p));
+    for (int r = 0; r < p; ++r) {
+        detail::context c{plans[size_t(r)], r, p, coll::datatype_of<T>(), sizeof(T)};
+        auto *buf = reinterpret_cast<std::byte *>(buffers[size_t(r)].data());
+        switch (algo) {
+        case coll::algorithm::ring: detail::allreduce_ring(c, buf, count, coll::sum); break;
+        case coll::algorithm::rabenseifner: detail::allreduce_rabenseifner(c, buf, count, coll::sum); break;
+        case coll::algorithm::knomial: detail::allreduce_knomial(c, buf, count, coll::sum, radix); break;
+        default: detail::allreduce_recursive_doubling(c, buf, count, coll::sum); break;
+        }
+    }
+    return simulate(plans);
+}
+
+TEST(CollSchedule, AllreduceAnySizeAndRadixMatchesAndIsBitIdentical)
+{
+    // Steps unique per pair, sizes agree, no deadlock, exact int64 sums, and double sums
+    // bit-identical on every rank (values whose sum depends on the association order).
+    std::vector<std::pair<coll::algorithm, int>> variants = {
+        {coll::algorithm::recursive_doubling, 0}, {coll::algorithm::ring, 0}, {coll::algorithm::rabenseifner, 0}};
+    for (int radix = 2; radix <= 9; ++radix) variants.emplace_back(coll::algorithm::knomial, radix);
+    for (int p = 1; p <= 40; ++p) {
+        for (const auto &[algo, radix] : variants) {
+            for (size_t count : {size_t(1), size_t(5), size_t(2 * p + 3)}) {
+                const std::string what = std::string(coll::name_of(algo)) + " radix " + std::to_string(radix) + " p=" +
+                                         std::to_string(p) + " count=" + std::to_string(count);
+                std::vector<std::vector<int64_t>> ints(static_cast<size_t>(p), std::vector<int64_t>(count));
+                std::vector<std::vector<double>> reals(static_cast<size_t>(p), std::vector<double>(count));
+                for (int r = 0; r < p; ++r) {
+                    for (size_t i = 0; i < count; ++i) {
+                        ints[size_t(r)][i]  = int64_t(r + 1) * 1000 + int64_t(i);
+                        reals[size_t(r)][i] = 1.0 / double(r + 3) + 1e8 * double(r % 3) + double(i);
+                    }
+                }
+                ASSERT_TRUE(simulate_allreduce(ints, algo, radix)) << what;
+                ASSERT_TRUE(simulate_allreduce(reals, algo, radix)) << what;
+                for (int r = 0; r < p; ++r) {
+                    for (size_t i = 0; i < count; ++i) {
+                        ASSERT_EQ(ints[size_t(r)][i], int64_t(p) * (p + 1) / 2 * 1000 + int64_t(p) * int64_t(i))
+                            << what << " rank " << r << " element " << i;
+                        ASSERT_EQ(std::memcmp(&reals[size_t(r)][i], &reals[0][i], sizeof(double)), 0)
+                            << what << ": rank " << r << " element " << i << " differs from rank 0 ("
+                            << reals[size_t(r)][i] << " vs " << reals[0][i] << ")";
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(CollSchedule, KnomialShapes)
+{
+    auto shape = [](int p, int k) { return detail::knomial_shape_of(p, k); };
+    EXPECT_EQ(shape(8, 4).radices, (std::vector<int>{4, 2}));
+    EXPECT_EQ(shape(8, 4).core, 8);
+    EXPECT_EQ(shape(8, 3).radices, (std::vector<int>{3, 2}));
+    EXPECT_EQ(shape(8, 3).core, 6);  // 2 extra ranks folded
+    EXPECT_EQ(shape(5, 4).core, 4);
+    EXPECT_EQ(shape(3, 8).radices, (std::vector<int>{3}));  // radix clamped to p: one round
+    EXPECT_EQ(shape(1, 4).radices, (std::vector<int>{}));
+    for (int p = 1; p <= 200; ++p) {
+        for (int k = 2; k <= 9; ++k) {
+            const auto s = shape(p, k);
+            int product = 1;
+            for (int radix : s.radices) product *= radix;
+            ASSERT_EQ(product, s.core);
+            ASSERT_LE(s.core, p);
+            ASSERT_LE(p - s.core, s.core) << "p=" << p << " k=" << k << ": a core rank would proxy two extras";
         }
     }
 }

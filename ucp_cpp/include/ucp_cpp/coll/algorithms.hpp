@@ -197,6 +197,152 @@ inline void allreduce_ring(context &c, std::byte *buf, size_t count, const reduc
     ring_allgather(c, buf, layout, c.rank, uint32_t(c.size));
 }
 
+/// Mixed-radix shape of the k-nomial exchange for p ranks: `core` = k^j * d ranks (the largest
+/// such number <= p, d < k) exchange in j rounds of radix k and, if d > 1, one round of radix d;
+/// the p - core < k^j <= core others are folded into ranks [0, p - core) first.
+struct knomial_shape {
+    int core = 1;
+    std::vector<int> radices;
+};
+inline knomial_shape knomial_shape_of(int p, int radix)
+{
+    knomial_shape s;
+    const int k = std::max(2, std::min(radix, p));
+    while (s.core <= p / k) {
+        s.core *= k;
+        s.radices.push_back(k);
+    }
+    const int d = p / s.core;
+    if (d > 1) {
+        s.core *= d;
+        s.radices.push_back(d);
+    }
+    return s;
+}
+
+/// K-nomial (recursive k-ing, as UCC's knomial allreduce): log_k p rounds; in each, a rank
+/// exchanges its whole vector with the other k-1 members of its group (ranks that differ only
+/// in that round's digit) and reduces.  Any p: the last round may use a smaller radix (see
+/// knomial_shape), and the p - core extra ranks r >= core hand their vector to rank r - core
+/// first and get the result back at the end.  A group reduces its k vectors in digit order
+/// (v0 op v1 op ... op v(k-1)), so every rank computes bit-identical floating-point results.
+/// Steps: fold 0, round i 1 + i, unfold 1 + rounds (two ranks meet in at most one round).
+inline void allreduce_knomial(context &c, std::byte *buf, size_t count, const reduction &op, int radix)
+{
+    const int p = c.size, r = c.rank;
+    const size_t bytes = count * c.elem;
+    const knomial_shape shape = knomial_shape_of(p, radix);
+    const int extra = p - shape.core;
+    const uint32_t fold_step = 0, unfold_step = 1 + uint32_t(shape.radices.size());
+    if (r >= shape.core) {
+        round &fold = c.plan.add_round();
+        c.send(fold, r - shape.core, buf, bytes, fold_step);
+        round &unfold = c.plan.add_round();
+        c.recv(unfold, r - shape.core, buf, bytes, unfold_step);
+        return;
+    }
+    const int widest = shape.radices.empty() ? 1 : *std::max_element(shape.radices.begin(), shape.radices.end());
+    std::byte *incoming = c.plan.allocate(bytes * size_t(widest - 1));
+    if (r < extra) {
+        round &fold = c.plan.add_round();
+        c.recv(fold, r + shape.core, incoming, bytes, fold_step);
+        fold.then = [x = c.actions(), &op, incoming, buf, count] { x.reduce(op, incoming, buf, count); };
+    }
+    int stride = 1;
+    for (size_t i = 0; i < shape.radices.size(); ++i) {
+        const int k = shape.radices[i], digit = (r / stride) % k, base = r - digit * stride;
+        round &rd = c.plan.add_round();
+        std::vector<std::byte *> member(size_t(k), nullptr);  // group member t's vector
+        for (int t = 0, slot = 0; t < k; ++t) {
+            if (t == digit) {
+                member[size_t(t)] = buf;
+                continue;
+            }
+            member[size_t(t)] = incoming + size_t(slot++) * bytes;
+            c.send(rd, base + t * stride, buf, bytes, 1 + uint32_t(i));
+            c.recv(rd, base + t * stride, member[size_t(t)], bytes, 1 + uint32_t(i));
+        }
+        rd.then = [x = c.actions(), &op, member = std::move(member), buf, count, bytes] {
+            std::byte *acc = member[0];  // buf itself when this rank is member 0
+            for (size_t t = 1; t < member.size(); ++t) x.reduce(op, member[t], acc, count);
+            x.copy(buf, acc, bytes);
+        };
+        stride *= k;
+    }
+    if (r < extra) {
+        round &unfold = c.plan.add_round();
+        c.send(unfold, r + shape.core, buf, bytes, unfold_step);
+    }
+}
+
+/// Rabenseifner: recursive-halving reduce-scatter then recursive-doubling allgather over
+/// pof2 = 2^floor(log2 p) ranks, blocks of a block_layout over pof2 parts; 2 log2 pof2 rounds
+/// moving 2 (pof2-1)/pof2 n in total.  Non-powers of two: the standard fold (Thakur,
+/// Rabenseifner, Gropp 2005; as recursive doubling above): of the 2 (p - pof2) lowest ranks,
+/// each even one gives its vector to the odd one above it and gets the result back last.
+/// The halving starts with the farthest partner (distance pof2/2), so virtual rank v ends with
+/// block v, and the allgather runs the distances back up.  Every block is reduced by one rank
+/// only, so all ranks get bit-identical results.
+/// Steps: fold 0, halving 1..L, doubling L+1..2L, unfold 2L+1 (L = log2 pof2).
+inline void allreduce_rabenseifner(context &c, std::byte *buf, size_t count, const reduction &op)
+{
+    const int p = c.size, r = c.rank;
+    const size_t bytes = count * c.elem;
+    int pof2 = 1;
+    while (pof2 * 2 <= p) pof2 *= 2;
+    const int rem = p - pof2;
+    const uint32_t levels = log2_of(unsigned(pof2));
+    const uint32_t fold_step = 0, unfold_step = 1 + 2 * levels;
+    const block_layout layout{count, pof2, c.elem};
+    // The fold receives a whole vector; the halving at most the first pof2/2 blocks.
+    std::byte *incoming = c.plan.allocate(r < 2 * rem ? bytes : layout.span(0, pof2 / 2));
+
+    int vrank;
+    if (r < 2 * rem) {
+        round &rd = c.plan.add_round();
+        if (r % 2 == 0) {
+            c.send(rd, r + 1, buf, bytes, fold_step);
+            vrank = -1;
+        } else {
+            c.recv(rd, r - 1, incoming, bytes, fold_step);
+            rd.then = [x = c.actions(), &op, incoming, buf, count] { x.reduce(op, incoming, buf, count); };
+            vrank = r / 2;
+        }
+    } else {
+        vrank = r - rem;
+    }
+    if (vrank >= 0) {
+        auto real = [rem](int v) { return v < rem ? v * 2 + 1 : v + rem; };
+        uint32_t step = 1;
+        int low = 0;  // first block of the window this rank still reduces
+        for (int mask = pof2 >> 1; mask > 0; mask >>= 1, ++step) {
+            const int peer = real(vrank ^ mask);
+            const int keep = (vrank & mask) ? low + mask : low, give = (vrank & mask) ? low : low + mask;
+            round &rd = c.plan.add_round();
+            c.send(rd, peer, buf + layout.offset(give), layout.span(give, give + mask), step);
+            c.recv(rd, peer, incoming, layout.span(keep, keep + mask), step);
+            rd.then = [x = c.actions(), &op, incoming, target = buf + layout.offset(keep),
+                       n = layout.first(keep + mask) - layout.first(keep)] { x.reduce(op, incoming, target, n); };
+            low = keep;
+        }
+        for (int mask = 1; mask < pof2; mask <<= 1, ++step) {
+            const int vpeer = vrank ^ mask;
+            const int mine = vrank & ~(mask - 1), theirs = vpeer & ~(mask - 1);
+            round &rd = c.plan.add_round();
+            c.send(rd, real(vpeer), buf + layout.offset(mine), layout.span(mine, mine + mask), step);
+            c.recv(rd, real(vpeer), buf + layout.offset(theirs), layout.span(theirs, theirs + mask), step);
+        }
+    }
+    if (r < 2 * rem) {
+        round &rd = c.plan.add_round();
+        if (r % 2 == 1) {
+            c.send(rd, r - 1, buf, bytes, unfold_step);
+        } else {
+            c.recv(rd, r + 1, buf, bytes, unfold_step);
+        }
+    }
+}
+
 // ---------------------------------------------------------------- broadcast
 
 /// Binomial tree from the root.

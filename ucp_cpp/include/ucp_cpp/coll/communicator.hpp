@@ -56,13 +56,15 @@ enum class algorithm {
     bruck,               ///< allgather
     pairwise,            ///< alltoall
     dissemination,       ///< barrier
+    knomial,             ///< allreduce (recursive k-ing, radix UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX)
+    rabenseifner,        ///< allreduce (recursive-halving reduce-scatter + recursive-doubling allgather)
 };
 
 inline const char *name_of(algorithm a)
 {
     static const char *const names[] = {"automatic", "recursive_doubling", "ring", "binomial",
                                         "scatter_allgather", "reduce_scatter_gather", "bruck",
-                                        "pairwise", "dissemination"};
+                                        "pairwise", "dissemination", "knomial", "rabenseifner"};
     return names[static_cast<int>(a)];
 }
 
@@ -75,7 +77,19 @@ struct call_options {
 
 /// Message-size thresholds of the automatic selection, in bytes (see docs/collectives.md).
 struct thresholds {
-    static constexpr size_t allreduce_ring = 64 * 1024;       ///< at or above: ring
+    /// allreduce (p ranks, bytes = n * sizeof(T); alpha-beta reasoning in docs/collectives.md):
+    /// below allreduce_rabenseifner (or n < p): latency-bound, recursive doubling for powers of
+    /// two below allreduce_knomial_ranks, k-nomial otherwise (fewer rounds: no pairwise fold).
+    static constexpr size_t allreduce_rabenseifner = 16 * 1024;
+    /// at or above: ring for every p (same bandwidth term as Rabenseifner, no fold, n/p scratch,
+    /// neighbour traffic; Rabenseifner's latency advantage is < 1% of the time there).
+    static constexpr size_t allreduce_ring = 1024 * 1024;
+    /// In between, non-powers of two: Rabenseifner's fold moves the whole vector twice more,
+    /// ring pays 2(p - 1 - log2 p) more latencies; ring once bytes >= (p - log2 p - 2) * this
+    /// (an estimate of alpha/beta: 2 us * 8 GB/s).  Powers of two: Rabenseifner.
+    static constexpr size_t allreduce_fold_unit = 16 * 1024;
+    static constexpr int allreduce_knomial_ranks = 16;  ///< powers of two from here: k-nomial
+    static constexpr int allreduce_knomial_radix = 4;   ///< default k (UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX)
     static constexpr size_t bcast_scatter_allgather = 128 * 1024;
     static constexpr size_t reduce_scatter_gather = 64 * 1024;
     static constexpr size_t allgather_ring = 64 * 1024;       ///< total gathered bytes
@@ -254,13 +268,27 @@ public:
             c.plan.prologue = [x = c.actions(), buf, send, bytes] { x.copy(buf, send, bytes); };
             if (a == algorithm::ring) {
                 detail::allreduce_ring(c, buf, count, kept);
+            } else if (a == algorithm::rabenseifner) {
+                detail::allreduce_rabenseifner(c, buf, count, kept);
+            } else if (a == algorithm::knomial) {
+                detail::allreduce_knomial(c, buf, count, kept, knomial_radix_from_environment());
             } else {
                 detail::allreduce_recursive_doubling(c, buf, count, kept);
             }
-        }, datatype_of<T>(), {algorithm::recursive_doubling, algorithm::ring}, count == 0,
-                     [&] {
-                         return bytes >= thresholds::allreduce_ring && count >= size_t(size()) ? algorithm::ring
-                                                                                               : algorithm::recursive_doubling;
+        }, datatype_of<T>(),
+                     {algorithm::recursive_doubling, algorithm::ring, algorithm::knomial, algorithm::rabenseifner},
+                     count == 0, [&] {
+                         const int p = size();
+                         const bool pof2 = (p & (p - 1)) == 0;
+                         if (bytes < thresholds::allreduce_rabenseifner || count < size_t(p)) {
+                             return pof2 && p < thresholds::allreduce_knomial_ranks ? algorithm::recursive_doubling
+                                                                                    : algorithm::knomial;
+                         }
+                         if (bytes >= thresholds::allreduce_ring) return algorithm::ring;
+                         if (pof2) return algorithm::rabenseifner;
+                         const size_t latency_gap = size_t(p) - detail::log2_of(unsigned(p)) - 1;  // p - floor(log2 p) - 2
+                         return bytes >= latency_gap * thresholds::allreduce_fold_unit ? algorithm::ring
+                                                                                       : algorithm::rabenseifner;
                      });
     }
     template <class T>
@@ -431,10 +459,24 @@ private:
         variable += "_ALGORITHM";
         const char *value = std::getenv(variable.c_str());
         if (value == nullptr || *value == '\0') return algorithm::automatic;
-        for (int a = 0; a <= int(algorithm::dissemination); ++a) {
+        for (int a = 0; a <= int(algorithm::rabenseifner); ++a) {
             if (std::string(value) == name_of(algorithm(a))) return algorithm(a);
         }
         throw ucx_error(UCS_ERR_INVALID_PARAM, variable + "=" + value + ": unknown algorithm");
+    }
+
+    /// k of the k-nomial allreduce: UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX (>= 2), else the default.
+    static int knomial_radix_from_environment()
+    {
+        const char *value = std::getenv("UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX");
+        if (value == nullptr || *value == '\0') return thresholds::allreduce_knomial_radix;
+        char *end = nullptr;
+        const long radix = std::strtol(value, &end, 10);
+        if (*end != '\0' || radix < 2 || radix > detail::max_ranks) {
+            throw ucx_error(UCS_ERR_INVALID_PARAM, std::string("UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX=") + value +
+                                                       ": not a radix (an integer >= 2)");
+        }
+        return int(radix);
     }
 
     /// Chooses the algorithm, builds the schedule and starts it.  Every rank consumes a sequence
