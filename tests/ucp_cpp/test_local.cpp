@@ -44,6 +44,45 @@ TEST(UcpCppErrors, BadConfigurationThrowsWithStatus)
     }
 }
 
+TEST(UcpCppErrors, LegacyProtocolsAreReadFromTheEffectiveConfiguration)
+{
+    EXPECT_TRUE(make_context("tcp,self", all_features, {{"PROTO_ENABLE", "n"}})->legacy_protocols());
+    EXPECT_FALSE(make_context("tcp,self", all_features, {{"PROTO_ENABLE", "y"}})->legacy_protocols());
+}
+
+TEST(UcpCppErrors, CudaRmaUnderLegacyProtocolsIsRefusedNotCrashed)
+{
+    // UCX 1.13's legacy protocols memcpy small/emulated RMA data (a segfault on device memory,
+    // seen on the H200): the wrapper refuses before UCP touches the buffer.  The buffer here is
+    // host memory declared CUDA, which is enough: nothing may read it.
+    auto ctx = make_context("tcp,self", all_features, {{"PROTO_ENABLE", "n"}});
+    auto wrk = ucp_cpp::worker::create(ctx);
+    auto ep  = ucp_cpp::endpoint::connect(wrk, wrk->address());
+    std::vector<uint8_t> region(64), local(64);
+    auto memh = ucp_cpp::memory_handle::map(ctx, region.data(), region.size());
+    auto rkey = ep->unpack_rkey(memh->pack_rkey());
+    ucp_cpp::op_options on_gpu;
+    on_gpu.memory_type = UCS_MEMORY_TYPE_CUDA;
+    for (bool is_put : {true, false}) {
+        try {
+            if (is_put) {
+                (void)ep->put(local.data(), 8, memh->remote_address(), rkey, on_gpu);
+            } else {
+                (void)ep->get(local.data(), 8, memh->remote_address(), rkey, on_gpu);
+            }
+            ADD_FAILURE() << (is_put ? "put" : "get") << " of a CUDA buffer was not refused";
+        } catch (const ucp_cpp::ucx_error &e) {
+            EXPECT_EQ(e.status(), UCS_ERR_UNSUPPORTED);
+            EXPECT_NE(std::string(e.what()).find("UCX_PROTO_ENABLE=y"), std::string::npos) << e.what();
+        }
+    }
+    // Host buffers are unaffected.
+    std::fill(local.begin(), local.end(), uint8_t(7));
+    ep->put(local.data(), 8, memh->remote_address(), rkey).wait(op_timeout);
+    ep->flush().wait(op_timeout);
+    EXPECT_EQ(region[7], 7);
+}
+
 TEST(UcpCppErrors, MissingFeatureIsAClearError)
 {
     auto ctx = make_context("tcp,self", UCP_FEATURE_TAG);

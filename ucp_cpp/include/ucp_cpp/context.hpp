@@ -14,6 +14,9 @@
 
 #include <ucp/api/ucp.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,6 +60,7 @@ public:
                 throw ucx_error(status, "ucp_config_modify(" + key + "=" + value + ")");
             }
         }
+        legacy_protocols_ = reads_legacy_protocols(config);
         ucp_params_t ucp_params{};
         ucp_params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                                 UCP_PARAM_FIELD_NAME;
@@ -100,6 +104,15 @@ public:
         return (memory_types() & UCS_BIT(type)) != 0;
     }
 
+    /**
+     * True when UCP runs its legacy protocols (UCX_PROTO_ENABLE=n, the default of UCX 1.13).
+     * Those move RMA data of small or emulated transfers with the CPU (memcpy): an RMA operation
+     * on a CUDA buffer segfaults inside UCP (seen with UCX 1.13.1 + cuda_copy/cuda_ipc on an
+     * H200), so endpoint::put/get refuse CUDA buffers then.  Tagged, stream and AM transfers of
+     * CUDA memory are fine with either.
+     */
+    bool legacy_protocols() const noexcept { return legacy_protocols_; }
+
     /// Throws ucx_error(UCS_ERR_INVALID_PARAM) naming the operation if a feature is missing,
     /// instead of letting UCP fail later with a less helpful message.
     void require_features(uint64_t wanted, const char *operation) const
@@ -112,6 +125,29 @@ public:
     }
 
 private:
+    /// The effective UCX_PROTO_ENABLE of @p config (environment + overrides); releases that no
+    /// longer have the variable only have the new protocols.
+    static bool reads_legacy_protocols(const ucp_config_t *config)
+    {
+        char *text  = nullptr;
+        size_t size = 0;
+        FILE *out   = open_memstream(&text, &size);
+        if (out == nullptr) {
+            return false;
+        }
+        ucp_config_print(config, out, nullptr, UCS_CONFIG_PRINT_CONFIG);
+        std::fclose(out);
+        std::string printed = text != nullptr ? std::string(text, size) : std::string();
+        std::free(text);
+        for (const char *no : {"n", "no", "0", "off"}) {
+            std::string line = std::string("UCX_PROTO_ENABLE=") + no + "\n";
+            if (printed.compare(0, line.size(), line) == 0 || printed.find("\n" + line) != std::string::npos) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     static std::string to_hex(uint64_t value)
     {
         static const char digits[] = "0123456789abcdef";
@@ -125,6 +161,7 @@ private:
 
     ucp_context_h handle_ = nullptr;
     uint64_t features_;
+    bool legacy_protocols_ = false;
 };
 
 }  // namespace ucp_cpp

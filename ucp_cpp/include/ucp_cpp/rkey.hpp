@@ -84,10 +84,28 @@ constexpr void check_atomic_type()
 }
 }  // namespace detail
 
+namespace detail {
+
+/// RMA on a CUDA buffer under UCP's legacy protocols crashes in UCP (see
+/// context::legacy_protocols()): refuse it with the fix instead.
+inline void check_rma_memory_type(const context &ctx, const op_options &options, const char *operation)
+{
+    if (options.memory_type == UCS_MEMORY_TYPE_CUDA && ctx.legacy_protocols()) {
+        throw ucx_error(UCS_ERR_UNSUPPORTED,
+                        std::string("endpoint::") + operation +
+                            " of a CUDA buffer: UCP's legacy protocols (UCX_PROTO_ENABLE=n) copy RMA data "
+                            "with the CPU; create the context with UCX_PROTO_ENABLE=y "
+                            "(context_params::config[\"PROTO_ENABLE\"] = \"y\")");
+    }
+}
+
+}  // namespace detail
+
 inline request endpoint::put(const void *buffer, size_t length, uint64_t remote_address,
                              const remote_key &rkey, const op_options &options)
 {
     detail::check_rkey_endpoint(rkey, this, "put");
+    detail::check_rma_memory_type(*worker_->ctx(), options, "put");
     request::builder op(request::kind::send, options);
     return op.finish(worker_,
                      ucp_put_nbx(live("put"), buffer, length, remote_address, rkey.handle(),
@@ -99,6 +117,7 @@ inline request endpoint::get(void *buffer, size_t length, uint64_t remote_addres
                              const remote_key &rkey, const op_options &options)
 {
     detail::check_rkey_endpoint(rkey, this, "get");
+    detail::check_rma_memory_type(*worker_->ctx(), options, "get");
     request::builder op(request::kind::send, options);
     return op.finish(worker_,
                      ucp_get_nbx(live("get"), buffer, length, remote_address, rkey.handle(),
