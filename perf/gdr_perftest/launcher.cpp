@@ -87,8 +87,9 @@ int launch_local(const options &opt, int argc, char **argv)
         pids[size_t(r)] = pid;
     }
 
-    // Grace period for the survivors of a failed rank: their own bound is --timeout per wait.
-    const auto grace = std::chrono::duration<double>(opt.timeout_s + 10);
+    // Grace period for the survivors of a failed rank: they normally notice within a second (peer
+    // failure); a rank stuck elsewhere (e.g. still waiting in the bootstrap) is killed after it.
+    const auto grace = std::chrono::duration<double>(std::min(opt.timeout_s + 2, 10.0));
     std::optional<std::chrono::steady_clock::time_point> kill_at;
     int code = exit_ok, running = n;
     while (running > 0) {

@@ -150,9 +150,9 @@ TEST_P(CollLocal, AllreduceEveryTypeOpAlgorithm)
 
 TEST_P(CollLocal, AllreduceAutomaticAcrossThresholds)
 {
-    // Each side of every allreduce cut-over (and what it selects here), float and int64.
-    const size_t cuts[] = {coll::thresholds::allreduce_rabenseifner, coll::thresholds::allreduce_ring,
-                           coll::thresholds::allreduce_fold_unit * 2, coll::thresholds::allreduce_fold_unit * 3};
+    // Each side of the allreduce cut-overs at this size, float and int64.
+    const size_t cuts[] = {coll::thresholds::allreduce_rabenseifner,
+                           std::max(coll::thresholds::allreduce_ring(world.size()), coll::thresholds::allreduce_rabenseifner)};
     for (size_t cut : cuts) {
         for (size_t bytes : {cut - 8, cut, cut + 8}) {
             check_allreduce<float>(world, bytes / sizeof(float), coll::op_kind::sum, coll::algorithm::automatic, false);
@@ -376,8 +376,10 @@ TEST(CollLocalLarge, AllreduceSixAndSevenRanks)
                 check_allreduce<double>(world, count, coll::op_kind::min, coll::algorithm::knomial, true);
             }
         }
-        check_allreduce<float>(world, (size_t(128) << 10) / sizeof(float) + 1, coll::op_kind::sum,
-                               coll::algorithm::automatic, false);
+        for (size_t kib : {20, 128}) {  // automatic: Rabenseifner at 20 KiB (6, 7 ranks), ring at 128 KiB
+            check_allreduce<float>(world, (kib << 10) / sizeof(float) + 1, coll::op_kind::sum, coll::algorithm::automatic,
+                                   false);
+        }
     }
 }
 
@@ -693,6 +695,20 @@ TEST(CollSchedule, AllreduceAnySizeAndRadixMatchesAndIsBitIdentical)
             }
         }
     }
+}
+
+TEST(CollSchedule, AllreduceRingCutOver)
+{
+    using coll::thresholds;
+    const size_t unit = thresholds::allreduce_alpha_beta;
+    EXPECT_EQ(thresholds::allreduce_ring(2), 0u);
+    EXPECT_EQ(thresholds::allreduce_ring(3), 0u);
+    EXPECT_EQ(thresholds::allreduce_ring(4), 16 * unit);
+    EXPECT_EQ(thresholds::allreduce_ring(5), unit);
+    EXPECT_EQ(thresholds::allreduce_ring(6), 2 * unit);
+    EXPECT_EQ(thresholds::allreduce_ring(8), 64 * unit);
+    EXPECT_EQ(thresholds::allreduce_ring(12), 7 * unit);
+    EXPECT_EQ(thresholds::allreduce_ring(16), 176 * unit);
 }
 
 TEST(CollSchedule, KnomialShapes)

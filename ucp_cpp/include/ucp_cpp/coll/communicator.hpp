@@ -77,19 +77,27 @@ struct call_options {
 
 /// Message-size thresholds of the automatic selection, in bytes (see docs/collectives.md).
 struct thresholds {
-    /// allreduce (p ranks, bytes = n * sizeof(T); alpha-beta reasoning in docs/collectives.md):
-    /// below allreduce_rabenseifner (or n < p): latency-bound, recursive doubling for powers of
-    /// two below allreduce_knomial_ranks, k-nomial otherwise (fewer rounds: no pairwise fold).
+    /// allreduce over p ranks, bytes = n * sizeof(T) (the alpha-beta cost model behind these:
+    /// docs/collectives.md, "Allreduce selection").  Below this, or n < p, latency rules:
+    /// recursive doubling for powers of two below allreduce_knomial_ranks, k-nomial otherwise.
     static constexpr size_t allreduce_rabenseifner = 16 * 1024;
-    /// at or above: ring for every p (same bandwidth term as Rabenseifner, no fold, n/p scratch,
-    /// neighbour traffic; Rabenseifner's latency advantage is < 1% of the time there).
-    static constexpr size_t allreduce_ring = 1024 * 1024;
-    /// In between, non-powers of two: Rabenseifner's fold moves the whole vector twice more,
-    /// ring pays 2(p - 1 - log2 p) more latencies; ring once bytes >= (p - log2 p - 2) * this
-    /// (an estimate of alpha/beta: 2 us * 8 GB/s).  Powers of two: Rabenseifner.
-    static constexpr size_t allreduce_fold_unit = 16 * 1024;
     static constexpr int allreduce_knomial_ranks = 16;  ///< powers of two from here: k-nomial
     static constexpr int allreduce_knomial_radix = 4;   ///< default k (UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX)
+    /// alpha/beta: the message size whose transfer time equals one latency (~2 us at ~8 GB/s).
+    static constexpr size_t allreduce_alpha_beta = 16 * 1024;
+    /// From allreduce_rabenseifner (and n >= p) up: ring at or above this, Rabenseifner below.
+    /// Powers of two (both move 2n(p-1)/p; the ring has 2(p-1-log2 p) more latencies, n/p
+    /// scratch and neighbour-only traffic): once those latencies are <= 1/16 of its transfer
+    /// time, 16 (p-1-log2 p) alpha/beta: p 4: 256 KiB, 8: 1 MiB, 16: 2.75 MiB.  Other sizes
+    /// (Rabenseifner's fold adds ~2 whole-vector transfers, the ring 2(p-2-floor(log2 p))
+    /// latencies): (p-2-floor(log2 p)) alpha/beta: p 3: always, 5: 16 KiB, 6: 32 KiB, 12: 112 KiB.
+    static constexpr size_t allreduce_ring(int p)
+    {
+        int log2p = 0;
+        while ((2 << log2p) <= p) ++log2p;
+        if ((p & (p - 1)) == 0) return 16 * size_t(p - 1 - log2p) * allreduce_alpha_beta;
+        return size_t(p - 2 - log2p) * allreduce_alpha_beta;
+    }
     static constexpr size_t bcast_scatter_allgather = 128 * 1024;
     static constexpr size_t reduce_scatter_gather = 64 * 1024;
     static constexpr size_t allgather_ring = 64 * 1024;       ///< total gathered bytes
@@ -284,11 +292,7 @@ public:
                              return pof2 && p < thresholds::allreduce_knomial_ranks ? algorithm::recursive_doubling
                                                                                     : algorithm::knomial;
                          }
-                         if (bytes >= thresholds::allreduce_ring) return algorithm::ring;
-                         if (pof2) return algorithm::rabenseifner;
-                         const size_t latency_gap = size_t(p) - detail::log2_of(unsigned(p)) - 1;  // p - floor(log2 p) - 2
-                         return bytes >= latency_gap * thresholds::allreduce_fold_unit ? algorithm::ring
-                                                                                       : algorithm::rabenseifner;
+                         return bytes >= thresholds::allreduce_ring(p) ? algorithm::ring : algorithm::rabenseifner;
                      });
     }
     template <class T>
