@@ -1,7 +1,7 @@
 /**
  * @file coll/coll.hpp
- * @brief Collectives over ucp_cpp (host memory): communicator, bootstrap, nine collectives,
- *        blocking and nonblocking.  See docs/collectives.md.
+ * @brief Collectives over ucp_cpp (host or CUDA memory): communicator, bootstrap, nine
+ *        collectives, blocking and nonblocking.  See docs/collectives.md.
  */
 #pragma once
 
@@ -9,4 +9,5 @@
 #include <ucp_cpp/coll/bootstrap.hpp>
 #include <ucp_cpp/coll/communicator.hpp>
 #include <ucp_cpp/coll/engine.hpp>
+#include <ucp_cpp/coll/gpu.hpp>
 #include <ucp_cpp/coll/types.hpp>

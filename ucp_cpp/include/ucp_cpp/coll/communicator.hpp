@@ -109,6 +109,8 @@ struct communicator_params {
     /// UCX 1.13's shared-memory transports cannot detect dead peers and refuse this mode: set it
     /// false to run over posix/sysv/cma (then only timeouts bound a failure).
     bool peer_error_handling = true;
+    /// CUDA buffers: staging through pinned host memory and its segment size (coll/engine.hpp).
+    detail::gpu_options gpu;
 };
 
 class communicator {
@@ -140,7 +142,8 @@ public:
         }
         owner->ctx()->require_features(UCP_FEATURE_TAG, "coll::communicator");
         auto state   = std::make_shared<detail::comm_state>();
-        state->owner = detail::engine::create(std::move(owner), rank, addresses, options.peer_error_handling);
+        state->owner = detail::engine::create(std::move(owner), rank, addresses, options.peer_error_handling,
+                                              options.gpu);
         state->rank  = rank;
         state->id    = 0;
         for (int r = 0; r < size; ++r) state->world_ranks.push_back(r);
@@ -196,7 +199,7 @@ public:
     request ibarrier(const call_options &options = {}) const
     {
         return issue("barrier", options, [&](detail::context &c, algorithm) { detail::barrier_dissemination(c); },
-                     datatype::uint8, {algorithm::dissemination}, false);
+                     datatype::uint8, {algorithm::dissemination}, false, {});
     }
     void barrier(const call_options &options = {}) const { finish(ibarrier(options), options); }
 
@@ -213,7 +216,7 @@ public:
             } else {
                 detail::bcast_binomial(c, buf, count * sizeof(T), root);
             }
-        }, datatype_of<T>(), {algorithm::binomial, algorithm::scatter_allgather}, count == 0,
+        }, datatype_of<T>(), {algorithm::binomial, algorithm::scatter_allgather}, count == 0, {buffer},
                      [&] {
                          return count * sizeof(T) >= thresholds::bcast_scatter_allgather && count >= size_t(size()) &&
                                         size() > 2
@@ -247,7 +250,7 @@ public:
             } else {
                 detail::reduce_binomial(c, acc, count, kept, root);
             }
-        }, datatype_of<T>(), {algorithm::binomial, algorithm::reduce_scatter_gather}, count == 0,
+        }, datatype_of<T>(), {algorithm::binomial, algorithm::reduce_scatter_gather}, count == 0, {send, recv},
                      [&] {
                          return bytes >= thresholds::reduce_scatter_gather && count >= size_t(size())
                                     ? algorithm::reduce_scatter_gather
@@ -285,7 +288,7 @@ public:
             }
         }, datatype_of<T>(),
                      {algorithm::recursive_doubling, algorithm::ring, algorithm::knomial, algorithm::rabenseifner},
-                     count == 0, [&] {
+                     count == 0, {send, recv}, [&] {
                          const int p = size();
                          const bool pof2 = (p & (p - 1)) == 0;
                          if (bytes < thresholds::allreduce_rabenseifner || count < size_t(p)) {
@@ -332,6 +335,7 @@ public:
                 detail::ring_allgather(c, buf, layout, rank(), 0);
             }
         }, datatype_of<T>(), {algorithm::ring, algorithm::recursive_doubling, algorithm::bruck}, count == 0,
+                     {send, recv},
                      [&] {
                          if (block * size_t(size()) >= thresholds::allgather_ring) return algorithm::ring;
                          return pof2 ? algorithm::recursive_doubling : algorithm::bruck;
@@ -368,7 +372,7 @@ public:
             } else {
                 c.plan.rounds.back().then = [then = c.plan.rounds.back().then, deliver] { then(); deliver(); };
             }
-        }, datatype_of<T>(), {algorithm::ring}, count == 0);
+        }, datatype_of<T>(), {algorithm::ring}, count == 0, {send, recv});
     }
     template <class T>
     void reduce_scatter(const T *send, T *recv, size_t count, const reduction &op,
@@ -386,7 +390,7 @@ public:
         return issue("alltoall", options, [&](detail::context &c, algorithm) {
             detail::alltoall_pairwise(c, reinterpret_cast<const std::byte *>(send),
                                       reinterpret_cast<std::byte *>(recv), count * sizeof(T));
-        }, datatype_of<T>(), {algorithm::pairwise}, count == 0);
+        }, datatype_of<T>(), {algorithm::pairwise}, count == 0, {send, recv});
     }
     template <class T>
     void alltoall(const T *send, T *recv, size_t count, const call_options &options = {}) const
@@ -405,7 +409,7 @@ public:
         return issue("gather", options, [&](detail::context &c, algorithm) {
             detail::gather_binomial(c, reinterpret_cast<const std::byte *>(send), reinterpret_cast<std::byte *>(recv),
                                     count * sizeof(T), root);
-        }, datatype_of<T>(), {algorithm::binomial}, count == 0);
+        }, datatype_of<T>(), {algorithm::binomial}, count == 0, {send, recv});
     }
     template <class T>
     void gather(const T *send, T *recv, size_t count, int root, const call_options &options = {}) const
@@ -422,7 +426,7 @@ public:
         return issue("scatter", options, [&](detail::context &c, algorithm) {
             detail::scatter_binomial(c, reinterpret_cast<const std::byte *>(send), reinterpret_cast<std::byte *>(recv),
                                      count * sizeof(T), root);
-        }, datatype_of<T>(), {algorithm::binomial}, count == 0);
+        }, datatype_of<T>(), {algorithm::binomial}, count == 0, {send, recv});
     }
     template <class T>
     void scatter(const T *send, T *recv, size_t count, int root, const call_options &options = {}) const
@@ -483,11 +487,44 @@ private:
         return int(radix);
     }
 
+    /// CUDA buffers: gives @p op the engine's GPU lane (device scratch, local actions on its
+    /// stream, staged transfers).  Host buffers: nothing (one flag test without libcuda).
+    void place(detail::operation &op, const char *collective, std::initializer_list<const void *> buffers) const
+    {
+        const void *device_buffer = nullptr, *host_buffer = nullptr;
+        gpu::location where;
+        for (const void *b : buffers) {
+            if (b == nullptr) continue;
+            const gpu::location at = gpu::locate(b);
+            if (!at.device) {
+                host_buffer = b;
+            } else if (device_buffer == nullptr) {
+                device_buffer = b;
+                where = at;
+            } else if (at.context != where.context || at.ordinal != where.ordinal) {
+                throw ucx_error(UCS_ERR_UNSUPPORTED, std::string("coll::") + collective +
+                                                         ": the buffers are on different GPUs (or CUDA contexts)");
+            }
+        }
+        if (device_buffer == nullptr) return;
+        if (host_buffer != nullptr) {
+            throw ucx_error(UCS_ERR_UNSUPPORTED, std::string("coll::") + collective +
+                                                     ": one buffer is CUDA memory and another host memory; "
+                                                     "pass buffers of one kind");
+        }
+        detail::engine &owner = *live().owner;
+        op.lane        = owner.lane_for(where);
+        op.staged      = owner.stages_gpu_transfers();
+        op.plan.device = op.lane;
+    }
+
     /// Chooses the algorithm, builds the schedule and starts it.  Every rank consumes a sequence
-    /// number even for empty collectives, so the numbering stays aligned.
+    /// number even for empty collectives, so the numbering stays aligned.  @p buffers: the
+    /// caller's (null ones ignored), host or CUDA memory (see place()).
     template <class Build, class Choose = algorithm (*)()>
     request issue(const char *collective, const call_options &options, Build &&build, datatype type,
                   std::initializer_list<algorithm> supported, bool empty,
+                  std::initializer_list<const void *> buffers,
                   Choose &&choose = [] { return algorithm::automatic; }) const
     {
         detail::comm_state &self = const_cast<detail::comm_state &>(live());
@@ -502,6 +539,7 @@ private:
 
         auto op      = std::make_shared<detail::operation>();
         op->comm     = state_;
+        if (!empty) place(*op, collective, buffers);  // may throw: before taking a sequence number
         op->sequence = self.next_sequence++;
         if (!empty && size() > 1) {
             detail::context c{op->plan, self.rank, self.size(), type, size_of(type)};

@@ -13,6 +13,19 @@
  * number of the collective on that communicator (14), algorithm step (14) and sender rank (14).
  * A receive names its sender by tag (UCP receives are not per endpoint).
  *
+ * CUDA buffers (coll/gpu.hpp): when a collective's buffers are device memory, its schedule gets
+ * the engine's gpu::lane for that CUDA context: scratch is device memory and local actions are
+ * copies/kernels on the lane's stream.  Transfers of device memory are staged through pinned host
+ * segments when UCX cannot move CUDA memory (engine_options::staging; Debian's UCX 1.13 has no
+ * CUDA transports): a send is cut into segments, each copied device -> pinned host on the D2H
+ * stream and posted as soon as its copy completed (the copy of segment k+1 overlaps the send of
+ * segment k); a receive posts one receive per segment into pinned blocks and copies each to the
+ * device as soon as it arrived.  Segments of one transfer share its tag: UCP matches messages
+ * between two endpoints in order.  Without staging, device buffers go to UCX directly and the
+ * stream is drained before each round is posted.  Either way a GPU collective completes only
+ * once its stream has drained, so the caller's buffers are final when the request is done.  Its
+ * buffers must be ready when it is issued (synchronise the stream that wrote them first).
+ *
  * Failure: endpoints are created with UCP_ERR_HANDLING_MODE_PEER.  When UCX reports a peer failed
  * (or a transfer fails, or ranks disagree on a count), the collective fails and so does the
  * engine: all its endpoints are closed by force, which purges every outstanding transfer before
@@ -22,6 +35,7 @@
  */
 #pragma once
 
+#include <ucp_cpp/coll/gpu.hpp>
 #include <ucp_cpp/coll/types.hpp>
 #include <ucp_cpp/endpoint.hpp>
 #include <ucp_cpp/request.hpp>
@@ -31,6 +45,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -63,17 +78,6 @@ struct transfer {
 struct round {
     std::vector<transfer> transfers;
     std::function<void()> then;  ///< runs after every transfer of the round completed
-};
-
-/// Local actions on device memory (coll/gpu.hpp implements it for CUDA buffers: copies and
-/// reduction kernels queued on the collective's stream).  Host collectives have none.
-class device_actions {
-public:
-    virtual ~device_actions() = default;
-    /// dst and src must not partially overlap.
-    virtual void copy(void *dst, const void *src, size_t bytes) = 0;
-    virtual void reduce(const reduction &op, datatype type, const void *in, void *inout, size_t count) = 0;
-    virtual std::shared_ptr<std::byte> allocate(size_t bytes) = 0;
 };
 
 /// What a round's `then` and the prologue use for their copies and reductions, so that the same
@@ -142,8 +146,26 @@ struct comm_state {
     int size() const { return int(world_ranks.size()); }
 };
 
+/// One segment of a staged transfer (device memory through a pinned host block).
+struct staged_segment {
+    bool is_send;
+    int peer;  ///< communicator rank
+    ucp_tag_t tag;
+    std::byte *device;
+    size_t bytes;
+    void *host = nullptr;           ///< pinned block of the lane
+    gpu::CUevent copied = nullptr;  ///< send: D2H done; receive: H2D done
+    ucp_cpp::request req;
+    bool posted = false;  ///< send: tag_send posted; receive: H2D queued
+    bool done   = false;
+};
+
 struct operation {
     schedule plan;
+    std::shared_ptr<gpu::lane> lane;  ///< CUDA buffers: the engine's lane for their context
+    bool staged = false;              ///< transfers go through pinned host segments
+    gpu::CUevent fence = nullptr;     ///< waiting for the stream before posting / completing
+    std::vector<staged_segment> segments;
     std::shared_ptr<comm_state> comm;
     uint32_t sequence = 0;
     size_t next_round = 0;
@@ -154,22 +176,31 @@ struct operation {
     std::string error;
 };
 
+/// How an engine treats CUDA buffers (communicator_params carries them).
+struct gpu_options {
+    /// automatic: stage unless the UCP context reports CUDA memory support.  The environment
+    /// variable UCP_CPP_COLL_GPU_STAGING=auto|yes|no overrides.
+    gpu::staging staging = gpu::staging::automatic;
+    /// Pipeline segment of staged transfers (UCP_CPP_COLL_GPU_SEGMENT overrides).
+    size_t segment_bytes = size_t(1) << 20;
+};
+
 class engine : public std::enable_shared_from_this<engine> {
     struct private_tag {};
 
 public:
     static std::shared_ptr<engine> create(std::shared_ptr<worker> owner, int world_rank,
                                           const std::vector<worker_address> &addresses,
-                                          bool peer_error_handling)
+                                          bool peer_error_handling, const gpu_options &gpu = {})
     {
         return std::make_shared<engine>(private_tag{}, std::move(owner), world_rank, addresses,
-                                        peer_error_handling);
+                                        peer_error_handling, gpu);
     }
 
     engine(private_tag, std::shared_ptr<worker> owner, int world_rank,
-           const std::vector<worker_address> &addresses, bool peer_error_handling)
+           const std::vector<worker_address> &addresses, bool peer_error_handling, const gpu_options &gpu = {})
         : worker_(std::move(owner)), world_rank_(world_rank),
-          peer_status_(std::make_shared<std::vector<ucs_status_t>>(addresses.size(), UCS_OK))
+          peer_status_(std::make_shared<std::vector<ucs_status_t>>(addresses.size(), UCS_OK)), gpu_(gpu)
     {
         endpoints_.resize(addresses.size());
         for (size_t peer = 0; peer < addresses.size(); ++peer) {
@@ -186,6 +217,9 @@ public:
     ~engine()
     {
         // Drop pending work while the worker is still alive (requests hold it anyway).
+        for (auto &op : active_) {
+            if (op->lane) op->lane->synchronize();
+        }
         active_.clear();
     }
 
@@ -197,10 +231,38 @@ public:
     /// UCS_OK or the failure UCX reported for the endpoint to @p world_rank.
     ucs_status_t peer_status(int world_rank) const { return (*peer_status_)[size_t(world_rank)]; }
 
+    /// The lane (stream, pinned pool...) for device buffers at @p where; created on first use.
+    const std::shared_ptr<gpu::lane> &lane_for(const gpu::location &where)
+    {
+        auto &slot = lanes_[{where.context, where.ordinal}];
+        if (!slot) {
+            slot = std::make_shared<gpu::lane>(where, gpu::segment_from_environment(gpu_.segment_bytes));
+        }
+        return slot;
+    }
+
+    /// Whether transfers of CUDA buffers are staged through pinned host memory.
+    bool stages_gpu_transfers()
+    {
+        if (staged_ < 0) {
+            switch (gpu::staging_from_environment(gpu_.staging)) {
+            case gpu::staging::always: staged_ = 1; break;
+            case gpu::staging::never: staged_ = 0; break;
+            default: staged_ = worker_->ctx()->supports_memory_type(UCS_MEMORY_TYPE_CUDA) ? 0 : 1; break;
+            }
+        }
+        return staged_ == 1;
+    }
+
     /// Starts @p op (its prologue and first round) and keeps it until complete.
     void start(const std::shared_ptr<operation> &op)
     {
-        if (op->plan.prologue) op->plan.prologue();
+        try {
+            if (op->plan.prologue) op->plan.prologue();
+        } catch (const std::exception &e) {
+            fail_local(*op, e);
+            return;
+        }
         if (!advance(*op)) active_.push_back(op);
     }
 
@@ -225,10 +287,44 @@ private:
     /// Moves @p op forward; true once it finished (successfully or not).
     bool advance(operation &op)
     {
+        try {
+            return advance_or_throw(op);
+        } catch (const std::exception &e) {  // a CUDA call of a staged transfer
+            fail_local(op, e);
+            return true;
+        }
+    }
+
+    void fail_local(operation &op, const std::exception &e)
+    {
+        fail(op, UCS_ERR_IO_ERROR, std::string("local step failed: ") + e.what());
+    }
+
+    bool advance_or_throw(operation &op)
+    {
         if (broken_status_ != UCS_OK && op.status == UCS_INPROGRESS) {
             abandon(op, broken_status_, "the communicator failed earlier: " + broken_reason_);
         }
         while (op.status == UCS_INPROGRESS) {
+            if (op.fence != nullptr) {
+                // The lane's stream must drain first (before posting direct device transfers,
+                // or before reporting completion).
+                if (!op.lane->passed(op.fence)) {
+                    check_members(op);
+                    return op.status != UCS_INPROGRESS;
+                }
+                op.lane->release(op.fence);
+                op.fence = nullptr;
+                if (!finish_or_post(op)) return true;
+                continue;
+            }
+            if (!op.segments.empty()) {
+                if (!progress_segments(op)) {
+                    check_members(op);
+                    return op.status != UCS_INPROGRESS;
+                }
+                if (op.status != UCS_INPROGRESS) return true;
+            }
             for (size_t i = 0; i < op.pending.size(); ++i) {
                 ucp_cpp::request &req = op.pending[i];
                 if (!req.done()) {
@@ -254,6 +350,7 @@ private:
             op.pending.clear();
             op.expected_lengths.clear();
             op.pending_peers.clear();
+            op.segments.clear();
             if (op.next_round > 0) {
                 auto &then = op.plan.rounds[op.next_round - 1].then;
                 if (then) {
@@ -265,15 +362,97 @@ private:
                     }
                 }
             }
-            if (op.next_round == op.plan.rounds.size()) {
-                op.status = UCS_OK;
-                return true;
+            if (op.lane && (!op.staged || op.next_round == op.plan.rounds.size())) {
+                op.fence = op.lane->record();
+                continue;
             }
-            check_members(op);
-            if (op.status != UCS_INPROGRESS) return true;
-            post(op, op.plan.rounds[op.next_round++]);
+            if (!finish_or_post(op)) return true;
         }
         return true;
+    }
+
+    /// After a round (and its local action): completes @p op or posts its next round.
+    /// false once the operation finished (either way).
+    bool finish_or_post(operation &op)
+    {
+        if (op.next_round == op.plan.rounds.size()) {
+            op.status = UCS_OK;
+            return false;
+        }
+        check_members(op);
+        if (op.status != UCS_INPROGRESS) return false;
+        post(op, op.plan.rounds[op.next_round++]);
+        return true;
+    }
+
+    /// Moves the staged segments of the current round; true once all of them are done.
+    bool progress_segments(operation &op)
+    {
+        gpu::lane &lane = *op.lane;
+        const comm_state &comm = *op.comm;
+        bool all_done = true, send_blocked = false;
+        for (staged_segment &s : op.segments) {
+            if (s.done) continue;
+            if (s.is_send) {
+                if (!s.posted) {
+                    // D2H copies complete in queue order: post sends in that order too.
+                    if (send_blocked || !lane.passed(s.copied)) {
+                        send_blocked = true;
+                        all_done = false;
+                        continue;
+                    }
+                    lane.release(s.copied);
+                    s.copied = nullptr;
+                    const int world_peer = comm.world_ranks[size_t(s.peer)];
+                    s.req = endpoints_[size_t(world_peer)]->tag_send(s.host, s.bytes, s.tag);
+                    s.posted = true;
+                }
+                if (!s.req.done()) {
+                    all_done = false;
+                    continue;
+                }
+                if (s.req.status() != UCS_OK) {
+                    fail(op, s.req.status(), "sending to rank " + std::to_string(s.peer) +
+                                                 " failed: " + ucs_status_string(s.req.status()));
+                    return true;
+                }
+                lane.give_pinned(s.host);
+                s.host = nullptr;
+                s.done = true;
+            } else {
+                if (!s.posted) {
+                    if (!s.req.done()) {
+                        all_done = false;
+                        continue;
+                    }
+                    if (s.req.status() != UCS_OK) {
+                        fail(op, s.req.status(), "receiving from rank " + std::to_string(s.peer) +
+                                                     " failed: " + ucs_status_string(s.req.status()));
+                        return true;
+                    }
+                    if (s.req.length() != s.bytes) {
+                        fail(op, UCS_ERR_MESSAGE_TRUNCATED,
+                             "received a segment of " + std::to_string(s.req.length()) + " bytes from rank " +
+                                 std::to_string(s.peer) + " where " + std::to_string(s.bytes) +
+                                 " were expected: the ranks called the collective with different counts");
+                        return true;
+                    }
+                    lane.h2d(s.device, s.host, s.bytes);
+                    s.copied = lane.record();
+                    s.posted = true;
+                }
+                if (!lane.passed(s.copied)) {
+                    all_done = false;
+                    continue;
+                }
+                lane.release(s.copied);
+                s.copied = nullptr;
+                lane.give_pinned(s.host);
+                s.host = nullptr;
+                s.done = true;
+            }
+        }
+        return all_done;
     }
 
     void post(operation &op, const round &r)
@@ -283,6 +462,10 @@ private:
             const int sender = t.is_send ? comm.rank : t.peer;
             const ucp_tag_t tag = make_tag(comm.id, op.sequence, t.step, sender);
             const int world_peer = comm.world_ranks[size_t(t.peer)];
+            if (op.staged && t.bytes != 0) {
+                stage(op, t, tag);
+                continue;
+            }
             op.pending_peers.push_back(t.peer);
             if (t.is_send) {
                 op.pending.push_back(endpoints_[size_t(world_peer)]->tag_send(t.buffer, t.bytes, tag));
@@ -299,6 +482,39 @@ private:
                     0));
                 op.expected_lengths.push_back(t.bytes);
             }
+        }
+    }
+
+    /// Cuts a device-memory transfer into pinned segments (see the file comment).
+    void stage(operation &op, const transfer &t, ucp_tag_t tag)
+    {
+        gpu::lane &lane = *op.lane;
+        // At least 4 segments per transfer (so copies overlap the transfer) down to 64 KiB,
+        // at most the configured segment (the pinned block size).
+        const size_t segment =
+            std::min(lane.segment_bytes(), std::max<size_t>(size_t(64) << 10, (t.bytes / 4 + 4095) & ~size_t(4095)));
+        bool first_send = true;
+        for (size_t offset = 0; offset < t.bytes; offset += segment) {
+            staged_segment s;
+            s.is_send = t.is_send;
+            s.peer    = t.peer;
+            s.tag     = tag;
+            s.device  = static_cast<std::byte *>(t.buffer) + offset;
+            s.bytes   = std::min(segment, t.bytes - offset);
+            s.host    = lane.take_pinned();
+            if (t.is_send) {
+                // After the local actions queued so far (the D2H stream waits for them once).
+                lane.d2h_after_main(s.host, s.device, s.bytes, first_send);
+                s.copied   = lane.record(/*on_d2h_stream=*/true);
+                first_send = false;
+            } else {
+                ucp_cpp::request::builder receive(ucp_cpp::request::kind::tag_recv, op_options{});
+                receive.param()->op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;  // see post()
+                s.req = receive.finish(worker_, ucp_tag_recv_nbx(worker_->handle(), s.host, s.bytes, tag,
+                                                                 tag_space::full_mask, receive.param()),
+                                       0);
+            }
+            op.segments.push_back(std::move(s));
         }
     }
 
@@ -346,14 +562,25 @@ private:
         op.status = status;
         op.error  = why;
         for (ucp_cpp::request &req : op.pending) req.cancel();
+        for (staged_segment &s : op.segments) s.req.cancel();
         op.pending.clear();  // frees them; nothing of theirs runs after the forced closes
         op.expected_lengths.clear();
         op.pending_peers.clear();
+        if (op.lane) {
+            // Copies in flight may still use pinned blocks and scratch: drain before freeing.
+            op.lane->synchronize();
+            op.segments.clear();  // pinned blocks of abandoned segments are not reused
+            if (op.fence != nullptr) op.lane->release(op.fence);
+            op.fence = nullptr;
+        }
     }
 
     std::shared_ptr<worker> worker_;
     int world_rank_;
     std::shared_ptr<std::vector<ucs_status_t>> peer_status_;
+    gpu_options gpu_;
+    int staged_ = -1;  ///< stages_gpu_transfers(), decided on first use
+    std::map<std::pair<gpu::CUcontext, int>, std::shared_ptr<gpu::lane>> lanes_;
     std::vector<std::shared_ptr<endpoint>> endpoints_;
     std::vector<std::shared_ptr<operation>> active_;
     std::vector<ucp_cpp::request> closing_;  ///< forced endpoint closes after a failure

@@ -1,0 +1,526 @@
+// Collectives on CUDA buffers (label gpu): every collective x {int32, float, double, float16,
+// bfloat16} x {sum, max} (prod/min for float) x counts {0, 1, odd, 1 MiB + odd} x ranks 1..4,
+// each algorithm of the collective, against a host reference.  Ranks are workers of this process
+// on one GPU (coll_harness.hpp); CUDA is reached through coll/gpu.hpp's dlopen'ed driver, so the
+// test links no CUDA library.  Skips (with the reason) without a usable CUDA driver/device.
+// With Debian's UCX (no CUDA transports) transfers are staged through pinned host memory.
+#include "coll_harness.hpp"
+
+#include <ucp_cpp/coll/gpu.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace coll_test {
+namespace {
+
+namespace gpu = ucp_cpp::coll::gpu;
+using coll::bfloat16_t;
+using coll::half_t;
+
+/// The primary context of device 0, current on this thread for the test's lifetime.
+class cuda_session {
+public:
+    cuda_session()
+    {
+        cu_ = gpu::cuda();
+        if (cu_ == nullptr) {
+            why_ = gpu::driver_problem();
+            return;
+        }
+        gpu::CUdevice dev = 0;
+        if (cu_->cuDeviceGet(&dev, 0) != 0 || cu_->cuDevicePrimaryCtxRetain(&ctx_, dev) != 0 ||
+            cu_->cuCtxPushCurrent(ctx_) != 0) {
+            why_ = "no CUDA device 0";
+            cu_ = nullptr;
+        }
+    }
+    ~cuda_session()
+    {
+        if (cu_ != nullptr) {
+            gpu::CUcontext popped = nullptr;
+            cu_->cuCtxPopCurrent(&popped);
+        }
+    }
+    const gpu::driver *cu() const { return cu_; }
+    const std::string &why() const { return why_; }
+
+private:
+    const gpu::driver *cu_ = nullptr;
+    gpu::CUcontext ctx_ = nullptr;
+    std::string why_;
+};
+
+/// A device array of T with host upload/download (synchronous, legacy default stream).
+template <class T>
+class device_array {
+public:
+    device_array(const gpu::driver &cu, size_t n) : cu_(cu), n_(n)
+    {
+        cu_.check(cu_.cuMemAlloc(&ptr_, std::max<size_t>(n, 1) * sizeof(T)), "cuMemAlloc");
+    }
+    device_array(const gpu::driver &cu, const std::vector<T> &host) : device_array(cu, host.size()) { upload(host); }
+    ~device_array() { cu_.cuMemFree(ptr_); }
+    device_array(const device_array &) = delete;
+
+    void upload(const std::vector<T> &host)
+    {
+        if (host.empty()) return;
+        cu_.check(cu_.cuMemcpyHtoDAsync(ptr_, host.data(), host.size() * sizeof(T), nullptr), "cuMemcpyHtoDAsync");
+        cu_.check(cu_.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+    }
+    std::vector<T> download() const
+    {
+        std::vector<T> host(n_);
+        if (n_ == 0) return host;
+        cu_.check(cu_.cuMemcpyDtoHAsync(host.data(), ptr_, n_ * sizeof(T), nullptr), "cuMemcpyDtoHAsync");
+        cu_.check(cu_.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+        return host;
+    }
+    T *get() const { return reinterpret_cast<T *>(uintptr_t(ptr_)); }
+
+private:
+    const gpu::driver &cu_;
+    gpu::CUdeviceptr ptr_ = 0;
+    size_t n_;
+};
+
+// ---------------------------------------------------------------- values and references
+
+template <class T>
+constexpr bool is_float_like = std::is_floating_point_v<T> || std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>;
+
+template <class T>
+double as_double(T v)
+{
+    if constexpr (std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>) {
+        return double(float(v));
+    } else {
+        return double(v);
+    }
+}
+
+/// Rank r's element i.  Floating types: multiples of 1/64 in [-15.6, 15.6] (sums round in
+/// float16/bfloat16); products: 1 or 2 (exact); integers: the harness's inputs.
+template <class T>
+T value(int r, size_t i, coll::op_kind op)
+{
+    if constexpr (is_float_like<T>) {
+        if (op == coll::op_kind::prod) return T(float(1 + (size_t(r) + i) % 2));
+        const long v = long((size_t(r) * 7919 + i * 104729) % 2001) - 1000;
+        return T(float(v) / 64.0f);
+    } else {
+        return input<T>(r, i, op);
+    }
+}
+
+/// Relative rounding unit of T (what one reduction step may lose).
+template <class T>
+double unit()
+{
+    if constexpr (std::is_same_v<T, half_t>) return std::ldexp(1.0, -10);
+    else if constexpr (std::is_same_v<T, bfloat16_t>) return std::ldexp(1.0, -7);
+    else if constexpr (std::is_same_v<T, float>) return 1e-6;
+    else return 1e-14;
+}
+
+template <class T>
+struct expectation {
+    double value;
+    double tolerance;  ///< 0: exact
+};
+
+/// Reference of element i over ranks [0, p) where rank r contributes value<T>(r, index(r)).
+template <class T, class Index>
+expectation<T> reference_of(int p, coll::op_kind op, Index index)
+{
+    double acc = as_double(value<T>(0, index(0), op)), magnitude = std::fabs(acc);
+    for (int r = 1; r < p; ++r) {
+        const double v = as_double(value<T>(r, index(r), op));
+        magnitude += std::fabs(v);
+        switch (op) {
+        case coll::op_kind::sum: acc += v; break;
+        case coll::op_kind::prod: acc *= v; break;
+        case coll::op_kind::min: acc = std::min(acc, v); break;
+        default: acc = std::max(acc, v); break;
+        }
+    }
+    if constexpr (std::is_integral_v<T>) {
+        acc = double(T(std::make_unsigned_t<T>(uint64_t(int64_t(acc)))));  // wraps like the library
+    }
+    const double tol = (is_float_like<T> && op == coll::op_kind::sum) ? p * unit<T>() * (1.0 + magnitude) : 0.0;
+    return {acc, tol};
+}
+
+template <class T>
+::testing::AssertionResult matches(T got, const expectation<T> &want)
+{
+    const double g = as_double(got);
+    if (want.tolerance == 0 ? g == want.value : std::fabs(g - want.value) <= want.tolerance) {
+        return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << "got " << g << ", expected " << want.value << " +- " << want.tolerance;
+}
+
+template <class T>
+T sentinel()
+{
+    return T(float(-77));
+}
+
+template <class T>
+bool same_bits(T a, T b)
+{
+    return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+/// Runs @p body once per algorithm of @p collective (by its environment variable; names the
+/// library does not know are skipped), and once with the automatic choice.
+template <class F>
+void for_each_algorithm(const char *collective, const std::vector<const char *> &names, F &&body)
+{
+    std::string variable = "UCP_CPP_COLL_";
+    for (const char *c = collective; *c; ++c) variable += char(std::toupper(static_cast<unsigned char>(*c)));
+    variable += "_ALGORITHM";
+    body("automatic");
+    for (const char *name : names) {
+        setenv(variable.c_str(), name, 1);
+        try {
+            body(name);
+        } catch (const ucp_cpp::ucx_error &e) {
+            unsetenv(variable.c_str());
+            if (std::string(e.what()).find("unknown algorithm") != std::string::npos) continue;
+            throw;
+        }
+        unsetenv(variable.c_str());
+    }
+}
+
+std::string what(const char *collective, const char *type, coll::op_kind op, size_t count, int p, const char *algo)
+{
+    return std::string(collective) + " " + type + " " + op_name(op) + " count=" + std::to_string(count) +
+           " ranks=" + std::to_string(p) + " algo=" + algo;
+}
+
+// ---------------------------------------------------------------- the checks
+
+class CollGpu : public ::testing::TestWithParam<int> {
+protected:
+    void SetUp() override
+    {
+        if (session_.cu() == nullptr) GTEST_SKIP() << "no usable CUDA driver/device: " << session_.why();
+        world_ = std::make_unique<local_world>(GetParam());
+    }
+    void TearDown() override { world_.reset(); }
+
+    template <class T>
+    static std::vector<size_t> counts()
+    {
+        return {0, 1, 7, (size_t(1) << 20) / sizeof(T) + 3};
+    }
+
+    const gpu::driver &cu() const { return *session_.cu(); }
+    int p() const { return GetParam(); }
+
+    template <class T>
+    void allreduce(coll::op_kind op, size_t count, const char *algo, bool in_place)
+    {
+        std::vector<std::unique_ptr<device_array<T>>> send, recv;
+        for (int r = 0; r < p(); ++r) {
+            std::vector<T> mine(count), out(count + 1, sentinel<T>());
+            for (size_t i = 0; i < count; ++i) mine[i] = value<T>(r, i, op);
+            send.push_back(std::make_unique<device_array<T>>(cu(), mine));
+            if (in_place) std::copy(mine.begin(), mine.end(), out.begin());
+            recv.push_back(std::make_unique<device_array<T>>(cu(), out));
+        }
+        world_->run([&](int r) {
+            T *out = recv[size_t(r)]->get();
+            return world_->comm(r).iallreduce(in_place ? out : send[size_t(r)]->get(), out, count, op_object(op));
+        });
+        for (int r = 0; r < p(); ++r) {
+            const auto got = recv[size_t(r)]->download();
+            const auto label = what(in_place ? "allreduce(in place)" : "allreduce", coll::name_of(coll::datatype_of<T>()),
+                                    op, count, p(), algo) + " rank " + std::to_string(r);
+            for (size_t i = 0; i < count; ++i) {
+                ASSERT_TRUE(matches(got[i], reference_of<T>(p(), op, [i](int) { return i; }))) << label << " element " << i;
+            }
+            ASSERT_TRUE(same_bits(got[count], sentinel<T>())) << label << ": wrote past the end";
+        }
+    }
+
+    template <class T>
+    void reduce(coll::op_kind op, size_t count, const char *algo, int root)
+    {
+        std::vector<std::unique_ptr<device_array<T>>> send;
+        for (int r = 0; r < p(); ++r) {
+            std::vector<T> mine(count);
+            for (size_t i = 0; i < count; ++i) mine[i] = value<T>(r, i, op);
+            send.push_back(std::make_unique<device_array<T>>(cu(), mine));
+        }
+        device_array<T> out(cu(), std::vector<T>(count + 1, sentinel<T>()));
+        world_->run([&](int r) {
+            return world_->comm(r).ireduce(send[size_t(r)]->get(), r == root ? out.get() : nullptr, count,
+                                           op_object(op), root);
+        });
+        const auto got = out.download();
+        const auto label = what("reduce", coll::name_of(coll::datatype_of<T>()), op, count, p(), algo) + " root " +
+                           std::to_string(root);
+        for (size_t i = 0; i < count; ++i) {
+            ASSERT_TRUE(matches(got[i], reference_of<T>(p(), op, [i](int) { return i; }))) << label << " element " << i;
+        }
+        ASSERT_TRUE(same_bits(got[count], sentinel<T>())) << label << ": wrote past the end";
+    }
+
+    template <class T>
+    void reduce_scatter(coll::op_kind op, size_t count)
+    {
+        std::vector<std::unique_ptr<device_array<T>>> send, recv;
+        for (int r = 0; r < p(); ++r) {
+            std::vector<T> mine(count * size_t(p()));
+            for (size_t i = 0; i < mine.size(); ++i) mine[i] = value<T>(r, i, op);
+            send.push_back(std::make_unique<device_array<T>>(cu(), mine));
+            recv.push_back(std::make_unique<device_array<T>>(cu(), std::vector<T>(count + 1, sentinel<T>())));
+        }
+        world_->run([&](int r) {
+            return world_->comm(r).ireduce_scatter(send[size_t(r)]->get(), recv[size_t(r)]->get(), count, op_object(op));
+        });
+        for (int r = 0; r < p(); ++r) {
+            const auto got = recv[size_t(r)]->download();
+            const auto label = what("reduce_scatter", coll::name_of(coll::datatype_of<T>()), op, count, p(), "ring") +
+                               " rank " + std::to_string(r);
+            for (size_t i = 0; i < count; ++i) {
+                const size_t at = size_t(r) * count + i;
+                ASSERT_TRUE(matches(got[i], reference_of<T>(p(), op, [at](int) { return at; }))) << label << " element " << i;
+            }
+            ASSERT_TRUE(same_bits(got[count], sentinel<T>())) << label << ": wrote past the end";
+        }
+    }
+
+    /// Data movement: rank r's element i is value<T>(r, i, sum) (distinct enough per rank).
+    template <class T>
+    void bcast(size_t count, const char *algo, int root)
+    {
+        std::vector<std::unique_ptr<device_array<T>>> buf;
+        std::vector<T> theirs(count);
+        for (size_t i = 0; i < count; ++i) theirs[i] = value<T>(root, i, coll::op_kind::sum);
+        for (int r = 0; r < p(); ++r) {
+            std::vector<T> mine(count + 1, sentinel<T>());
+            if (r == root) std::copy(theirs.begin(), theirs.end(), mine.begin());
+            buf.push_back(std::make_unique<device_array<T>>(cu(), mine));
+        }
+        world_->run([&](int r) { return world_->comm(r).ibcast(buf[size_t(r)]->get(), count, root); });
+        for (int r = 0; r < p(); ++r) {
+            const auto got = buf[size_t(r)]->download();
+            const auto label = what("bcast", coll::name_of(coll::datatype_of<T>()), coll::op_kind::sum, count, p(), algo) +
+                               " root " + std::to_string(root) + " rank " + std::to_string(r);
+            for (size_t i = 0; i <= count; ++i) {
+                ASSERT_TRUE(same_bits(got[i], i < count ? theirs[i] : sentinel<T>())) << label << " element " << i;
+            }
+        }
+    }
+
+    /// allgather / gather / alltoall / scatter: checks every rank's (or the root's) output.
+    template <class T>
+    void movement(const char *collective, size_t count, const char *algo, int root)
+    {
+        const std::string kind = collective;
+        const size_t total = count * size_t(p());
+        const bool big_send = kind == "alltoall" || kind == "scatter";
+        const bool big_recv = kind != "scatter";
+        auto element = [&](int r, size_t i) { return value<T>(r, i, coll::op_kind::sum); };
+        std::vector<std::unique_ptr<device_array<T>>> send, recv;
+        for (int r = 0; r < p(); ++r) {
+            std::vector<T> mine(big_send ? total : count);
+            for (size_t i = 0; i < mine.size(); ++i) mine[i] = element(r, i);
+            send.push_back(std::make_unique<device_array<T>>(cu(), mine));
+            recv.push_back(std::make_unique<device_array<T>>(cu(), std::vector<T>((big_recv ? total : count) + 1,
+                                                                                  sentinel<T>())));
+        }
+        world_->run([&](int r) {
+            T *s = send[size_t(r)]->get(), *o = recv[size_t(r)]->get();
+            auto &c = world_->comm(r);
+            if (kind == "allgather") return c.iallgather(s, o, count);
+            if (kind == "gather") return c.igather(s, r == root ? o : nullptr, count, root);
+            if (kind == "scatter") return c.iscatter(r == root ? s : nullptr, o, count, root);
+            return c.ialltoall(s, o, count);
+        });
+        for (int r = 0; r < p(); ++r) {
+            if (kind == "gather" && r != root) continue;
+            const auto got = recv[size_t(r)]->download();
+            const auto label = what(collective, coll::name_of(coll::datatype_of<T>()), coll::op_kind::sum, count, p(),
+                                    algo) + " root " + std::to_string(root) + " rank " + std::to_string(r);
+            const size_t n = big_recv ? total : count;
+            for (size_t i = 0; i < n; ++i) {
+                const int from = big_recv ? int(i / std::max<size_t>(count, 1)) : root;
+                const size_t j = i % std::max<size_t>(count, 1);
+                T want;
+                if (kind == "alltoall") want = element(from, size_t(r) * count + j);
+                else if (kind == "scatter") want = element(root, size_t(r) * count + j);
+                else want = element(from, j);
+                ASSERT_TRUE(same_bits(got[i], want)) << label << " element " << i << ": " << as_double(got[i]) << " vs "
+                                                     << as_double(want);
+            }
+            ASSERT_TRUE(same_bits(got[n], sentinel<T>())) << label << ": wrote past the end";
+        }
+    }
+
+    template <class T>
+    void every_collective(std::initializer_list<coll::op_kind> ops)
+    {
+        const int last = p() - 1;
+        for (size_t count : counts<T>()) {
+            for (coll::op_kind op : ops) {
+                for_each_algorithm("allreduce", {"recursive_doubling", "ring", "knomial", "rabenseifner"},
+                                   [&](const char *algo) { allreduce<T>(op, count, algo, false); });
+                if (HasFatalFailure()) return;
+                allreduce<T>(op, count, "automatic", true);
+                for_each_algorithm("reduce", {"binomial", "reduce_scatter_gather"}, [&](const char *algo) {
+                    reduce<T>(op, count, algo, 0);
+                    reduce<T>(op, count, algo, last);
+                });
+                reduce_scatter<T>(op, count);
+                if (HasFatalFailure()) return;
+            }
+            for_each_algorithm("bcast", {"binomial", "scatter_allgather"},
+                               [&](const char *algo) { bcast<T>(count, algo, last / 2 + (p() > 2)); });
+            const bool pof2 = (p() & (p() - 1)) == 0;
+            // (a vector: an initializer_list's array would not outlive this statement)
+            const std::vector<const char *> allgather_algos =
+                pof2 ? std::vector<const char *>{"ring", "bruck", "recursive_doubling"}
+                     : std::vector<const char *>{"ring", "bruck"};
+            for_each_algorithm("allgather", allgather_algos,
+                               [&](const char *algo) { movement<T>("allgather", count, algo, 0); });
+            movement<T>("gather", count, "binomial", last);
+            movement<T>("scatter", count, "binomial", last);
+            movement<T>("alltoall", count, "pairwise", 0);
+            if (HasFatalFailure()) return;
+        }
+    }
+
+    cuda_session session_;
+    std::unique_ptr<local_world> world_;
+};
+
+TEST_P(CollGpu, Int32)
+{
+    every_collective<int32_t>({coll::op_kind::sum, coll::op_kind::max});
+}
+TEST_P(CollGpu, Float32WithProdAndMin)
+{
+    every_collective<float>({coll::op_kind::sum, coll::op_kind::max, coll::op_kind::prod, coll::op_kind::min});
+}
+TEST_P(CollGpu, Float64)
+{
+    every_collective<double>({coll::op_kind::sum, coll::op_kind::max});
+}
+TEST_P(CollGpu, Float16)
+{
+    every_collective<half_t>({coll::op_kind::sum, coll::op_kind::max});
+}
+TEST_P(CollGpu, Bfloat16)
+{
+    every_collective<bfloat16_t>({coll::op_kind::sum, coll::op_kind::max});
+}
+
+TEST_P(CollGpu, Barrier)
+{
+    world_->run([&](int r) { return world_->comm(r).ibarrier(); });
+}
+
+/// A user reduction on CUDA buffers is staged through the host (documented: correct, slow).
+TEST_P(CollGpu, CustomReductionIsStagedThroughTheHost)
+{
+    const auto absmax = coll::reduction::custom<int32_t>([](int32_t a, int32_t b) {
+        return std::max(std::abs(a), std::abs(b));
+    });
+    const size_t count = 100003;
+    std::vector<std::unique_ptr<device_array<int32_t>>> buf;
+    for (int r = 0; r < p(); ++r) {
+        std::vector<int32_t> mine(count);
+        for (size_t i = 0; i < count; ++i) mine[i] = int32_t((size_t(r) * 31 + i) % 61) - 30;
+        buf.push_back(std::make_unique<device_array<int32_t>>(cu(), mine));
+    }
+    world_->run([&](int r) {
+        int32_t *b = buf[size_t(r)]->get();
+        return world_->comm(r).iallreduce(b, b, count, absmax);
+    });
+    for (int r = 0; r < p(); ++r) {
+        const auto got = buf[size_t(r)]->download();
+        for (size_t i = 0; i < count; ++i) {
+            auto v = [i](int q) { return int32_t((size_t(q) * 31 + i) % 61) - 30; };
+            int32_t want = v(0);  // combine(accumulated, incoming) from rank 0's value on
+            for (int q = 1; q < p(); ++q) want = std::max(std::abs(want), std::abs(v(q)));
+            ASSERT_EQ(got[i], want) << "rank " << r << " element " << i;
+        }
+    }
+}
+
+/// Host and CUDA buffers in one call are refused with a clear error on every rank.
+TEST_P(CollGpu, MixedHostAndDeviceBuffersAreRefused)
+{
+    device_array<float> dev(cu(), 16);
+    std::vector<float> host(16);
+    try {
+        (void)world_->comm(0).iallreduce(host.data(), dev.get(), 16, coll::sum);
+        FAIL() << "mixing host and CUDA buffers was accepted";
+    } catch (const ucp_cpp::ucx_error &e) {
+        EXPECT_EQ(e.status(), UCS_ERR_UNSUPPORTED);
+        EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CollGpu, ::testing::Values(1, 2, 3, 4),
+                         [](const ::testing::TestParamInfo<int> &info) { return std::to_string(info.param) + "ranks"; });
+
+/// The reduction kernels against the host reductions, bit for bit (float16/bfloat16 included:
+/// both compute in float and round to nearest even), every type x op, aligned and unaligned.
+TEST(CollGpuKernels, MatchHostReductionsBitForBit)
+{
+    cuda_session session;
+    if (session.cu() == nullptr) GTEST_SKIP() << "no usable CUDA driver/device: " << session.why();
+    const gpu::driver &cu = *session.cu();
+    device_array<uint8_t> probe(cu, 1);
+    auto lane = std::make_shared<gpu::lane>(gpu::locate(probe.get()), size_t(1) << 20);
+    const size_t n = 100000;
+    for (int t = 0; t <= int(coll::datatype::bfloat16); ++t) {
+        const auto type = coll::datatype(t);
+        const size_t elem = coll::size_of(type);
+        for (coll::op_kind op : {coll::op_kind::sum, coll::op_kind::prod, coll::op_kind::min, coll::op_kind::max}) {
+            for (size_t shift : {size_t(0), size_t(1)}) {  // element offset: 16-byte vectors or not
+                std::vector<uint8_t> a((n + 1) * elem), b((n + 1) * elem);
+                uint64_t state = 0x9e3779b97f4a7c15ull * uint64_t(t * 8 + int(op) + 1);
+                auto next = [&] { state ^= state << 13; state ^= state >> 7; state ^= state << 17; return state; };
+                for (size_t i = 0; i < n + 1; ++i) {
+                    // Moderate values (no infinities / NaN): small integers or fractions, by type.
+                    const double v = double(int64_t(next() % 2001) - 1000) / (t >= int(coll::datatype::float32) ? 37.0 : 1.0);
+                    const double w = op == coll::op_kind::prod ? double(1 + next() % 3) : v;
+                    auto put = [&](std::vector<uint8_t> &dst, double x) {
+                        uint8_t *at = dst.data() + i * elem;
+                        switch (type) {
+                        case coll::datatype::float16: { const half_t h{float(x)}; std::memcpy(at, &h, 2); break; }
+                        case coll::datatype::bfloat16: { const bfloat16_t h{float(x)}; std::memcpy(at, &h, 2); break; }
+                        case coll::datatype::float32: { float f = float(x); std::memcpy(at, &f, 4); break; }
+                        case coll::datatype::float64: std::memcpy(at, &x, 8); break;
+                        default: { int64_t k = int64_t(x); std::memcpy(at, &k, elem); break; }  // little endian
+                        }
+                    };
+                    put(a, w);
+                    put(b, op == coll::op_kind::prod ? double(1 + next() % 3) : double(int64_t(next() % 2001) - 1000) /
+                                                                                   (t >= int(coll::datatype::float32) ? 37.0 : 1.0));
+                }
+                device_array<uint8_t> da(cu, a), db(cu, b);
+                const coll::reduction &reduction = op_object(op);
+                lane->reduce(reduction, type, db.get() + shift * elem, da.get() + shift * elem, n);
+                cu.check(cu.cuStreamSynchronize(lane->stream()), "cuStreamSynchronize");
+                reduction.apply(type, b.data() + shift * elem, a.data() + shift * elem, n);
+                const auto got = da.download();
+                ASSERT_EQ(std::memcmp(got.data(), a.data(), a.size()), 0)
+                    << coll::name_of(type) << " " << op_name(op) << " shift " << shift;
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace coll_test
