@@ -6,7 +6,12 @@
 // With Debian's UCX (no CUDA transports) transfers are staged through pinned host memory.
 #include "coll_harness.hpp"
 
+#include "../ucp_cpp/peer_harness.hpp"
+
 #include <ucp_cpp/coll/gpu.hpp>
+
+#include <netinet/in.h>
+#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -520,6 +525,93 @@ TEST(CollGpuKernels, MatchHostReductionsBitForBit)
             }
         }
     }
+}
+
+
+// ---------------------------------------------------------------- ranks as processes
+
+/// A free TCP port on the loopback interface for the bootstrap's root.
+uint16_t free_loopback_port()
+{
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family      = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address));
+    socklen_t length = sizeof(address);
+    ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
+    ::close(fd);
+    return ntohs(address.sin_port);
+}
+
+/// One rank of CollGpuProcesses: its own CUDA context (after the fork), bootstrap over TCP,
+/// collectives on device buffers, results checked against the host reference.
+void gpu_process_rank(int rank, int size, uint16_t port)
+{
+    cuda_session session;
+    PEER_CHECK(session.cu() != nullptr);
+    const gpu::driver &cu = *session.cu();
+    coll::bootstrap_params params;
+    params.rank      = rank;
+    params.size      = size;
+    params.root_host = "127.0.0.1";
+    params.root_port = port;
+    params.timeout   = 30s;
+    auto world = coll::communicator::bootstrap(ucp_cpp::worker::create(make_context()), params);
+
+    // allreduce (float, sum), 1 MiB + 3 elements: several staged segments per transfer
+    const size_t n = (size_t(1) << 18) + 3;
+    std::vector<float> mine(n), expected(n, 0.0f);
+    for (size_t i = 0; i < n; ++i) mine[i] = value<float>(rank, i, coll::op_kind::sum);
+    for (int q = 0; q < size; ++q)
+        for (size_t i = 0; i < n; ++i) expected[i] += value<float>(q, i, coll::op_kind::sum);
+    device_array<float> d_in(cu, mine), d_out(cu, n);
+    world.allreduce(d_in.get(), d_out.get(), n, coll::sum);
+    const auto got = d_out.download();
+    for (size_t i = 0; i < n; ++i) PEER_CHECK(std::fabs(double(got[i]) - double(expected[i])) <= 1e-3);
+
+    // allgather (bfloat16) and bcast (float16) from the last rank
+    const size_t block = 1001;
+    std::vector<bfloat16_t> part(block);
+    for (size_t i = 0; i < block; ++i) part[i] = bfloat16_t(float(rank * 3 + int(i % 5)));
+    device_array<bfloat16_t> d_part(cu, part), d_all(cu, block * size_t(size));
+    world.allgather(d_part.get(), d_all.get(), block);
+    const auto all = d_all.download();
+    for (int q = 0; q < size; ++q)
+        for (size_t i = 0; i < block; ++i) PEER_CHECK(float(all[size_t(q) * block + i]) == float(q * 3 + int(i % 5)));
+    std::vector<half_t> root_data(4099);
+    for (size_t i = 0; i < root_data.size(); ++i) root_data[i] = half_t(rank == size - 1 ? float(i % 97) : -1.0f);
+    device_array<half_t> d_b(cu, root_data);
+    world.bcast(d_b.get(), root_data.size(), size - 1);
+    const auto b = d_b.download();
+    for (size_t i = 0; i < b.size(); ++i) PEER_CHECK(float(b[i]) == float(i % 97));
+    world.barrier();
+}
+
+TEST(CollGpuProcesses, FourProcessesOnOneGpuBootstrapOverTcp)
+{
+    // CUDA does not survive fork(): this process never touches it; the probe and every rank
+    // run in children.
+    ucp_cpp_test::peer_process probe([](ucp_cpp_test::channel &ch) {
+        cuda_session session;
+        ch.send_value(session.cu() != nullptr ? 1 : 0);
+        if (session.cu() == nullptr) ch.send(session.why().data(), session.why().size());
+    });
+    if (probe.control().recv_value() == 0) {
+        const auto why = probe.control().recv();
+        GTEST_SKIP() << std::string(why.begin(), why.end());
+    }
+    ASSERT_EQ(probe.wait_exit(), 0);
+
+    ::setenv("UCP_CPP_COLL_TIMEOUT", "60", 1);
+    const int size      = 4;
+    const uint16_t port = free_loopback_port();
+    std::vector<std::unique_ptr<ucp_cpp_test::peer_process>> ranks;
+    for (int r = 0; r < size; ++r) {
+        ranks.push_back(std::make_unique<ucp_cpp_test::peer_process>(
+            [=](ucp_cpp_test::channel &) { gpu_process_rank(r, size, port); }, 120));
+    }
+    for (int r = 0; r < size; ++r) EXPECT_EQ(ranks[size_t(r)]->wait_exit(100s), 0) << "rank " << r;
 }
 
 }  // namespace
