@@ -24,10 +24,11 @@ namespace gpu = ucp_cpp::coll::gpu;
 using coll::bfloat16_t;
 using coll::half_t;
 
-/// The primary context of device 0, current on this thread for the test's lifetime.
+/// The primary context of device @p preferred (device 0 if there is no such device), current
+/// on this thread for the test's lifetime.
 class cuda_session {
 public:
-    cuda_session()
+    explicit cuda_session(int preferred = 0)
     {
         cu_ = gpu::cuda();
         if (cu_ == nullptr) {
@@ -35,7 +36,10 @@ public:
             return;
         }
         gpu::CUdevice dev = 0;
-        if (cu_->cuDeviceGet(&dev, 0) != 0 || cu_->cuDevicePrimaryCtxRetain(&ctx_, dev) != 0 ||
+        if (preferred != 0 && cu_->cuDeviceGet(&dev, preferred) == 0) {
+            ordinal_ = preferred;
+        }
+        if (cu_->cuDeviceGet(&dev, ordinal_) != 0 || cu_->cuDevicePrimaryCtxRetain(&ctx_, dev) != 0 ||
             cu_->cuCtxPushCurrent(ctx_) != 0) {
             why_ = "no CUDA device 0";
             cu_ = nullptr;
@@ -50,10 +54,12 @@ public:
     }
     const gpu::driver *cu() const { return cu_; }
     const std::string &why() const { return why_; }
+    int ordinal() const { return ordinal_; }
 
 private:
     const gpu::driver *cu_ = nullptr;
     gpu::CUcontext ctx_ = nullptr;
+    int ordinal_ = 0;
     std::string why_;
 };
 
@@ -544,11 +550,13 @@ uint16_t free_loopback_port()
     return ntohs(address.sin_port);
 }
 
-/// One rank of CollGpuProcesses: its own CUDA context (after the fork), bootstrap over TCP,
+/// One rank of CollGpuProcesses: its own CUDA context (after the fork; GPU rank % 2 where a
+/// second GPU exists, else GPU 0), bootstrap over TCP,
 /// collectives on device buffers, results checked against the host reference.
 void gpu_process_rank(int rank, int size, uint16_t port)
 {
-    cuda_session session;
+    cuda_session session(rank % 2);  // with two GPUs, odd ranks on the second one
+    std::fprintf(stderr, "[rank %d] GPU %d\n", rank, session.ordinal());
     PEER_CHECK(session.cu() != nullptr);
     const gpu::driver &cu = *session.cu();
     coll::bootstrap_params params;
@@ -588,7 +596,7 @@ void gpu_process_rank(int rank, int size, uint16_t port)
     world.barrier();
 }
 
-TEST(CollGpuProcesses, FourProcessesOnOneGpuBootstrapOverTcp)
+TEST(CollGpuProcesses, FourProcessesBootstrapOverTcp)
 {
     // CUDA does not survive fork(): this process never touches it; the probe and every rank
     // run in children.
