@@ -121,6 +121,21 @@ void corrupt(buffer &b, size_t size, size_t slots)
     }
 }
 
+/// The buffer of a bandwidth test: `window` slots of `size` bytes in this rank's memory type; on
+/// the data source they hold the pattern (corrupted under --inject corrupt).
+struct window_buffer {
+    window_buffer(session &s, size_t size, size_t window, bool source)
+        : buf(s.opt.memory_of(s.rank), size * window), mo(mem_options(buf))
+    {
+        if (source) {
+            fill_slots(buf, size, window);
+            if (s.opt.inject == injection::corrupt) corrupt(buf, size, window);
+        }
+    }
+    buffer buf;
+    ucp_cpp::op_options mo;
+};
+
 struct size_plan {
     size_t size, iters, warmup, index;
     bool timed(size_t i) const { return i >= warmup; }
@@ -182,12 +197,9 @@ local_result tag_bw(link &l, const size_plan &sp)
     local_result out;
     const size_t size = sp.size, window = s.opt.window;
     const bool sender = s.rank == 0;
-    buffer buf(s.opt.memory_of(s.rank), size * window);
-    const auto mo = mem_options(buf);
-    if (sender) {
-        fill_slots(buf, size, window);
-        if (s.opt.inject == injection::corrupt) corrupt(buf, size, window);
-    }
+    window_buffer slots_buffer(s, size, window, sender);
+    buffer &buf   = slots_buffer.buf;
+    const auto mo = slots_buffer.mo;
     // One round: `count` messages; the receiver keeps `window` receives posted (they match in
     // posting order: one sender, one tag), the sender keeps `window` sends outstanding.
     auto round = [&](size_t count, bool timed) {
@@ -310,13 +322,10 @@ local_result rma_bw(link &l, const size_plan &sp, bool is_put)
     local_result out;
     const size_t size = sp.size, window = s.opt.window;
     const bool initiator = s.rank == 0;
-    buffer buf(s.opt.memory_of(s.rank), size * window);
-    const auto mo = mem_options(buf);
-    const bool source = is_put ? initiator : !initiator;
-    if (source) {
-        fill_slots(buf, size, window);
-        if (s.opt.inject == injection::corrupt) corrupt(buf, size, window);
-    }
+    const bool source    = is_put ? initiator : !initiator;
+    window_buffer slots_buffer(s, size, window, source);
+    buffer &buf   = slots_buffer.buf;
+    const auto mo = slots_buffer.mo;
     std::shared_ptr<ucp_cpp::memory_handle> memh;
     auto [rkey, remote] = swap_keys(&l, s, initiator ? nullptr : &buf, memh);
     const size_t touched = std::min(sp.iters, window);
@@ -456,12 +465,9 @@ local_result am_bw(link &l, const size_plan &sp)
     local_result out;
     const size_t size = sp.size, window = s.opt.window;
     const bool sender = s.rank == 0;
-    buffer buf(s.opt.memory_of(s.rank), size * window);
-    const auto mo = mem_options(buf);
-    if (sender) {
-        fill_slots(buf, size, window);
-        if (s.opt.inject == injection::corrupt) corrupt(buf, size, window);
-    }
+    window_buffer slots_buffer(s, size, window, sender);
+    buffer &buf   = slots_buffer.buf;
+    const auto mo = slots_buffer.mo;
     std::optional<am_sink> sink;
     if (!sender) sink.emplace(s, am_data, buf, size, window);
     s.sync();
