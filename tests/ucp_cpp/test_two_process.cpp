@@ -40,6 +40,22 @@ protected:
     const std::string &tls() const { return GetParam(); }
 };
 
+/// Where the listener test listens: loopback, or (rdma suite) the RDMA netdev's address, which
+/// RDMA-CM needs (it refuses loopback): UCP_CPP_TEST_LISTEN_ADDR, else the VM's RXE_IP.
+std::string listen_address()
+{
+    for (const char *name : {"UCP_CPP_TEST_LISTEN_ADDR",
+#ifdef UCP_CPP_TEST_RDMA
+                             "RXE_IP",
+#endif
+                            }) {
+        if (const char *value = std::getenv(name); value != nullptr && *value != '\0') {
+            return value;
+        }
+    }
+    return "127.0.0.1";
+}
+
 /// Progress @p w until the control channel has a message (peer says "done"), bounded.
 void serve_until_message(ucp_cpp::worker &w, channel &ch)
 {
@@ -386,18 +402,20 @@ TEST_P(UcpCppTwoProcess, PeerKilledMidOperationFailsRequestsWithoutHang)
 TEST_P(UcpCppTwoProcess, ListenerSockaddrConnection)
 {
     const std::string transports = tls();
+#ifndef UCP_CPP_TEST_RDMA
     if (transports.find("tcp") == std::string::npos) {
         GTEST_SKIP() << "the listener path is tested with tcp in UCX_TLS (its connection manager)";
     }
+#endif
     peer_process peer([&](channel &ch) {
         auto ctx      = make_context(transports);
         auto wrk      = ucp_cpp::worker::create(ctx);
-        auto listener = ucp_cpp::listener::create(wrk, "127.0.0.1", 0);
+        auto listener = ucp_cpp::listener::create(wrk, listen_address(), 0);
         PEER_CHECK(listener->port() != 0);
         ch.send_value(listener->port());
         auto conn = listener->wait_connection(op_timeout);
         PEER_CHECK(conn.has_value());
-        PEER_CHECK(conn->client_address().rfind("127.0.0.1:", 0) == 0);
+        PEER_CHECK(conn->client_address().rfind(listen_address() + ":", 0) == 0);
         auto ep = ucp_cpp::endpoint::accept(wrk, std::move(*conn));
         std::vector<uint8_t> buffer(100000);
         auto recv = wrk->tag_recv(buffer.data(), buffer.size(), ping_tag);
@@ -412,7 +430,7 @@ TEST_P(UcpCppTwoProcess, ListenerSockaddrConnection)
     auto ctx  = make_context(transports);
     auto wrk  = ucp_cpp::worker::create(ctx);
     auto port = uint16_t(peer.control().recv_value());
-    auto ep   = ucp_cpp::endpoint::connect(wrk, "127.0.0.1", port);
+    auto ep   = ucp_cpp::endpoint::connect(wrk, listen_address(), port);
     std::vector<uint8_t> out(100000), in(100000);
     fill_pattern(out.data(), out.size(), 77);
     auto recv = wrk->tag_recv(in.data(), in.size(), pong_tag);

@@ -949,12 +949,19 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep, const uct_device_addr_t *dev_a
 {
     gdr_ep_t *ep                     = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface               = gdr_ep_iface(ep);
-    const gdr_device_addr_t *peer    = (const gdr_device_addr_t*)dev_addr;
     const gdr_ep_addr_t *peer_ep     = (const gdr_ep_addr_t*)addr;
     gdr_qp_local_t local             = iface->qp_local;
     char err[GDR_VERBS_REASON_MAX];
+    gdr_device_addr_info_t peer;
     gdr_qp_remote_t remote;
 
+    /* In client-server wireup this is rdmacm's address, not ours: see
+     * gdr_device_addr_unpack() */
+    if (gdr_device_addr_unpack(dev_addr, &peer) != UCS_OK) {
+        ucs_error("gdr_rc: no device address to connect qpn 0x%x to",
+                  ep->qp->qp_num);
+        return UCS_ERR_INVALID_ADDR;
+    }
     if (gdr_verbs_mtu_bytes(peer_ep->mtu) == 0) {
         ucs_error("gdr_rc: peer endpoint address has an invalid MTU (%u)",
                   peer_ep->mtu);
@@ -962,12 +969,15 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep, const uct_device_addr_t *dev_a
     }
     remote.qp_num    = gdr_u24_unpack(peer_ep->qp_num);
     remote.psn       = gdr_u24_unpack(peer_ep->psn);
-    remote.lid       = peer->lid;
+    remote.lid       = peer.lid;
     remote.mtu       = peer_ep->mtu;
-    remote.is_global = !!(peer->flags & GDR_DEV_ADDR_FLAG_GLOBAL) ||
+    if ((peer.path_mtu != 0) && (peer.path_mtu < remote.mtu)) {
+        remote.mtu = peer.path_mtu; /* the connection manager's path MTU */
+    }
+    remote.is_global = peer.is_eth || peer.grh ||
                        iface->port->grh_required ||
-                       memcmp(peer->gid, iface->gid.raw, 8); /* other subnet */
-    memcpy(remote.gid.raw, peer->gid, sizeof(remote.gid.raw));
+                       memcmp(peer.gid.raw, iface->gid.raw, 8); /* other subnet */
+    remote.gid       = peer.gid;
     local.psn        = ep->psn;
 
     if (gdr_verbs_qp_connect(ep->qp, &local, &remote, err, sizeof(err)) != 0) {

@@ -602,7 +602,7 @@ static ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr
 
     uct_base_iface_query(&iface->super, attr);
 
-    attr->device_addr_len = sizeof(gdr_device_addr_t);
+    attr->device_addr_len = gdr_iface_device_addr_len(iface);
     attr->iface_addr_len  = 0;
     attr->ep_addr_len     = sizeof(gdr_ep_addr_t);
     attr->max_conn_priv   = 0;
@@ -668,20 +668,132 @@ static ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr
     return UCS_OK;
 }
 
+/* IBTA 4.1.1 12a/12b, as UCX's UCT_IB_{LINK,SITE}_LOCAL_PREFIX/_MASK: the
+ * subnet prefix as it lies in union ibv_gid, read as a host uint64_t */
+#define GDR_IB_LINK_LOCAL_PREFIX be64toh(0xfe80000000000000ul)
+#define GDR_IB_SITE_LOCAL_PREFIX be64toh(0xfec0000000000000ul)
+#define GDR_IB_SITE_LOCAL_MASK   be64toh(0xffffffffffff0000ul)
+
+static int gdr_iface_is_eth(const gdr_iface_t *iface)
+{
+    return iface->port->link_layer == IBV_LINK_LAYER_ETHERNET;
+}
+
+static int gdr_gid_is_v4_mapped(const union ibv_gid *gid)
+{
+    static const uint8_t v4[12] = {0,0,0,0,0,0,0,0,0,0,0xff,0xff};
+    return !memcmp(gid->raw, v4, sizeof(v4));
+}
+
+/* IB: bytes the subnet prefix takes (UCX packs it the same way) */
+static size_t gdr_ib_subnet_len(uint64_t subnet_prefix)
+{
+    if ((subnet_prefix & GDR_IB_SITE_LOCAL_MASK) == GDR_IB_SITE_LOCAL_PREFIX) {
+        return sizeof(uint16_t);
+    }
+    return (subnet_prefix == GDR_IB_LINK_LOCAL_PREFIX) ? 0 : sizeof(uint64_t);
+}
+
+size_t gdr_iface_device_addr_len(const gdr_iface_t *iface)
+{
+    uint64_t subnet;
+
+    if (gdr_iface_is_eth(iface)) {
+        return 1 + sizeof(iface->gid.raw);
+    }
+    memcpy(&subnet, iface->gid.raw, sizeof(subnet));
+    return 1 + sizeof(uint16_t) + sizeof(uint64_t) + gdr_ib_subnet_len(subnet);
+}
+
 static ucs_status_t gdr_iface_get_device_address(uct_iface_h tl_iface,
                                                  uct_device_addr_t *addr)
 {
-    gdr_iface_t *iface         = ucs_derived_of(tl_iface, gdr_iface_t);
-    gdr_device_addr_t *dev_addr = (gdr_device_addr_t*)addr;
+    gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
+    uint8_t *flags     = (uint8_t*)addr;
+    uint8_t *p         = flags + 1;
+    uint64_t subnet;
+    uint16_t u16;
 
-    dev_addr->flags = 0;
-    if (iface->port->link_layer == IBV_LINK_LAYER_ETHERNET) {
-        dev_addr->flags |= GDR_DEV_ADDR_FLAG_ETH | GDR_DEV_ADDR_FLAG_GLOBAL;
-    } else if (iface->port->grh_required) {
-        dev_addr->flags |= GDR_DEV_ADDR_FLAG_GLOBAL;
+    if (gdr_iface_is_eth(iface)) {
+        *flags = GDR_IB_ADDR_FLAG_ETH |
+                 (GDR_IB_ADDR_ROCE_VER_ANY << GDR_IB_ADDR_ROCE_VER_SHIFT);
+        if (!gdr_gid_is_v4_mapped(&iface->gid)) {
+            *flags |= GDR_IB_ADDR_FLAG_ROCE_IPV6;
+        }
+        memcpy(p, iface->gid.raw, sizeof(iface->gid.raw));
+        return UCS_OK;
     }
-    dev_addr->lid = iface->port->lid;
-    memcpy(dev_addr->gid, iface->gid.raw, sizeof(dev_addr->gid));
+
+    /* IB: LID, the full GID (interface id + subnet prefix), GRH need */
+    *flags = GDR_IB_ADDR_FLAG_IF_ID;
+    if (iface->port->grh_required) {
+        *flags |= GDR_IB_ADDR_FLAG_GRH;
+    }
+    u16 = iface->port->lid;
+    memcpy(p, &u16, sizeof(u16));
+    p += sizeof(u16);
+    memcpy(p, iface->gid.raw + 8, sizeof(uint64_t));
+    p += sizeof(uint64_t);
+    memcpy(&subnet, iface->gid.raw, sizeof(subnet));
+    switch (gdr_ib_subnet_len(subnet)) {
+    case sizeof(uint16_t):
+        *flags |= GDR_IB_ADDR_FLAG_SUBNET16;
+        u16     = (uint16_t)(subnet >> 48);
+        memcpy(p, &u16, sizeof(u16));
+        break;
+    case sizeof(uint64_t):
+        *flags |= GDR_IB_ADDR_FLAG_SUBNET64;
+        memcpy(p, &subnet, sizeof(subnet));
+        break;
+    default:
+        break; /* link-local: implied */
+    }
+    return UCS_OK;
+}
+
+/* Parses ours and the rdmacm connection manager's (uct_ib_address_pack) */
+ucs_status_t gdr_device_addr_unpack(const uct_device_addr_t *addr,
+                                    gdr_device_addr_info_t *info)
+{
+    const uint8_t *p = (const uint8_t*)addr;
+    uint8_t flags;
+    uint64_t u64;
+    uint16_t u16;
+
+    if (addr == NULL) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    memset(info, 0, sizeof(*info));
+    flags = *p++;
+    if (flags & GDR_IB_ADDR_FLAG_ETH) {
+        info->is_eth = 1;
+        memcpy(info->gid.raw, p, sizeof(info->gid.raw));
+        p += sizeof(info->gid.raw);
+    } else {
+        memcpy(&u16, p, sizeof(u16));
+        p            += sizeof(u16);
+        info->lid     = u16;
+        info->grh     = !!(flags & GDR_IB_ADDR_FLAG_GRH);
+        u64           = GDR_IB_LINK_LOCAL_PREFIX;
+        if (flags & GDR_IB_ADDR_FLAG_IF_ID) {
+            info->has_if_id = 1;
+            memcpy(info->gid.raw + 8, p, sizeof(uint64_t));
+            p += sizeof(uint64_t);
+        }
+        if (flags & GDR_IB_ADDR_FLAG_SUBNET16) {
+            memcpy(&u16, p, sizeof(u16));
+            p  += sizeof(u16);
+            u64 = GDR_IB_SITE_LOCAL_PREFIX | ((uint64_t)u16 << 48);
+        } else if (flags & GDR_IB_ADDR_FLAG_SUBNET64) {
+            memcpy(&u64, p, sizeof(u64));
+            p += sizeof(u64);
+        }
+        memcpy(info->gid.raw, &u64, sizeof(u64));
+    }
+    if (flags & GDR_IB_ADDR_FLAG_PATH_MTU) {
+        info->path_mtu = (enum ibv_mtu)*p++;
+    }
+    /* GID index (the sender's own) and P_Key are of no use to us */
     return UCS_OK;
 }
 
@@ -689,24 +801,24 @@ static int gdr_iface_is_reachable(const uct_iface_h tl_iface,
                                   const uct_device_addr_t *addr,
                                   const uct_iface_addr_t *iface_addr)
 {
-    gdr_iface_t *iface               = ucs_derived_of(tl_iface, gdr_iface_t);
-    const gdr_device_addr_t *dev_addr = (const gdr_device_addr_t*)addr;
-    int is_eth = (iface->port->link_layer == IBV_LINK_LAYER_ETHERNET);
+    gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
+    int is_eth         = gdr_iface_is_eth(iface);
+    gdr_device_addr_info_t peer;
 
-    if (dev_addr == NULL) {
+    if (gdr_device_addr_unpack(addr, &peer) != UCS_OK) {
         return 0;
     }
-    if (!!(dev_addr->flags & GDR_DEV_ADDR_FLAG_ETH) != is_eth) {
+    if (peer.is_eth != is_eth) {
         return 0; /* RoCE and InfiniBand fabrics don't meet */
     }
     if (is_eth) {
         /* IPv4-mapped GIDs talk to IPv4-mapped ones, IPv6 to IPv6 */
-        static const uint8_t v4[12] = {0,0,0,0,0,0,0,0,0,0,0xff,0xff};
-        return !memcmp(dev_addr->gid, v4, 12) == !memcmp(iface->gid.raw, v4, 12);
+        return gdr_gid_is_v4_mapped(&peer.gid) ==
+               gdr_gid_is_v4_mapped(&iface->gid);
     }
     /* IB: same subnet (GID prefix), or the peer routes with a GRH */
-    return (dev_addr->flags & GDR_DEV_ADDR_FLAG_GLOBAL) ||
-           !memcmp(dev_addr->gid, iface->gid.raw, 8);
+    return (peer.has_if_id && peer.grh) ||
+           !memcmp(peer.gid.raw, iface->gid.raw, 8);
 }
 
 /* ----------------------------------------------------- lifecycle -------- */

@@ -124,17 +124,57 @@ typedef struct gdr_iface_config {
 
 extern ucs_config_field_t gdr_iface_config_table[];
 
-/* Device address: what a peer needs to route to our port. */
-typedef struct UCS_S_PACKED gdr_device_addr {
-    uint8_t  flags;                 /* GDR_DEV_ADDR_FLAG_* */
-    uint16_t lid;
-    uint8_t  gid[16];
-} gdr_device_addr_t;
-
+/*
+ * Device address: what a peer needs to route to our port.
+ *
+ * The wire format is UCX's IB device address (uct_ib_address_t, packed by
+ * uct_ib_address_pack() in src/uct/ib/base/ib_iface.c), not a private struct:
+ * in client-server (sockaddr) wireup UCP does not use the device address we
+ * pack into the worker address at all, but overwrites every remote address
+ * entry's dev_addr with the one the connection manager (rdmacm) built from the
+ * RDMA-CM route with uct_ib_address_pack() (wireup_cm.c,
+ * ucp_cm_client_connect_progress / ucp_ep_cm_server_create_connected).  So
+ * iface_is_reachable() and ep_connect_to_ep() must parse that format; we pack
+ * the same format so both wireup paths meet one parser.
+ *
+ *   uint8_t flags;  then, by flags:
+ *     ETH (RoCE):  uint8_t gid[16]
+ *     IB:          uint16_t lid; [uint64_t if_id]; [uint16_t subnet16 |
+ *                  uint64_t subnet64]   (absent subnet = link-local fe80::)
+ *     both:        [uint8_t path_mtu]; [uint8_t gid_index]; [uint16_t pkey]
+ *
+ * Flag values are UCX 1.13's UCT_IB_ADDRESS_FLAG_* (ib_device.h); the
+ * RoCE version is in the top 3 bits for ETH.  GDR_IB_ADDR_FLAG_GRH is ours
+ * (bit 7 is unused by UCX for the IB link layer): the port needs a GRH.
+ */
 enum {
-    GDR_DEV_ADDR_FLAG_ETH    = UCS_BIT(0), /* RoCE: route by GID only */
-    GDR_DEV_ADDR_FLAG_GLOBAL = UCS_BIT(1)  /* GRH needed (RoCE, IB with GRH) */
+    GDR_IB_ADDR_FLAG_GID_INDEX = UCS_BIT(0),
+    GDR_IB_ADDR_FLAG_PATH_MTU  = UCS_BIT(1),
+    GDR_IB_ADDR_FLAG_PKEY      = UCS_BIT(2),
+    GDR_IB_ADDR_FLAG_ETH       = UCS_BIT(3),
+    GDR_IB_ADDR_FLAG_ROCE_IPV6 = UCS_BIT(4), /* ETH */
+    GDR_IB_ADDR_ROCE_VER_SHIFT = 5,          /* ETH: uct_ib_roce_version_t */
+    GDR_IB_ADDR_ROCE_VER_ANY   = 3,          /* UCT_IB_DEVICE_ROCE_ANY */
+    GDR_IB_ADDR_FLAG_SUBNET16  = UCS_BIT(4), /* IB */
+    GDR_IB_ADDR_FLAG_SUBNET64  = UCS_BIT(5), /* IB */
+    GDR_IB_ADDR_FLAG_IF_ID     = UCS_BIT(6), /* IB */
+    GDR_IB_ADDR_FLAG_GRH       = UCS_BIT(7)  /* IB, gdr_rc only */
 };
+
+/* What a device address says, unpacked. */
+typedef struct gdr_device_addr_info {
+    int           is_eth;
+    int           has_if_id;    /* IB: the full GID is known */
+    int           grh;          /* IB: the peer's port needs a GRH */
+    uint16_t      lid;
+    union ibv_gid gid;          /* IB without if_id: subnet prefix only */
+    enum ibv_mtu  path_mtu;     /* 0 when not in the address */
+} gdr_device_addr_info_t;
+
+struct gdr_iface;
+size_t gdr_iface_device_addr_len(const struct gdr_iface *iface);
+ucs_status_t gdr_device_addr_unpack(const uct_device_addr_t *addr,
+                                    gdr_device_addr_info_t *info);
 
 /* Endpoint address: the RC QP to connect to. */
 typedef struct UCS_S_PACKED gdr_ep_addr {
