@@ -232,8 +232,12 @@ inline std::shared_ptr<ucp_cpp::context> make_context(const std::string &tls,
     return ucp_cpp::context::create(params);
 }
 
-/// True if UCX can detect peer failure over these transports (only tcp among the host ones).
-inline bool has_failure_detection(const std::string &tls) { return tls.find("tcp") != std::string::npos; }
+/// True if UCX can detect peer failure over these transports: tcp among the host ones, and
+/// gdr_rc (RC retry exhaustion + ep_check keepalive).
+inline bool has_failure_detection(const std::string &tls)
+{
+    return tls.find("tcp") != std::string::npos || tls.find("gdr_rc") != std::string::npos;
+}
 
 /// Both sides: create context + worker, swap worker addresses over @p ch, connect.
 inline side connect_by_address(channel &ch, const std::string &tls,

@@ -29,6 +29,10 @@ protected:
         // UCX 1.13's ud_verbs (the wireup transport) drops every packet on rxe without it
         // (docs/rxe-vm.md); harmless on other providers
         setenv("UCX_UD_VERBS_ETH_DGID_CHECK", "n", 0);
+        // A dead peer is found when RC retries run out: TIMEOUT x (RETRY_COUNT + 1), ~8 s with
+        // the defaults; keep the peer-death case well inside its waits (as the UCT suite does).
+        setenv("UCX_GDR_TIMEOUT", "100ms", 0);
+        setenv("UCX_GDR_RETRY_COUNT", "3", 0);
     }
     static bool has_verbs_device()
     {

@@ -828,17 +828,23 @@ ucs_status_t gdr_ep_fence(uct_ep_h tl_ep, unsigned flags)
 }
 
 /* Keepalive: a signaled NOP to a dead peer ends in a retry-exceeded error,
- * which reaches UCP through the error handler. */
+ * which reaches UCP through the error handler.  Skipped only while a
+ * *signaled* WR is in flight (its completion tells the same): unsignaled WRs
+ * produce no completion, so "something posted, nothing completed" alone
+ * (e.g. a rendezvous RTS sent unsignaled, then silence) would never be
+ * checked. */
 ucs_status_t gdr_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
 
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
-    if ((ep->flags & GDR_EP_FLAG_FAILED) ||
-        (ep->tx.posted_sn != ep->tx.completed_sn) || /* traffic will tell */
-        !gdr_ep_has_tx_resources(iface, ep)) {
+    if ((ep->flags & GDR_EP_FLAG_FAILED) || !(ep->flags & GDR_EP_FLAG_CONNECTED) ||
+        UCS_CIRCULAR_COMPARE16(ep->tx.signaled_sn, >, ep->tx.completed_sn)) {
         return UCS_OK;
+    }
+    if (!gdr_ep_has_tx_resources(iface, ep)) {
+        return UCS_ERR_NO_RESOURCE; /* UCP's keepalive retries it */
     }
     return gdr_ep_post_nop(iface, ep);
 }
