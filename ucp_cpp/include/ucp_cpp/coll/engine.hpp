@@ -20,9 +20,12 @@
  * CUDA transports): a send is cut into segments, each copied device -> pinned host on the D2H
  * stream and posted as soon as its copy completed (the copy of segment k+1 overlaps the send of
  * segment k); a receive posts one receive per segment into pinned blocks and copies each to the
- * device as soon as it arrived.  Segments of one transfer share its tag: UCP matches messages
- * between two endpoints in order.  Without staging, device buffers go to UCX directly and the
- * stream is drained before each round is posted.  Either way a GPU collective completes only
+ * device as soon as it arrived (nobody waits for that copy: the round's local action and later
+ * copies queue behind it on the stream).  A send of exactly the bytes a segment of the previous
+ * round received, with no local action between (ring allgather), sends that pinned block as it
+ * is instead of copying the bytes back.  Segments of one transfer share its tag: UCP matches
+ * messages between two endpoints in order.  Without staging, device buffers go to UCX directly
+ * and the stream is drained before each round is posted.  Either way a GPU collective completes only
  * once its stream has drained, so the caller's buffers are final when the request is done.  Its
  * buffers must be ready when it is issued (synchronise the stream that wrote them first).
  *
@@ -42,6 +45,7 @@
 #include <ucp_cpp/tag.hpp>
 #include <ucp_cpp/worker.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -155,9 +159,21 @@ struct staged_segment {
     size_t bytes;
     void *host = nullptr;           ///< pinned block of the lane
     gpu::CUevent copied = nullptr;  ///< send: D2H done; receive: H2D done
+    /// A send forwarding the block a receive of the previous round brought (no D2H): the H2D
+    /// copy that may still read the block.
+    gpu::CUevent forwarded = nullptr;
     ucp_cpp::request req;
     bool posted = false;  ///< send: tag_send posted; receive: H2D queued
     bool done   = false;
+};
+
+/// A received segment whose pinned block still holds what its H2D copy writes to `device`: a
+/// send of exactly those bytes in the next round can send the block (no local action between).
+struct received_segment {
+    std::byte *device;
+    size_t bytes;
+    void *host;
+    gpu::CUevent h2d;
 };
 
 struct operation {
@@ -166,6 +182,8 @@ struct operation {
     bool staged = false;              ///< transfers go through pinned host segments
     gpu::CUevent fence = nullptr;     ///< waiting for the stream before posting / completing
     std::vector<staged_segment> segments;
+    std::vector<received_segment> received;  ///< this round's received segments
+    std::vector<received_segment> forward;   ///< the previous round's, while posting this one
     std::shared_ptr<comm_state> comm;
     uint32_t sequence = 0;
     size_t next_round = 0;
@@ -353,6 +371,12 @@ private:
             op.segments.clear();
             if (op.next_round > 0) {
                 auto &then = op.plan.rounds[op.next_round - 1].then;
+                if (op.staged) {
+                    // A local action may change what the blocks hold a copy of.
+                    op.forward.swap(op.received);
+                    if (then) release_blocks(op, op.forward);
+                    release_blocks(op, op.received);
+                }
                 if (then) {
                     try {
                         then();
@@ -376,13 +400,22 @@ private:
     bool finish_or_post(operation &op)
     {
         if (op.next_round == op.plan.rounds.size()) {
+            if (op.staged) release_blocks(op, op.forward);
             op.status = UCS_OK;
             return false;
         }
         check_members(op);
         if (op.status != UCS_INPROGRESS) return false;
         post(op, op.plan.rounds[op.next_round++]);
+        if (op.staged) release_blocks(op, op.forward);  // those no send of this round forwards
         return true;
+    }
+
+    /// Returns the pinned blocks of received segments to the lane once their H2D copies are done.
+    void release_blocks(operation &op, std::vector<received_segment> &blocks)
+    {
+        for (received_segment &b : blocks) op.lane->give_pinned_after(b.host, b.h2d);
+        blocks.clear();
     }
 
     /// Moves the staged segments of the current round; true once all of them are done.
@@ -396,12 +429,12 @@ private:
             if (s.is_send) {
                 if (!s.posted) {
                     // D2H copies complete in queue order: post sends in that order too.
-                    if (send_blocked || !lane.passed(s.copied)) {
+                    if (send_blocked || (s.copied != nullptr && !lane.passed(s.copied))) {
                         send_blocked = true;
                         all_done = false;
                         continue;
                     }
-                    lane.release(s.copied);
+                    if (s.copied != nullptr) lane.release(s.copied);
                     s.copied = nullptr;
                     const int world_peer = comm.world_ranks[size_t(s.peer)];
                     s.req = endpoints_[size_t(world_peer)]->tag_send(s.host, s.bytes, s.tag);
@@ -416,7 +449,12 @@ private:
                                                  " failed: " + ucs_status_string(s.req.status()));
                     return true;
                 }
-                lane.give_pinned(s.host);
+                if (s.forwarded != nullptr) {
+                    lane.give_pinned_after(s.host, s.forwarded);
+                } else {
+                    lane.give_pinned(s.host);
+                }
+                s.forwarded = nullptr;
                 s.host = nullptr;
                 s.done = true;
             } else {
@@ -437,18 +475,14 @@ private:
                                  " were expected: the ranks called the collective with different counts");
                         return true;
                     }
+                    // The round's local action and the next round's copies queue behind this
+                    // copy on the stream: no need to wait for it here.  The block stays with
+                    // the operation (forwardable) and goes back to the lane once copied.
                     lane.h2d(s.device, s.host, s.bytes);
-                    s.copied = lane.record();
+                    op.received.push_back(received_segment{s.device, s.bytes, s.host, lane.record()});
+                    s.host   = nullptr;
                     s.posted = true;
                 }
-                if (!lane.passed(s.copied)) {
-                    all_done = false;
-                    continue;
-                }
-                lane.release(s.copied);
-                s.copied = nullptr;
-                lane.give_pinned(s.host);
-                s.host = nullptr;
                 s.done = true;
             }
         }
@@ -489,10 +523,12 @@ private:
     void stage(operation &op, const transfer &t, ucp_tag_t tag)
     {
         gpu::lane &lane = *op.lane;
-        // At least 4 segments per transfer (so copies overlap the transfer) down to 64 KiB,
-        // at most the configured segment (the pinned block size).
+        // At least 2 segments per transfer (so copies overlap the transfer) down to 64 KiB,
+        // at most the configured segment (the pinned block size).  Not more: each segment
+        // costs several microseconds of CUDA and UCP calls (on the H200, 1 MiB transfers went
+        // faster in two segments than in four, slower in eight or sixteen).
         const size_t segment =
-            std::min(lane.segment_bytes(), std::max<size_t>(size_t(64) << 10, (t.bytes / 4 + 4095) & ~size_t(4095)));
+            std::min(lane.segment_bytes(), std::max<size_t>(size_t(64) << 10, (t.bytes / 2 + 4095) & ~size_t(4095)));
         bool first_send = true;
         for (size_t offset = 0; offset < t.bytes; offset += segment) {
             staged_segment s;
@@ -501,13 +537,25 @@ private:
             s.tag     = tag;
             s.device  = static_cast<std::byte *>(t.buffer) + offset;
             s.bytes   = std::min(segment, t.bytes - offset);
-            s.host    = lane.take_pinned();
             if (t.is_send) {
-                // After the local actions queued so far (the D2H stream waits for them once).
-                lane.d2h_after_main(s.host, s.device, s.bytes, first_send);
-                s.copied   = lane.record(/*on_d2h_stream=*/true);
-                first_send = false;
+                auto fwd = std::find_if(op.forward.begin(), op.forward.end(), [&](const received_segment &r) {
+                    return r.device == s.device && r.bytes == s.bytes;
+                });
+                if (fwd != op.forward.end()) {
+                    // The block received last round holds these bytes: send it as it is.
+                    s.host      = fwd->host;
+                    s.forwarded = fwd->h2d;
+                    *fwd        = op.forward.back();
+                    op.forward.pop_back();
+                } else {
+                    // After the local actions queued so far (the D2H stream waits for them once).
+                    s.host = lane.take_pinned();
+                    lane.d2h_after_main(s.host, s.device, s.bytes, first_send);
+                    s.copied   = lane.record(/*on_d2h_stream=*/true);
+                    first_send = false;
+                }
             } else {
+                s.host = lane.take_pinned();
                 ucp_cpp::request::builder receive(ucp_cpp::request::kind::tag_recv, op_options{});
                 receive.param()->op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;  // see post()
                 s.req = receive.finish(worker_, ucp_tag_recv_nbx(worker_->handle(), s.host, s.bytes, tag,
@@ -570,6 +618,8 @@ private:
             // Copies in flight may still use pinned blocks and scratch: drain before freeing.
             op.lane->synchronize();
             op.segments.clear();  // pinned blocks of abandoned segments are not reused
+            op.received.clear();
+            op.forward.clear();
             if (op.fence != nullptr) op.lane->release(op.fence);
             op.fence = nullptr;
         }

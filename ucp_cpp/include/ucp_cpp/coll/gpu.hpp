@@ -36,6 +36,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ucp_cpp::coll::detail {
@@ -598,6 +599,7 @@ public:
     /// A pinned host block of segment_bytes().
     void *take_pinned()
     {
+        if (pinned_free_.empty()) reclaim_pinned();
         if (!pinned_free_.empty()) {
             void *b = pinned_free_.back();
             pinned_free_.pop_back();
@@ -610,6 +612,9 @@ public:
         return b;
     }
     void give_pinned(void *block) { pinned_free_.push_back(block); }
+    /// Returns @p block to the pool once the work before @p e (an H2D copy still reading the
+    /// block) has completed; the event goes back with it.
+    void give_pinned_after(void *block, CUevent e) { pinned_busy_.emplace_back(e, block); }
 
     /// Device -> pinned host on the D2H stream, after everything queued so far on the main stream.
     void d2h_after_main(void *host, const void *device, size_t bytes, bool wait_main)
@@ -668,6 +673,22 @@ private:
         return *cu;
     }
     static CUdeviceptr address(const void *p) { return CUdeviceptr(reinterpret_cast<uintptr_t>(p)); }
+
+    /// Moves the blocks of give_pinned_after() whose copies completed back to the pool.
+    void reclaim_pinned()
+    {
+        context_scope scope(cu_, context_);
+        for (size_t i = 0; i < pinned_busy_.size();) {
+            if (!passed(pinned_busy_[i].first)) {
+                ++i;
+                continue;
+            }
+            release(pinned_busy_[i].first);
+            pinned_free_.push_back(pinned_busy_[i].second);
+            pinned_busy_[i] = pinned_busy_.back();
+            pinned_busy_.pop_back();
+        }
+    }
 
     CUevent record(CUstream s)
     {
@@ -729,6 +750,7 @@ private:
     CUmodule module_ = nullptr;
     std::vector<CUfunction> functions_;
     std::vector<void *> pinned_all_, pinned_free_;
+    std::vector<std::pair<CUevent, void *>> pinned_busy_;  ///< give_pinned_after(): (copy, block)
     std::map<size_t, std::vector<CUdeviceptr>> device_free_;
     std::vector<CUevent> events_all_, events_free_;
 };
