@@ -1,6 +1,6 @@
 // A peer process that dies (SIGKILL): the survivor's outstanding operations complete with an
-// error, the error handler reports the endpoint, an idle endpoint's failure is found by ep_check,
-// all within a bounded time; the survivor's interface keeps serving other endpoints.
+// error, the error handler reports the endpoint, an idle endpoint's failure is found by ep_check
+// (also after a send that gets no completion), all within a bounded time; the survivor's interface keeps serving other endpoints.
 #include "peer_process.h"
 #include "uct_ops.h"
 
@@ -135,6 +135,47 @@ TEST_F(PeerDeath, IdleEndpointCheckDetectsDeadPeer) {
     // a flush of the failed endpoint must finish (with an error), not hang
     ucs_status_t st = flush_and_wait(*self_, ep_, {self_.get()}, 0, kDetectionDeadline);
     EXPECT_NE(UCS_ERR_TIMED_OUT, st);
+    check_survivor_iface();
+}
+
+TEST_F(PeerDeath, EndpointCheckAfterUnsignaledSendDetectsDeadPeer) {
+    UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_EP_CHECK);
+    UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_PUT_SHORT);
+    check_alive();
+    if (IsSkipped() || HasFatalFailure()) {
+        return;
+    }
+    // A send without a completion (likely unsignaled: no CQE will ever say it was done), acked by
+    // the live peer; then silence, like a rendezvous RTS waiting for its answer. ep_check must not
+    // take "posted but not completed" for traffic that will report the peer's death.
+    uint64_t value = 0x5a5a5a5a5a5a5a5aull;
+    ucs_status_t st;
+    const auto post_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((st = uct_ep_put_short(ep_, &value, sizeof(value), peer_->remote_address, rkey_->rkey())) ==
+               UCS_ERR_NO_RESOURCE &&
+           std::chrono::steady_clock::now() < post_deadline) {
+        self_->progress();
+    }
+    ASSERT_EQ(UCS_OK, st) << status_name(st);
+    const auto settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    while (std::chrono::steady_clock::now() < settle) {
+        self_->progress();  // the peer acks the write
+    }
+    peer_->kill_and_reap();
+    ucs_status_t check = uct_ep_check(ep_, 0, nullptr);
+    ASSERT_TRUE(check == UCS_OK || check == UCS_ERR_NO_RESOURCE) << status_name(check);
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(progress_until(
+        [&] {
+            if (check == UCS_ERR_NO_RESOURCE) {
+                check = uct_ep_check(ep_, 0, nullptr);  // retried, as UCP's keepalive does
+            }
+            return self_->failed(ep_);
+        },
+        {self_.get()}, "ep_check after an unsignaled send to report the dead peer", kDetectionDeadline));
+    std::printf("[   INFO   ] ep_check reported %s after %.2f s\n", status_name(self_->errors.front().status).c_str(),
+                Seconds(std::chrono::steady_clock::now() - start).count());
+    EXPECT_TRUE(UCS_STATUS_IS_ERR(self_->errors.front().status));
     check_survivor_iface();
 }
 
