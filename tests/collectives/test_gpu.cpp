@@ -6,6 +6,7 @@
 // With Debian's UCX (no CUDA transports) transfers are staged through pinned host memory.
 #include "coll_harness.hpp"
 
+#include "../common/loopback_port.hpp"
 #include "../ucp_cpp/peer_harness.hpp"
 
 #include <ucp_cpp/coll/gpu.hpp>
@@ -536,19 +537,7 @@ TEST(CollGpuKernels, MatchHostReductionsBitForBit)
 
 // ---------------------------------------------------------------- ranks as processes
 
-/// A free TCP port on the loopback interface for the bootstrap's root.
-uint16_t free_loopback_port()
-{
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family      = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address));
-    socklen_t length = sizeof(address);
-    ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
-    ::close(fd);
-    return ntohs(address.sin_port);
-}
+using gdr_test::free_loopback_port;
 
 /// One rank of CollGpuProcesses: its own CUDA context (after the fork; GPU rank % 2 where a
 /// second GPU exists, else GPU 0), bootstrap over TCP,

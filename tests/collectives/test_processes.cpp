@@ -7,24 +7,14 @@
 #include <signal.h>
 
 #include <memory>
+#include "../common/loopback_port.hpp"
 
 namespace coll_test {
 namespace {
 
 using ucp_cpp_test::peer_process;
 
-uint16_t free_port()
-{
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family      = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address));
-    socklen_t length = sizeof(address);
-    ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
-    ::close(fd);
-    return ntohs(address.sin_port);
-}
+using gdr_test::free_loopback_port;
 
 coll::bootstrap_params rendezvous(int rank, int size, uint16_t port, std::chrono::milliseconds timeout = 20s)
 {
@@ -70,7 +60,7 @@ TEST(CollProcesses, BootstrapOverTcpAndCollectives)
 {
     ::setenv("UCP_CPP_COLL_TIMEOUT", "30", 1);
     const int size  = 4;
-    const uint16_t port = free_port();
+    const uint16_t port = free_loopback_port();
     std::vector<std::unique_ptr<peer_process>> peers;
     for (int r = 1; r < size; ++r) {
         peers.push_back(std::make_unique<peer_process>([=](ucp_cpp_test::channel &) {
@@ -98,7 +88,7 @@ TEST(CollProcesses, UnreachableRootIsAClearErrorWithinTheTimeout)
 {
     const auto start = std::chrono::steady_clock::now();
     try {
-        join(rendezvous(1, 2, free_port(), 1500ms));
+        join(rendezvous(1, 2, free_loopback_port(), 1500ms));
         FAIL() << "bootstrap without a root succeeded";
     } catch (const ucp_cpp::ucx_error &e) {
         EXPECT_EQ(e.status(), UCS_ERR_UNREACHABLE) << e.what();
@@ -109,7 +99,7 @@ TEST(CollProcesses, UnreachableRootIsAClearErrorWithinTheTimeout)
 
 TEST(CollProcesses, MissingRankIsAClearErrorOnEveryRank)
 {
-    const uint16_t port = free_port();
+    const uint16_t port = free_loopback_port();
     peer_process rank1([=](ucp_cpp_test::channel &) {
         try {
             join(rendezvous(1, 3, port, 10s));
@@ -165,7 +155,7 @@ const std::map<std::string, std::string> no_zcopy{{"ZCOPY_THRESH", "inf"}};
 
 TEST(CollProcesses, RankKilledMidAllreduceFailsTheOthers)
 {
-    const uint16_t port = free_port();
+    const uint16_t port = free_loopback_port();
     peer_process rank1([=](ucp_cpp_test::channel &) { survive(join(rendezvous(1, 3, port), no_zcopy)); }, 90);
     peer_process rank2([=](ucp_cpp_test::channel &) {
         auto world = join(rendezvous(2, 3, port), no_zcopy);

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <future>
+#include "../common/loopback_port.hpp"
 
 namespace perftest_test {
 namespace {
@@ -267,22 +268,11 @@ TEST(Perftest, DeadRankFailsTheOthersWithoutHanging)
     }
 }
 
-uint16_t free_port()
-{
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family      = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address));
-    socklen_t length = sizeof(address);
-    ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
-    ::close(fd);
-    return ntohs(address.sin_port);
-}
+using gdr_test::free_loopback_port;
 
 TEST(Perftest, RanksFromTheEnvironmentLikeMpirun)
 {
-    const std::string port = std::to_string(free_port());
+    const std::string port = std::to_string(free_loopback_port());
     const strings args     = {"-x", tls(), "-t", "tag_lat,allreduce", "-s", "64", "-n", "20", "-w", "2"};
     // rank 1 as OpenMPI starts it, rank 0 torchrun style
     auto rank1 = std::async(std::launch::async, [&] {

@@ -261,6 +261,21 @@ inline side connect_by_address(channel &ch, const std::string &tls,
     return s;
 }
 
+/// Progresses @p w until the control channel has a message (the peer says "done"), bounded; the
+/// target side of emulated RMA must progress for the initiator's operations to complete.
+inline void serve_until_message(ucp_cpp::worker &w, channel &ch)
+{
+    auto deadline = std::chrono::steady_clock::now() + 3 * op_timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        w.progress();
+        pollfd pfd{ch.fd(), POLLIN, 0};
+        if (::poll(&pfd, 1, 0) > 0) {
+            return;
+        }
+    }
+    throw std::runtime_error("serve_until_message: timed out");
+}
+
 /// Deterministic, size- and seed-dependent content (catches offset and truncation errors).
 inline void fill_pattern(void *buffer, size_t length, uint64_t seed)
 {

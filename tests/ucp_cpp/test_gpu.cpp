@@ -57,20 +57,6 @@ struct cuda_driver {
     }
 };
 
-/// Progresses @p w until the control channel has a message (RMA emulation needs the target).
-void serve_until_message(ucp_cpp::worker &w, channel &ch)
-{
-    auto deadline = std::chrono::steady_clock::now() + 3 * op_timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        w.progress();
-        pollfd pfd{ch.fd(), POLLIN, 0};
-        if (::poll(&pfd, 1, 0) > 0) {
-            return;
-        }
-    }
-    throw std::runtime_error("serve_until_message: timed out");
-}
-
 struct device_buffer {
     device_buffer(cuda_driver &cu, size_t n) : cu_(cu), size(n)
     {

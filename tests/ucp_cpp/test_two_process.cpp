@@ -60,20 +60,6 @@ std::string listen_address()
     return "127.0.0.1";
 }
 
-/// Progress @p w until the control channel has a message (peer says "done"), bounded.
-void serve_until_message(ucp_cpp::worker &w, channel &ch)
-{
-    auto deadline = std::chrono::steady_clock::now() + 3 * op_timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        w.progress();
-        pollfd pfd{ch.fd(), POLLIN, 0};
-        if (::poll(&pfd, 1, 0) > 0) {
-            return;
-        }
-    }
-    throw std::runtime_error("serve_until_message: timed out");
-}
-
 TEST_P(UcpCppTwoProcess, TagEchoAllSizes)
 {
     const std::string transports = tls();
