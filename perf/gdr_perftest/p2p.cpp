@@ -32,6 +32,14 @@ struct local_result {
     uint64_t counted = 0;            // bytes that arrived here (timed iterations)
     uint64_t expected = 0;           // bytes that should have arrived here
     bool data_ok = true;
+
+    /// A timed ping-pong iteration: half the round trip, and the bytes that came back of @p size.
+    void record_round_trip(clock_type::time_point t0, clock_type::time_point t1, uint64_t arrived, size_t size)
+    {
+        samples_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / 2);
+        counted += arrived;
+        expected += size;
+    }
 };
 
 void die_now(const session &s)
@@ -183,9 +191,7 @@ local_result tag_lat(link &l, const size_plan &sp)
         }
         const auto t1 = clock_type::now();
         if (!sp.timed(i)) continue;
-        out.samples_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / 2);
-        out.counted += got;
-        out.expected += size;
+        out.record_round_trip(t0, t1, got, size);
         if (verify && pattern_matches(rbuf, 0, size) != size) out.data_ok = false;
     }
     return out;
@@ -302,9 +308,7 @@ local_result put_lat(link &l, const size_plan &sp)
         }
         const auto t1 = clock_type::now();
         if (!sp.timed(i)) continue;
-        out.samples_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / 2);
-        out.counted += size;  // the put's last byte arrived (the rest is checked below)
-        out.expected += size;
+        out.record_round_trip(t0, t1, size, size);  // the put's last byte arrived (the rest is checked below)
         if (s.opt.check || sp.last(i)) {
             if (std::memcmp(rbuf.bytes(), pat.data(), size - 1) != 0) out.data_ok = false;
         }
@@ -450,9 +454,7 @@ local_result am_lat(link &l, const size_plan &sp)
         }
         const auto t1 = clock_type::now();
         if (!sp.timed(i)) continue;
-        out.samples_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / 2);
-        out.counted += got;
-        out.expected += size;
+        out.record_round_trip(t0, t1, got, size);
         if (verify && pattern_matches(rbuf, 0, size) != size) out.data_ok = false;
     }
     s.sync();  // no message in flight when the handlers go
