@@ -273,7 +273,7 @@ RemoteKey::~RemoteKey() { uct_rkey_release(component_, &bundle_); }
 // ---------------------------------------------------------------------------------------------
 
 Entity::Entity(const TlResource &res, const std::vector<ConfigOverride> &iface_overrides,
-               const std::vector<ConfigOverride> &md_overrides)
+               const std::vector<ConfigOverride> &md_overrides, const ParamsHook &params_hook)
     : md_(res, md_overrides) {
     check(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async_), "ucs_async_context_create");
     check(uct_worker_create(async_, UCS_THREAD_MODE_SINGLE, &worker_), "uct_worker_create");
@@ -297,8 +297,15 @@ Entity::Entity(const TlResource &res, const std::vector<ConfigOverride> &iface_o
     params.err_handler_arg = this;
     params.err_handler_flags = 0;  // called from progress, on this thread
     UCS_CPU_ZERO(&params.cpu_mask);
+    if (params_hook) {
+        params_hook(params);
+    }
     ucs_status_t st = uct_iface_open(md_.md(), worker_, &params, cfg, &iface_);
     uct_config_release(cfg);
+    if (st != UCS_OK) {
+        uct_worker_destroy(worker_);  // the destructor does not run for a throwing constructor
+        ucs_async_context_destroy(async_);
+    }
     check(st, "uct_iface_open(" + res.tl_name + "/" + res.dev_name + ")");
     check(uct_iface_query(iface_, &attr_), "uct_iface_query");
     uct_iface_progress_enable(iface_, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);

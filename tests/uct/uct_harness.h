@@ -194,9 +194,13 @@ struct EpError {
 /// fatal in UCX's RC transports).
 class Entity {
 public:
+    /// Adjusts the iface params before uct_iface_open (e.g. AM alignment).
+    using ParamsHook = std::function<void(uct_iface_params_t &)>;
+
     explicit Entity(const TlResource &res,
                     const std::vector<ConfigOverride> &iface_overrides = default_iface_overrides(),
-                    const std::vector<ConfigOverride> &md_overrides = {});
+                    const std::vector<ConfigOverride> &md_overrides = {},
+                    const ParamsHook &params_hook = nullptr);
     ~Entity();
     Entity(const Entity &) = delete;
     Entity &operator=(const Entity &) = delete;

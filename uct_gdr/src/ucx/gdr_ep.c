@@ -44,17 +44,38 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_check_tx(gdr_iface_t *iface,
     return UCS_OK;
 }
 
-/* The rkey of the peer's device our QP talks to */
+/* Slow path of gdr_ep_rkey(): a key we cannot use.  A zero-length RDMA
+ * operation touches no remote memory and the HCA checks no key for it, so
+ * UCX's convention of passing UCT_INVALID_RKEY (or 0) with length 0 is legal;
+ * anything else gets an error here rather than a dereference of the value. */
+static ucs_status_t gdr_ep_rkey_unusable(const gdr_ep_t *ep, uct_rkey_t uct_rkey,
+                                         size_t length, uint32_t *rkey_p)
+{
+    if ((uct_rkey == UCT_INVALID_RKEY) || (uct_rkey == 0)) {
+        if (length == 0) {
+            *rkey_p = 0;
+            return UCS_OK;
+        }
+        ucs_error("gdr_rc: %zu-byte remote access with %s remote key", length,
+                  (uct_rkey == 0) ? "a NULL" : "UCT_INVALID_RKEY as");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucs_error("gdr_rc: remote key %p has no key for peer device %u",
+              (void*)uct_rkey, ep->remote_dev_index);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+/* The rkey of the peer's device our QP talks to, for @a length bytes */
 static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rkey(const gdr_ep_t *ep,
                                                     uct_rkey_t uct_rkey,
+                                                    size_t length,
                                                     uint32_t *rkey_p)
 {
     const gdr_rkey_t *rkey = (const gdr_rkey_t*)uct_rkey;
 
-    if (ucs_unlikely((rkey == NULL) || (ep->remote_dev_index >= rkey->count))) {
-        ucs_error("gdr_rc: remote key %p has no key for peer device %u",
-                  rkey, ep->remote_dev_index);
-        return UCS_ERR_INVALID_PARAM;
+    if (ucs_unlikely((uct_rkey == UCT_INVALID_RKEY) || (rkey == NULL) ||
+                     (ep->remote_dev_index >= rkey->count))) {
+        return gdr_ep_rkey_unusable(ep, uct_rkey, length, rkey_p);
     }
     *rkey_p = rkey->rkeys[ep->remote_dev_index];
     return UCS_OK;
@@ -64,6 +85,7 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rkey(const gdr_ep_t *ep,
 static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rma_begin(gdr_iface_t *iface,
                                                          gdr_ep_t *ep,
                                                          uct_rkey_t uct_rkey,
+                                                         size_t length,
                                                          uint32_t *rkey_p)
 {
     ucs_status_t status = gdr_ep_check_tx(iface, ep);
@@ -71,7 +93,7 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rma_begin(gdr_iface_t *iface,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    return gdr_ep_rkey(ep, uct_rkey, rkey_p);
+    return gdr_ep_rkey(ep, uct_rkey, length, rkey_p);
 }
 
 /* The SGE of an op's bounce buffer */
@@ -266,7 +288,7 @@ ucs_status_t gdr_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned lengt
     uint32_t rkey;
 
     UCT_CHECK_LENGTH(length, 0, iface->tx.max_inline, "gdr_rc put_short");
-    status = gdr_ep_rma_begin(iface, ep, uct_rkey, &rkey);
+    status = gdr_ep_rma_begin(iface, ep, uct_rkey, length, &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -286,13 +308,18 @@ ssize_t gdr_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
     gdr_tx_op_t *op;
     uint32_t rkey;
 
-    status = gdr_ep_rma_begin(iface, ep, uct_rkey, &rkey);
+    status = gdr_ep_check_tx(iface, ep);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
     op = gdr_ep_bcopy_op(iface, pack_cb, arg, &sge);
     if (ucs_unlikely(op == NULL)) {
         return UCS_ERR_NO_RESOURCE;
+    }
+    status = gdr_ep_rkey(ep, uct_rkey, sge.length, &rkey);
+    if (ucs_unlikely(status != UCS_OK)) {
+        ucs_mpool_put_inline(op);
+        return status;
     }
     gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, sge.length > 0, remote_addr, rkey, 0);
     status = gdr_ep_post_op(iface, ep, &wr, op, UCS_OK);
@@ -315,11 +342,15 @@ gdr_ep_rdma_zcopy(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, const uct_iov_t *io
     int num_sge;
 
     UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->tx.max_sge, "gdr_rc rdma zcopy");
-    status = gdr_ep_rma_begin(iface, ep, uct_rkey, &rkey);
+    status = gdr_ep_check_tx(iface, ep);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
     status = gdr_ep_iov_to_sge(iface, iov, iovcnt, sge, &num_sge);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    status = gdr_ep_rkey(ep, uct_rkey, num_sge, &rkey); /* 0 SGEs: 0 bytes */
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -364,7 +395,7 @@ ucs_status_t gdr_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
     uint32_t rkey;
 
     UCT_CHECK_LENGTH(length, 0, iface->seg_size, "gdr_rc get_bcopy");
-    status = gdr_ep_rma_begin(iface, ep, uct_rkey, &rkey);
+    status = gdr_ep_rma_begin(iface, ep, uct_rkey, length, &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -531,7 +562,7 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
                   "aligned", remote_addr);
         return UCS_ERR_INVALID_PARAM;
     }
-    status = gdr_ep_rma_begin(iface, ep, uct_rkey, &rkey);
+    status = gdr_ep_rma_begin(iface, ep, uct_rkey, sizeof(uint64_t), &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -585,29 +616,25 @@ static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
     struct ibv_send_wr wr;
     struct ibv_sge sge;
 
+    /* No credit check: this runs from gdr_ep_tx_completed() before the
+     * completed WRs' credits are returned, and the send queue and CQ do have
+     * room for at least the one WR whose completion brought us here. */
     if ((status == UCS_OK) && (!op->amo.swapping || (observed != op->amo.expected))) {
-        if (ucs_unlikely(!gdr_ep_has_tx_resources(iface, ep))) {
-            /* cannot happen: the WR that just completed returned its credit */
-            ucs_error("gdr_rc: no send credit to continue an atomic on qpn 0x%x",
-                      ep->qp->qp_num);
-            status = UCS_ERR_NO_RESOURCE;
-        } else {
-            op->amo.expected         = observed;
-            op->amo.swapping         = 1;
-            gdr_op_sge(op, sizeof(uint64_t), &sge);
-            wr.opcode                = IBV_WR_ATOMIC_CMP_AND_SWP;
-            wr.sg_list               = &sge;
-            wr.num_sge               = 1;
-            wr.send_flags            = 0;
-            wr.wr.atomic.remote_addr = op->amo.remote_addr;
-            wr.wr.atomic.compare_add = observed;
-            wr.wr.atomic.swap        = gdr_amo_apply(op->amo.op, observed,
-                                                     op->amo.operand);
-            wr.wr.atomic.rkey        = op->amo.rkey;
-            status = gdr_ep_post(iface, ep, &wr, 1, op);
-            if (status == UCS_OK) {
-                return; /* back here when the CAS completes */
-            }
+        op->amo.expected         = observed;
+        op->amo.swapping         = 1;
+        gdr_op_sge(op, sizeof(uint64_t), &sge);
+        wr.opcode                = IBV_WR_ATOMIC_CMP_AND_SWP;
+        wr.sg_list               = &sge;
+        wr.num_sge               = 1;
+        wr.send_flags            = 0;
+        wr.wr.atomic.remote_addr = op->amo.remote_addr;
+        wr.wr.atomic.compare_add = observed;
+        wr.wr.atomic.swap        = gdr_amo_apply(op->amo.op, observed,
+                                                 op->amo.operand);
+        wr.wr.atomic.rkey        = op->amo.rkey;
+        status = gdr_ep_post(iface, ep, &wr, 1, op);
+        if (status == UCS_OK) {
+            return; /* back here when the CAS completes */
         }
     }
 
@@ -629,7 +656,7 @@ static ucs_status_t gdr_ep_atomic_cas_loop(uct_ep_h tl_ep, uct_atomic_op_t opcod
     ucs_status_t status;
     uint32_t rkey;
 
-    status = gdr_ep_rkey(ep, uct_rkey, &rkey);
+    status = gdr_ep_rkey(ep, uct_rkey, sizeof(uint64_t), &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -745,16 +772,19 @@ static void gdr_ep_fail(gdr_iface_t *iface, gdr_ep_t *ep, ucs_status_t status)
     }
 }
 
+/*
+ * One CQE covers every WR since the previous one (unsignaled included).
+ * The user's completions run *before* the credits come back, as in UCX's rc
+ * transports: a send issued from a completion callback then finds no room
+ * while requests wait on the pending queue, and cannot overtake them; the
+ * caller dispatches the pending queue right after this.
+ */
 void gdr_ep_tx_completed(gdr_ep_t *ep, uint16_t sn, ucs_status_t status)
 {
     gdr_iface_t *iface = gdr_ep_iface(ep);
     uint16_t count     = sn - ep->tx.completed_sn;
 
-    /* one CQE covers every WR since the previous one (unsignaled included) */
-    ep->tx.completed_sn    = sn;
-    ep->tx.available      += count;
-    iface->tx.cq_available += count;
-
+    ep->tx.completed_sn = sn;
     if (ucs_likely(status == UCS_OK) || (ep->flags & GDR_EP_FLAG_FAILED)) {
         gdr_ep_complete_ops(ep, sn, 1, (ep->flags & GDR_EP_FLAG_FAILED) ?
                                        ep->error : UCS_OK);
@@ -762,6 +792,8 @@ void gdr_ep_tx_completed(gdr_ep_t *ep, uint16_t sn, ucs_status_t status)
         gdr_ep_complete_ops(ep, sn, 0, UCS_OK); /* WRs before it succeeded */
         gdr_ep_fail(iface, ep, status);
     }
+    ep->tx.available       += count;
+    iface->tx.cq_available += count;
     ucs_arbiter_group_schedule(&iface->tx.arbiter, &ep->arb_group);
 }
 
@@ -787,24 +819,30 @@ ucs_status_t gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp
         return UCS_OK;
     }
 
-    if ((flags & UCT_FLUSH_FLAG_CANCEL) &&
-        !(ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_FLUSH_CANCEL))) {
-        /* every outstanding WR completes with a flush error, ops get CANCELED */
-        ep->flags |= GDR_EP_FLAG_FLUSH_CANCEL;
-        if (gdr_verbs_qp_to_error(ep->qp) != 0) {
-            ucs_error("gdr_rc: cannot move qpn 0x%x to the error state: %m",
-                      ep->qp->qp_num);
-            return UCS_ERR_IO_ERROR;
+    if (!(ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_FLUSH_CANCEL))) {
+        /* The last WR is unsignaled: add one that will produce a completion,
+         * also before a cancel.  An unsignaled WR that the HCA already
+         * executed leaves no trace in the send queue, so moving the QP to the
+         * error state would flush nothing for it, and only a later CQE (this
+         * NOP's, successful or flushed) can tell that it is done.  A failed
+         * QP needs none: every WR after the failed one completes flushed. */
+        if (ep->tx.signaled_sn != ep->tx.posted_sn) {
+            if (!gdr_ep_has_tx_resources(iface, ep)) {
+                return UCS_ERR_NO_RESOURCE;
+            }
+            status = gdr_ep_post_nop(iface, ep);
+            if (status != UCS_OK) {
+                return status;
+            }
         }
-    } else if (!(ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_FLUSH_CANCEL)) &&
-               (ep->tx.signaled_sn != ep->tx.posted_sn)) {
-        /* the last WR will not produce a completion: add one that will */
-        if (!gdr_ep_has_tx_resources(iface, ep)) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-        status = gdr_ep_post_nop(iface, ep);
-        if (status != UCS_OK) {
-            return status;
+        if (flags & UCT_FLUSH_FLAG_CANCEL) {
+            /* every outstanding WR completes flushed, ops get CANCELED */
+            ep->flags |= GDR_EP_FLAG_FLUSH_CANCEL;
+            if (gdr_verbs_qp_to_error(ep->qp) != 0) {
+                ucs_error("gdr_rc: cannot move qpn 0x%x to the error state: %m",
+                          ep->qp->qp_num);
+                return UCS_ERR_IO_ERROR;
+            }
         }
     }
 

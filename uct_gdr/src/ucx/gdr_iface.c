@@ -33,6 +33,12 @@ ucs_config_field_t gdr_iface_config_table[] = {
      "Shared receive queue length (active-message receive buffers per interface).",
      ucs_offsetof(gdr_iface_config_t, rx_queue_len), UCS_CONFIG_TYPE_UINT},
 
+    {"RX_MAX_BUFS", "inf",
+     "Most active-message receive buffers an interface allocates, posted ones and\n"
+     "those held by the user (UCT_CB_PARAM_FLAG_DESC) together. When all are held,\n"
+     "senders are slowed by receiver-not-ready NAKs until some are released.",
+     ucs_offsetof(gdr_iface_config_t, rx_max_bufs), UCS_CONFIG_TYPE_ULUNITS},
+
     {"TX_CQ_LEN", "4096",
      "Send completion queue length, shared by all endpoints of an interface.",
      ucs_offsetof(gdr_iface_config_t, tx_cq_len), UCS_CONFIG_TYPE_UINT},
@@ -47,7 +53,8 @@ ucs_config_field_t gdr_iface_config_table[] = {
      ucs_offsetof(gdr_iface_config_t, max_inline), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"TX_MODERATION", "32",
-     "Request a completion at least every this many unsignaled sends.",
+     "Request a completion at least every this many unsignaled sends (at most\n"
+     "a quarter of TX_QUEUE_LEN is used).",
      ucs_offsetof(gdr_iface_config_t, tx_moderation), UCS_CONFIG_TYPE_UINT},
 
     {"TX_MAX_POLL", "16", "Send completions polled per progress call.",
@@ -220,11 +227,14 @@ static ucs_status_t gdr_iface_check_config(const gdr_iface_config_t *config,
                     (unsigned)dev->attr.max_qp_wr);
     GDR_CHECK_RANGE("RX_QUEUE_LEN", config->rx_queue_len, 1,
                     (unsigned)dev->attr.max_srq_wr);
+    if (config->rx_max_bufs != UCS_ULUNITS_INF) {
+        GDR_CHECK_RANGE("RX_MAX_BUFS", config->rx_max_bufs, 1, UINT_MAX - 1);
+    }
     GDR_CHECK_RANGE("TX_CQ_LEN", config->tx_cq_len, config->tx_queue_len,
                     (unsigned)dev->attr.max_cqe);
     GDR_CHECK_RANGE("SEG_SIZE", config->seg_size, 64, 1ul << 30);
     GDR_CHECK_RANGE("MAX_INLINE", config->max_inline, 0, 4096);
-    GDR_CHECK_RANGE("TX_MODERATION", config->tx_moderation, 1, config->tx_queue_len);
+    GDR_CHECK_RANGE("TX_MODERATION", config->tx_moderation, 1, UINT_MAX);
     GDR_CHECK_RANGE("TX_MAX_POLL", config->tx_max_poll, 1, 16);
     GDR_CHECK_RANGE("RX_MAX_POLL", config->rx_max_poll, 1, 16);
     GDR_CHECK_RANGE("RETRY_COUNT", config->retry_count, 0, 7);
@@ -332,13 +342,14 @@ static ucs_mpool_ops_t gdr_op_mpool_ops = {
 };
 
 static ucs_status_t gdr_iface_mpool_init(gdr_iface_t *iface, ucs_mpool_t *mp,
-                                         size_t elem_size, unsigned max_elems,
+                                         size_t elem_size, size_t align_offset,
+                                         size_t alignment, unsigned max_elems,
                                          ucs_mpool_ops_t *ops, const char *name)
 {
     ucs_status_t status;
 
-    status = ucs_mpool_init(mp, sizeof(gdr_iface_t*), elem_size, 0,
-                            UCS_SYS_CACHE_LINE_SIZE, 128, max_elems, ops, name);
+    status = ucs_mpool_init(mp, sizeof(gdr_iface_t*), elem_size, align_offset,
+                            alignment, ucs_min(128, max_elems), max_elems, ops, name);
     if (status == UCS_OK) {
         *(gdr_iface_t**)ucs_mpool_priv(mp) = iface;
     }
@@ -367,11 +378,15 @@ static void gdr_iface_post_recv(gdr_iface_t *iface)
     unsigned count;
     int ret;
 
+    iface->rx.starved = 0;
     while (iface->rx.available > 0) {
         for (count = 0; (count < ucs_static_array_size(wrs)) &&
                         (count < iface->rx.available); ++count) {
             desc = ucs_mpool_get_inline(&iface->rx.mp);
             if (desc == NULL) {
+                /* every buffer is posted or held by the user (RX_MAX_BUFS):
+                 * progress retries until the user releases some */
+                iface->rx.starved = 1;
                 break;
             }
             sges[count].addr   = (uintptr_t)gdr_rx_desc_payload(iface, desc);
@@ -458,7 +473,7 @@ static unsigned gdr_iface_progress_rx(gdr_iface_t *iface)
             ucs_mpool_put_inline(desc);
         } /* else UCS_INPROGRESS: the user releases it with uct_iface_release_desc */
     }
-    if (count > 0) {
+    if ((count > 0) || ucs_unlikely(iface->rx.starved)) {
         gdr_iface_post_recv(iface);
     }
     return count;
@@ -505,9 +520,13 @@ static unsigned gdr_iface_progress_tx(gdr_iface_t *iface)
         }
         gdr_ep_tx_completed(kh_value(&iface->eps, it), (uint16_t)wc[i].wr_id,
                             gdr_wc_status(wc[i].status));
+        /* pending requests go before sends of the next CQE's callbacks */
+        ucs_arbiter_dispatch(&iface->tx.arbiter, 1, gdr_ep_arbiter_dispatch_cb, NULL);
     }
-    /* also after connect_to_ep, when nothing completed yet */
-    ucs_arbiter_dispatch(&iface->tx.arbiter, 1, gdr_ep_arbiter_dispatch_cb, NULL);
+    if (count == 0) {
+        /* after connect_to_ep, before anything completed */
+        ucs_arbiter_dispatch(&iface->tx.arbiter, 1, gdr_ep_arbiter_dispatch_cb, NULL);
+    }
     return count;
 }
 
@@ -894,6 +913,7 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
     gdr_iface_config_t *config = ucs_derived_of(tl_config, gdr_iface_config_t);
     gdr_md_t *md               = ucs_derived_of(uct_md, gdr_md_t);
     struct ibv_srq_init_attr srq_attr = {};
+    size_t rx_align, rx_align_offset;
     unsigned dev_index;
     uint8_t port_num;
     ucs_status_t status;
@@ -930,17 +950,22 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
 
     self->seg_size         = config->seg_size;
     self->tx.queue_len     = config->tx_queue_len;
-    self->tx.moderation    = config->tx_moderation;
+    /* at most a quarter of the queue between completions (as UCX's rc does),
+     * so that a short TX_QUEUE_LEN alone still gets its credits back early */
+    self->tx.moderation    = ucs_max(1, ucs_min(config->tx_moderation,
+                                                config->tx_queue_len / 4));
     self->tx.max_poll      = config->tx_max_poll;
     self->tx.cq_available  = config->tx_cq_len;
     self->tx.fence_beat    = 0;
-    self->rx.queue_len     = config->rx_queue_len;
+    /* no point posting more than there may be buffers */
+    self->rx.queue_len     = ucs_min(config->rx_queue_len, config->rx_max_bufs);
     self->rx.max_poll      = config->rx_max_poll;
     self->rx.headroom      = UCT_IFACE_PARAM_VALUE(params, rx_headroom, RX_HEADROOM, 0);
     self->rx.release_desc.cb = gdr_iface_release_desc;
     self->atomic_hca       = (self->dev->attr.atomic_cap != IBV_ATOMIC_NONE);
     self->stash_tx.count   = 0;
     self->stash_rx.count   = 0;
+    self->rx.starved       = 0;
     ucs_list_head_init(&self->ep_list);
     kh_init_inplace(gdr_qp_ep, &self->eps);
     ucs_arbiter_init(&self->tx.arbiter);
@@ -991,19 +1016,33 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
     }
 
     status = gdr_iface_mpool_init(self, &self->tx.desc_mp,
-                                  sizeof(gdr_tx_op_t) + self->seg_size, UINT_MAX,
+                                  sizeof(gdr_tx_op_t) + self->seg_size, 0,
+                                  UCS_SYS_CACHE_LINE_SIZE, UINT_MAX,
                                   &gdr_tx_desc_mpool_ops, "gdr_tx_desc");
     if (status != UCS_OK) {
         goto err_destroy_srq;
     }
-    status = gdr_iface_mpool_init(self, &self->tx.op_mp, sizeof(gdr_tx_op_t),
-                                  UINT_MAX, &gdr_op_mpool_ops, "gdr_tx_op");
+    status = gdr_iface_mpool_init(self, &self->tx.op_mp, sizeof(gdr_tx_op_t), 0,
+                                  UCS_SYS_CACHE_LINE_SIZE, UINT_MAX,
+                                  &gdr_op_mpool_ops, "gdr_tx_op");
     if (status != UCS_OK) {
         goto err_cleanup_desc_mp;
     }
+    /* The payload (after our header and the user's headroom) lands where
+     * iface params am_alignment/am_align_offset ask; by default the
+     * descriptor starts on a cache line.  Invalid values are refused here
+     * (by UCX's helper and ucs_mpool_init) with UCS_ERR_INVALID_PARAM. */
+    status = uct_iface_param_am_alignment(params, self->seg_size, 0,
+                                          sizeof(gdr_rx_desc_t) + self->rx.headroom,
+                                          &rx_align, &rx_align_offset);
+    if (status != UCS_OK) {
+        goto err_cleanup_op_mp;
+    }
     status = gdr_iface_mpool_init(self, &self->rx.mp,
                                   sizeof(gdr_rx_desc_t) + self->rx.headroom +
-                                  self->seg_size, UINT_MAX,
+                                  self->seg_size, rx_align_offset, rx_align,
+                                  (config->rx_max_bufs == UCS_ULUNITS_INF) ? UINT_MAX :
+                                  config->rx_max_bufs,
                                   &gdr_rx_desc_mpool_ops, "gdr_rx_desc");
     if (status != UCS_OK) {
         goto err_cleanup_op_mp;

@@ -62,12 +62,12 @@ static ucs_status_t gdr_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
 
     memset(attr, 0, sizeof(*attr));
     attr->cap.flags            = (md->num_devices > 0) ?
-                                 (UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_MEMH |
-                                  UCT_MD_FLAG_NEED_RKEY) : 0;
-    attr->cap.max_alloc        = 0;
+                                 (UCT_MD_FLAG_REG | UCT_MD_FLAG_ALLOC |
+                                  UCT_MD_FLAG_NEED_MEMH | UCT_MD_FLAG_NEED_RKEY) : 0;
+    attr->cap.max_alloc        = (md->num_devices > 0) ? ULONG_MAX : 0;
     attr->cap.max_reg          = (md->num_devices > 0) ? ULONG_MAX : 0;
     attr->cap.reg_mem_types    = md->reg_mem_types;
-    attr->cap.alloc_mem_types  = 0;
+    attr->cap.alloc_mem_types  = (md->num_devices > 0) ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
     attr->cap.detect_mem_types = md->detect_mem_types;
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->rkey_packed_size     = md->rkey_packed_size;
@@ -188,6 +188,65 @@ static ucs_status_t gdr_md_mem_reg_direct(gdr_md_t *md, void *address,
     return UCS_OK;
 }
 
+/* Host memory allocated and registered in one step (UCT_MD_FLAG_ALLOC): whole
+ * pages of an anonymous mapping, registered outside the rcache, so that
+ * mem_free can deregister and unmap it at once. */
+static ucs_status_t gdr_md_mem_alloc(uct_md_h uct_md, size_t *length_p,
+                                     void **address_p, ucs_memory_type_t mem_type,
+                                     unsigned flags, const char *alloc_name,
+                                     uct_mem_h *memh_p)
+{
+    gdr_md_t *md  = ucs_derived_of(uct_md, gdr_md_t);
+    size_t length = ucs_align_up(*length_p, ucs_get_page_size());
+    ucs_status_t status;
+    uct_mem_h uct_memh;
+    gdr_memh_t *memh;
+    void *address;
+
+    if ((md->num_devices == 0) || (mem_type != UCS_MEMORY_TYPE_HOST) ||
+        (flags & UCT_MD_MEM_FLAG_FIXED)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (length == 0) {
+        ucs_error("gdr: cannot allocate 0 bytes (%s)", alloc_name);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    address = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (address == MAP_FAILED) {
+        ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ? UCS_LOG_LEVEL_DEBUG :
+                UCS_LOG_LEVEL_ERROR, "gdr: mmap(%zu) for %s failed: %m", length,
+                alloc_name);
+        return UCS_ERR_NO_MEMORY;
+    }
+    status = gdr_md_mem_reg_direct(md, address, length, flags, &uct_memh);
+    if (status != UCS_OK) {
+        munmap(address, length);
+        return status;
+    }
+    memh            = uct_memh;
+    memh->allocated = 1;
+    *length_p       = length;
+    *address_p      = address;
+    *memh_p         = memh;
+    return UCS_OK;
+}
+
+static ucs_status_t gdr_md_mem_free(uct_md_h uct_md, uct_mem_h uct_memh)
+{
+    gdr_memh_t *memh = uct_memh;
+
+    if (!memh->allocated) {
+        ucs_error("gdr: memory %p was not allocated by uct_md_mem_alloc(): "
+                  "deregister it with uct_md_mem_dereg()", memh->address);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    gdr_memh_deregister(memh);
+    munmap(memh->address, memh->length);
+    ucs_free(memh);
+    return UCS_OK;
+}
+
 /* --------------------------------------------------------- rcache ----- */
 
 typedef struct {
@@ -216,6 +275,7 @@ static ucs_status_t gdr_rcache_mem_reg_cb(void *context, ucs_rcache_t *rcache,
         return status;
     }
     region->memh.cached    = 1;
+    region->memh.allocated = 0;
     region->cuda_buffer_id = 0;
     if (region->memh.mem_type != UCS_MEMORY_TYPE_HOST) {
         gdr_cuda_buffer_id(start, &region->cuda_buffer_id);
@@ -309,32 +369,30 @@ static ucs_status_t gdr_md_mem_reg(uct_md_h uct_md, void *address, size_t length
            gdr_md_mem_reg_direct(md, address, length, flags, memh_p);
 }
 
-static void gdr_md_invalidate_cb(void *arg)
-{
-    uct_invoke_completion((uct_completion_t*)arg, UCS_OK);
-}
-
+/* No UCT_MD_FLAG_INVALIDATE: dereg(INVALIDATE) is refused (UCS_ERR_UNSUPPORTED,
+ * as UCX's ib md does without ODP), so UCP never relies on it.  A cached region
+ * may still be used by other registrations of the same range; it is
+ * deregistered when the last one puts it, or when the range is unmapped. */
 static ucs_status_t gdr_md_mem_dereg(uct_md_h uct_md,
                                      const uct_md_mem_dereg_params_t *params)
 {
     gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
-    gdr_rcache_region_t *region;
     gdr_memh_t *memh;
 
-    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, md->rcache != NULL);
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
     memh = params->memh;
+    if (memh->allocated) {
+        ucs_error("gdr: memory %p was allocated by uct_md_mem_alloc(): free it with "
+                  "uct_md_mem_free()", memh->address);
+        return UCS_ERR_INVALID_PARAM;
+    }
     if (!memh->cached) {
         gdr_memh_deregister(memh);
         ucs_free(memh);
         return UCS_OK;
     }
-    region = ucs_container_of(memh, gdr_rcache_region_t, memh);
-    if (UCT_MD_MEM_DEREG_FIELD_VALUE(params, flags, FIELD_FLAGS, 0) &
-        UCT_MD_MEM_DEREG_FLAG_INVALIDATE) {
-        ucs_rcache_region_invalidate(md->rcache, &region->super,
-                                     gdr_md_invalidate_cb, params->comp);
-    }
-    ucs_rcache_region_put(md->rcache, &region->super);
+    ucs_rcache_region_put(md->rcache,
+                          &ucs_container_of(memh, gdr_rcache_region_t, memh)->super);
     return UCS_OK;
 }
 
@@ -572,8 +630,8 @@ static ucs_status_t gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config
 static uct_md_ops_t gdr_md_ops = {
     .close                  = gdr_md_close,
     .query                  = gdr_md_query,
-    .mem_alloc              = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
-    .mem_free               = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
+    .mem_alloc              = gdr_md_mem_alloc,
+    .mem_free               = gdr_md_mem_free,
     .mem_advise             = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
     .mem_reg                = gdr_md_mem_reg,
     .mem_dereg              = gdr_md_mem_dereg,

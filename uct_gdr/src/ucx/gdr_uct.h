@@ -63,6 +63,7 @@ typedef struct gdr_memh {
     ucs_memory_type_t mem_type;
     int               access;        /* IBV_ACCESS_* of every MR */
     uint8_t           cached;        /* lives in a gdr_rcache_region_t */
+    uint8_t           allocated;     /* by mem_alloc: mem_free unmaps it */
     unsigned          num_mrs;
     struct ibv_mr     *mrs[];
 } gdr_memh_t;
@@ -104,6 +105,7 @@ typedef struct gdr_iface_config {
     uct_iface_config_t super;
     unsigned           tx_queue_len;
     unsigned           rx_queue_len;
+    unsigned long      rx_max_bufs;    /* UCS_ULUNITS_INF: no limit */
     unsigned           tx_cq_len;
     size_t             seg_size;
     size_t             max_inline;
@@ -256,6 +258,7 @@ typedef struct gdr_iface {
         uct_recv_desc_t      release_desc;
         unsigned             queue_len;
         unsigned             available;  /* SRQ slots not posted */
+        int                  starved;    /* the pool ran dry while refilling */
         unsigned             max_poll;
         unsigned             headroom;
     } rx;
