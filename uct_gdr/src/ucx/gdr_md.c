@@ -63,7 +63,8 @@ static ucs_status_t gdr_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
     memset(attr, 0, sizeof(*attr));
     attr->cap.flags            = (md->num_devices > 0) ?
                                  (UCT_MD_FLAG_REG | UCT_MD_FLAG_ALLOC |
-                                  UCT_MD_FLAG_NEED_MEMH | UCT_MD_FLAG_NEED_RKEY) : 0;
+                                  UCT_MD_FLAG_ADVISE | UCT_MD_FLAG_NEED_MEMH |
+                                  UCT_MD_FLAG_NEED_RKEY) : 0;
     attr->cap.max_alloc        = (md->num_devices > 0) ? ULONG_MAX : 0;
     attr->cap.max_reg          = (md->num_devices > 0) ? ULONG_MAX : 0;
     attr->cap.reg_mem_types    = md->reg_mem_types;
@@ -244,6 +245,29 @@ static ucs_status_t gdr_md_mem_free(uct_md_h uct_md, uct_mem_h uct_memh)
     gdr_memh_deregister(memh);
     munmap(memh->address, memh->length);
     ucs_free(memh);
+    return UCS_OK;
+}
+
+/* Advice on a registered range.  Our MRs pin their pages at registration (no
+ * on-demand paging), so what UCT_MADV_WILLNEED asks for -- the pages resident
+ * and mapped for the HCA -- is already true; the range is still checked. */
+static ucs_status_t gdr_md_mem_advise(uct_md_h uct_md, uct_mem_h uct_memh, void *addr,
+                                      size_t length, unsigned advice)
+{
+    gdr_memh_t *memh = uct_memh;
+
+    if ((advice != UCT_MADV_NORMAL) && (advice != UCT_MADV_WILLNEED)) {
+        ucs_error("gdr: unknown memory advice %u", advice);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (((uintptr_t)addr < (uintptr_t)memh->address) ||
+        (UCS_PTR_BYTE_OFFSET(addr, length) >
+         UCS_PTR_BYTE_OFFSET(memh->address, memh->length))) {
+        ucs_error("gdr: advice for %p..%p outside the registration %p..%p", addr,
+                  UCS_PTR_BYTE_OFFSET(addr, length), memh->address,
+                  UCS_PTR_BYTE_OFFSET(memh->address, memh->length));
+        return UCS_ERR_INVALID_PARAM;
+    }
     return UCS_OK;
 }
 
@@ -632,7 +656,7 @@ static uct_md_ops_t gdr_md_ops = {
     .query                  = gdr_md_query,
     .mem_alloc              = gdr_md_mem_alloc,
     .mem_free               = gdr_md_mem_free,
-    .mem_advise             = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
+    .mem_advise             = gdr_md_mem_advise,
     .mem_reg                = gdr_md_mem_reg,
     .mem_dereg              = gdr_md_mem_dereg,
     .mem_query              = gdr_md_mem_query,
