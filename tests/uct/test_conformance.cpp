@@ -223,6 +223,22 @@ TEST_F(Conformance, AllocatedMemoryIsRemotelyWritable) {
     EXPECT_EQ(UCS_OK, uct_mem_free(&mem));
 }
 
+// test_md.reg_advise: an md that advertises UCT_MD_FLAG_ADVISE takes UCT_MADV_WILLNEED on a part
+// of a registration; gdr refuses a range outside it.
+TEST_F(Conformance, AdviceOnARegisteredRange) {
+    if (!(a_->md().attr().cap.flags & UCT_MD_FLAG_ADVISE)) {
+        GTEST_SKIP() << "md " << res_.md_name << " takes no advice";
+    }
+    RegisteredBuffer buf(a_->md(), 1 << 20);
+    EXPECT_EQ(UCS_OK, uct_md_mem_advise(a_->md().md(), buf.memh(), buf.data() + 7, 32 << 10,
+                                        UCT_MADV_WILLNEED));
+    if (is_gdr()) {
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, uct_md_mem_advise(a_->md().md(), buf.memh(),
+                                                           buf.data() + (1 << 20) - 8, 4096,
+                                                           UCT_MADV_WILLNEED));
+    }
+}
+
 // uct_p2p_am_alignment: iface params am_alignment/am_align_offset place the received payload
 // so that (data + offset) is aligned; invalid combinations are refused at iface open.
 class AmAlignment : public Conformance {
