@@ -181,6 +181,7 @@ TEST_F(Conformance, DeregInvalidateIsRefusedWithoutTheCapability) {
 TEST_F(Conformance, AllocatedMemoryIsRemotelyWritable) {
     const uct_md_attr_t &attr = b_->md().attr();
     if (!(attr.cap.flags & UCT_MD_FLAG_ALLOC)) {
+        ASSERT_FALSE(is_gdr()) << "md gdr must allocate (upstream's p2p tests need max_alloc)";
         GTEST_SKIP() << "md " << res_.md_name << " does not allocate";
     }
     ASSERT_GT(attr.cap.max_alloc, 1u << 20);
@@ -227,6 +228,7 @@ TEST_F(Conformance, AllocatedMemoryIsRemotelyWritable) {
 // of a registration; gdr refuses a range outside it.
 TEST_F(Conformance, AdviceOnARegisteredRange) {
     if (!(a_->md().attr().cap.flags & UCT_MD_FLAG_ADVISE)) {
+        ASSERT_FALSE(is_gdr()) << "md gdr must advertise UCT_MD_FLAG_ADVISE";
         GTEST_SKIP() << "md " << res_.md_name << " takes no advice";
     }
     RegisteredBuffer buf(a_->md(), 1 << 20);
@@ -336,6 +338,7 @@ TEST_F(RxBufferLimit, SenderWaitsWhileReceiverHoldsEveryBuffer) {
     auto rx = std::make_unique<Entity>(res_, receiver_overrides());
     if (std::none_of(rx->applied_overrides().begin(), rx->applied_overrides().end(),
                      [](const std::string &s) { return s.find("RX_MAX_BUFS") != std::string::npos; })) {
+        ASSERT_FALSE(is_gdr()) << "gdr_rc must have UCX_GDR_RX_MAX_BUFS";
         GTEST_SKIP() << res_.tl_name << " has no receive buffer limit";
     }
     EpPair p = connect_pair(*a_, *rx);

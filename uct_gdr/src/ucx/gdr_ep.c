@@ -73,7 +73,9 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rkey(const gdr_ep_t *ep,
 {
     const gdr_rkey_t *rkey = (const gdr_rkey_t*)uct_rkey;
 
-    if (ucs_unlikely((uct_rkey == UCT_INVALID_RKEY) || (rkey == NULL) ||
+    /* 0 and UCT_INVALID_RKEY (all ones) both wrap to <= 1: one comparison */
+    UCS_STATIC_ASSERT(UCT_INVALID_RKEY == (uct_rkey_t)-1);
+    if (ucs_unlikely(((uct_rkey_t)(uct_rkey + 1) <= 1) ||
                      (ep->remote_dev_index >= rkey->count))) {
         return gdr_ep_rkey_unusable(ep, uct_rkey, length, rkey_p);
     }
