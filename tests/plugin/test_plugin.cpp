@@ -40,7 +40,8 @@ TEST(Plugin, ConfigTableInUcxInfo)
     auto r = run_command(with_plugin(GDR_PLUGIN_PATH, "ucx_info -c"));
     ASSERT_EQ(r.status, 0) << r.output;
     for (const char *var : {"UCX_GDR_GPU_DIRECT_RDMA=", "UCX_GDR_DMABUF=", "UCX_GDR_TX_QUEUE_LEN=",
-                            "UCX_GDR_RX_QUEUE_LEN=", "UCX_GDR_SEG_SIZE=", "UCX_GDR_MAX_INLINE=",
+                            "UCX_GDR_RX_QUEUE_LEN=", "UCX_GDR_RX_MAX_BUFS=", "UCX_GDR_SEG_SIZE=",
+                            "UCX_GDR_MAX_INLINE=",
                             "UCX_GDR_TIMEOUT=", "UCX_GDR_RETRY_COUNT=", "UCX_GDR_RNR_RETRY_COUNT=",
                             "UCX_GDR_GID_INDEX=", "UCX_GDR_MTU=", "UCX_GDR_SL=",
                             "UCX_GDR_TRAFFIC_CLASS="}) {

@@ -46,7 +46,7 @@ TEST(PluginRdma, OutOfRangeConfigFailsIfaceOpen)
         GTEST_SKIP() << "no verbs device";
     }
     for (const char *bad : {"UCX_GDR_RETRY_COUNT=9", "UCX_GDR_MTU=3000", "UCX_GDR_GID_INDEX=999",
-                            "UCX_GDR_TX_QUEUE_LEN=0"}) {
+                            "UCX_GDR_TX_QUEUE_LEN=0", "UCX_GDR_RX_MAX_BUFS=0"}) {
         auto r = run_command(with_plugin(GDR_PLUGIN_PATH,
                                          std::string(bad) + " ucx_info -d"));
         std::string var = std::string(bad).substr(0, std::string(bad).find('='));
