@@ -12,6 +12,7 @@
 
 extern "C" {
 #include <ucs/memory/rcache.h>
+#include "compat/gdr_compat_ucs.h"  // ucs_rcache as it changed between UCX releases
 }
 
 #include <sys/mman.h>
@@ -68,15 +69,25 @@ void dump_region(void *, ucs_rcache_t *, ucs_rcache_region_t *region, char *buf,
              (unsigned long long)reinterpret_cast<CudaRegion *>(region)->buffer_id);
 }
 
-const ucs_rcache_ops_t kOps = {register_region, deregister_region, dump_region};
+void merge_region(void *, ucs_rcache_t *, void *, ucs_rcache_region_t *) {}
+
+const ucs_rcache_ops_t kOps = [] {
+    ucs_rcache_ops_t ops{};
+    ops.mem_reg     = register_region;
+    ops.mem_dereg   = deregister_region;
+    ops.dump_region = dump_region;
+    gdr_compat_rcache_ops_merge(&ops, merge_region);  // where UCX calls one
+    return ops;
+}();
+const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 
 /** The glue's lookup: a hit whose allocation is gone or replaced is invalidated, then missed. */
 CudaRegion *get_fresh(ucs_rcache_t *rcache, void *address, size_t length)
 {
     for (int attempt = 0; attempt < 2; ++attempt) {
         ucs_rcache_region_t *region = nullptr;
-        if (ucs_rcache_get(rcache, address, length, PROT_READ | PROT_WRITE, nullptr, &region) !=
-            UCS_OK) {
+        if (gdr_compat_rcache_get(rcache, address, length, kPage, PROT_READ | PROT_WRITE, nullptr,
+                                  &region) != UCS_OK) {
             return nullptr;
         }
         auto *cuda = reinterpret_cast<CudaRegion *>(region);
@@ -104,8 +115,7 @@ protected:
 
         ucs_rcache_params_t params{};
         params.region_struct_size = sizeof(CudaRegion);
-        params.alignment          = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-        params.max_alignment      = params.alignment;
+        gdr_compat_rcache_params_align(&params, kPage, kPage);
         params.ucm_events         = 0;  // CUDA frees raise no UCM event without UCM's CUDA hooks
         params.ops                = &kOps;
         params.context            = &registrations_;
@@ -164,7 +174,8 @@ TEST_F(CudaRcache, HitsThenInvalidatesOnFreeAndReallocationAtTheSameAddress)
 
     // The problem: ucs_rcache on its own hands back the old allocation's registration.
     ucs_rcache_region_t *raw = nullptr;
-    ASSERT_EQ(ucs_rcache_get(rcache_, address, length, PROT_READ | PROT_WRITE, nullptr, &raw), UCS_OK);
+    ASSERT_EQ(gdr_compat_rcache_get(rcache_, address, length, kPage, PROT_READ | PROT_WRITE, nullptr,
+                                    &raw), UCS_OK);
     EXPECT_EQ(reinterpret_cast<CudaRegion *>(raw)->buffer_id, first_id);
     uint64_t current_id = 0;
     ASSERT_EQ(gdr_cuda_buffer_id(address, &current_id), GDR_CUDA_OK);

@@ -1,6 +1,7 @@
 // The GID rule shared by gdr_rc and gdr-doctor, over sysfs GID tables and in-memory tables.
 #include "gdr_topo.hpp"
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>

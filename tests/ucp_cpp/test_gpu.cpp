@@ -186,12 +186,13 @@ TEST_P(UcpCppGpu, TagAndRmaBetweenProcessesWithCudaBuffers)
     }
 
     if (legacy) {
-        // UCP 1.13's legacy RMA would memcpy from device memory (a segfault): the wrapper refuses.
+        // UCP's legacy RMA would memcpy from device memory (a segfault): the wrapper refuses
+        // where that path exists; where UCX removed it, UCP fails the request itself.
         std::vector<uint8_t> target(64);
         auto memh = ucp_cpp::memory_handle::map(s.ctx, target.data(), target.size());
         auto rkey = s.ep->unpack_rkey(memh->pack_rkey());
         try {
-            (void)s.ep->put(src.get(), 8, memh->remote_address(), rkey, on_gpu);
+            s.ep->put(src.get(), 8, memh->remote_address(), rkey, on_gpu).wait(op_timeout);
             ADD_FAILURE() << "put of a CUDA buffer under legacy protocols was not refused";
         } catch (const ucp_cpp::ucx_error &e) {
             EXPECT_EQ(e.status(), UCS_ERR_UNSUPPORTED) << e.what();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <ucp_cpp/detail/globals.hpp>
+#include <ucp_cpp/detail/ucx_compat.hpp>
 #include <ucp_cpp/error.hpp>
 
 #include <ucp/api/ucp.h>
@@ -105,11 +106,12 @@ public:
     }
 
     /**
-     * True when UCP runs its legacy protocols (UCX_PROTO_ENABLE=n, the default of UCX 1.13).
-     * Those move RMA data of small or emulated transfers with the CPU (memcpy): an RMA operation
-     * on a CUDA buffer segfaults inside UCP (seen with UCX 1.13.1 + cuda_copy/cuda_ipc on an
-     * H200), so endpoint::put/get refuse CUDA buffers then.  Tagged, stream and AM transfers of
-     * CUDA memory are fine with either.
+     * True when UCP runs its legacy protocols (UCX_PROTO_ENABLE=n; the default of older
+     * releases: detail::ucx_compat::legacy_protocols_by_default()).  Where their RMA path moves
+     * data with the CPU (memcpy; detail::ucx_compat::legacy_rma_copies_with_cpu()), an RMA
+     * operation on a CUDA buffer segfaults inside UCP (seen with cuda_copy/cuda_ipc on an H200),
+     * so endpoint::put/get refuse CUDA buffers then.  Tagged, stream and AM transfers of CUDA
+     * memory are fine with either.
      */
     bool legacy_protocols() const noexcept { return legacy_protocols_; }
 
@@ -125,27 +127,29 @@ public:
     }
 
 private:
-    /// The effective UCX_PROTO_ENABLE of @p config (environment + overrides); releases that no
-    /// longer have the variable only have the new protocols.
+    /// The effective UCX_PROTO_ENABLE of @p config (environment + overrides).  Where it cannot
+    /// be read (no memory for the printout, a release without the variable), the release's
+    /// default.
     static bool reads_legacy_protocols(const ucp_config_t *config)
     {
         char *text  = nullptr;
         size_t size = 0;
         FILE *out   = open_memstream(&text, &size);
         if (out == nullptr) {
-            return false;
+            return detail::ucx_compat::legacy_protocols_by_default();
         }
         ucp_config_print(config, out, nullptr, UCS_CONFIG_PRINT_CONFIG);
         std::fclose(out);
-        std::string printed = text != nullptr ? std::string(text, size) : std::string();
+        std::string printed = text != nullptr ? std::string("\n") + std::string(text, size) : std::string();
         std::free(text);
-        for (const char *no : {"n", "no", "0", "off"}) {
-            std::string line = std::string("UCX_PROTO_ENABLE=") + no + "\n";
-            if (printed.compare(0, line.size(), line) == 0 || printed.find("\n" + line) != std::string::npos) {
-                return true;
-            }
+        static const std::string key = "\nUCX_PROTO_ENABLE=";
+        const size_t at = printed.find(key);
+        if (at == std::string::npos) {
+            return detail::ucx_compat::legacy_protocols_by_default();
         }
-        return false;
+        const size_t begin = at + key.size();
+        const std::string value = printed.substr(begin, printed.find('\n', begin) - begin);
+        return value == "n" || value == "no" || value == "0" || value == "off";
     }
 
     static std::string to_hex(uint64_t value)

@@ -2,10 +2,14 @@
  * @file plugin.hpp
  * @brief ucp_cpp::load_plugin(): load a UCT component (e.g. the gdr plugin) before UCP starts.
  *
- * The installed UCX (1.13) only loads the modules compiled into it; an out-of-tree UCT component
- * such as libuct_gdr.so registers itself from an ELF constructor.  That constructor has to run
+ * An out-of-tree UCT component such as libuct_gdr.so registers itself from an ELF constructor.
+ * UCX releases that only load the modules compiled into them need that constructor to run
  * before ucp_init() (context creation), so this helper dlopen()s the library and refuses to do so
  * once a ucp_cpp::context exists in the process (UCP would silently ignore the new component).
+ * Releases that also load plugins from UCX_PLUGIN_PATH directories
+ * (detail::ucx_compat::loads_plugins_from_directories()) find a plugin installed there
+ * themselves; load_plugin() still works with them (the same file registers once) and is what
+ * loads a plugin from anywhere else.
  * The wrapper itself never needs the plugin: it works over any UCX transport.
  *
  * Thread safety: safe to call from any thread; call it before creating the first context.
@@ -13,6 +17,7 @@
 #pragma once
 
 #include <ucp_cpp/detail/globals.hpp>
+#include <ucp_cpp/detail/ucx_compat.hpp>
 #include <ucp_cpp/error.hpp>
 
 #include <dlfcn.h>
@@ -43,7 +48,10 @@ inline bool load_plugin(const std::string &path = default_plugin)
     if (detail::live_contexts().load() != 0) {
         throw ucx_error(UCS_ERR_INVALID_PARAM,
                         "load_plugin(" + path + "): a UCP context already exists; plugins must "
-                        "be loaded before the first context is created");
+                        "be loaded before the first context is created" +
+                            std::string(detail::ucx_compat::loads_plugins_from_directories()
+                                            ? " (or put it in a directory of UCX_PLUGIN_PATH)"
+                                            : ""));
     }
     if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
         const char *why = dlerror();

@@ -21,6 +21,7 @@
  */
 #pragma once
 
+#include <ucp_cpp/detail/ucx_compat.hpp>
 #include <ucp_cpp/error.hpp>
 #include <ucp_cpp/worker.hpp>
 
@@ -98,10 +99,12 @@ public:
             param_.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
             if (op_kind == kind::tag_recv) {
                 param_.recv_info.tag_info = &tag_info_;
-                // UCX 1.13 fills recv_info only for requests, not for a receive that completes
-                // immediately (ucp_request_imm_cmpl_param): always get a request, so length()
-                // and sender_tag() are right for a message that was already waiting.
-                param_.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+                if (!detail::ucx_compat::fills_recv_info_on_immediate_completion()) {
+                    // This UCX leaves recv_info alone when a receive completes immediately:
+                    // always get a request, so length() and sender_tag() are right for a
+                    // message that was already waiting (they come from the request then).
+                    param_.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+                }
             } else {
                 param_.recv_info.length = &received_;
             }
@@ -136,8 +139,8 @@ public:
         /// Where an immediately completed length-reporting receive writes its length.
         size_t *length_slot() noexcept { return &received_; }
 
-        /// What an immediate tag completion reports when UCP does not fill recv_info
-        /// (receives of probed messages).
+        /// What an immediate tag completion of a probed message's receive reports should UCP
+        /// not fill recv_info (it does wherever immediate completion is allowed; a fallback).
         void preset_tag_info(const tag_info &info) noexcept
         {
             tag_info_.length     = info.length;

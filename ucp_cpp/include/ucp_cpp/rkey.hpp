@@ -10,6 +10,7 @@
  */
 #pragma once
 
+#include <ucp_cpp/detail/ucx_compat.hpp>
 #include <ucp_cpp/endpoint.hpp>
 #include <ucp_cpp/memory.hpp>
 
@@ -86,11 +87,13 @@ constexpr void check_atomic_type()
 
 namespace detail {
 
-/// RMA on a CUDA buffer under UCP's legacy protocols crashes in UCP (see
-/// context::legacy_protocols()): refuse it with the fix instead.
+/// RMA on a CUDA buffer under UCP's legacy protocols crashes in UCP where their RMA path copies
+/// with the CPU (see context::legacy_protocols()): refuse it with the fix instead.  Where UCX
+/// has no such path, UCP fails legacy RMA itself (UCS_ERR_UNSUPPORTED, in the request).
 inline void check_rma_memory_type(const context &ctx, const op_options &options, const char *operation)
 {
-    if (options.memory_type == UCS_MEMORY_TYPE_CUDA && ctx.legacy_protocols()) {
+    if (options.memory_type == UCS_MEMORY_TYPE_CUDA && ctx.legacy_protocols() &&
+        ucx_compat::legacy_rma_copies_with_cpu()) {
         throw ucx_error(UCS_ERR_UNSUPPORTED,
                         std::string("endpoint::") + operation +
                             " of a CUDA buffer: UCP's legacy protocols (UCX_PROTO_ENABLE=n) copy RMA data "

@@ -2,9 +2,11 @@
  * gdr_component.c - registers component "gdr" (md "gdr", tl "gdr_rc") in the
  * UCX that loaded us.
  *
- * UCX 1.13 only loads the modules compiled into it, so we register from our
- * own ELF constructor, which runs after libucs/libuct's (we depend on them):
- * LD_PRELOAD, linking, or dlopen before ucp_init() all work.  Registration is
+ * UCX up to 1.21 only loads the modules compiled into it, so we register from
+ * our own ELF constructor, which runs after libucs/libuct's (we depend on
+ * them): LD_PRELOAD, linking, or dlopen before ucp_init() all work.  UCX 1.22
+ * also dlopens lib<framework>_<name>.so from its module directory and
+ * UCX_PLUGIN_PATH: the same constructor registers us then.  Registration is
  * what UCT_COMPONENT_REGISTER/UCT_TL_DEFINE would do, but done by hand so that
  * the ABI guard runs first and nothing is registered on a mismatching UCX.
  */
@@ -13,6 +15,7 @@
 
 #include <ucs/debug/log.h>
 #include <stdio.h>
+#include <string.h>
 
 extern ucs_class_t UCS_CLASS_NAME(gdr_iface_t);
 ucs_status_t gdr_iface_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
@@ -24,7 +27,7 @@ uct_component_t gdr_component = {
     .query_md_resources = uct_md_query_single_md_resource,
     .md_open            = gdr_md_open,
     .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
-    .rkey_unpack        = gdr_md_rkey_unpack,
+    GDR_COMPAT_COMPONENT_RKEY_OPS
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
     .rkey_release       = gdr_md_rkey_release,
     .name               = GDR_COMPONENT_NAME,
@@ -54,6 +57,21 @@ uct_tl_t gdr_rc_tl = {
 
 static int gdr_registered;
 
+/* Another copy of this library registered already: e.g. UCX >= 1.22 loaded
+ * one from its module directory and LD_PRELOAD brought another.  Two
+ * components of one name would make every md and transport appear twice. */
+static int gdr_component_is_registered(void)
+{
+    uct_component_t *component;
+
+    ucs_list_for_each(component, &uct_components_list, list) {
+        if (!strcmp(component->name, GDR_COMPONENT_NAME)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void __attribute__((constructor)) gdr_component_init(void)
 {
     char reason[256];
@@ -63,6 +81,9 @@ static void __attribute__((constructor)) gdr_component_init(void)
         fprintf(stderr, "libuct_gdr: not registering component '" GDR_COMPONENT_NAME
                 "': %s\n", reason);
         return;
+    }
+    if (gdr_component_is_registered()) {
+        return; /* the first copy serves; this one stays inert */
     }
 
     ucs_list_add_tail(&gdr_component.tl_list, &gdr_rc_tl.list);

@@ -867,6 +867,38 @@ ucs_status_t gdr_ep_fence(uct_ep_h tl_ep, unsigned flags)
     return UCS_OK;
 }
 
+/* A check whose answer is a completion (UCX >= 1.20 passes one; earlier ones
+ * require NULL): known now when the ep failed or is not connected yet,
+ * otherwise when a signaled NOP completes, successfully or not */
+static ucs_status_t gdr_ep_check_with_completion(gdr_iface_t *iface, gdr_ep_t *ep,
+                                                 uct_completion_t *comp)
+{
+    ucs_status_t status;
+    gdr_tx_op_t *op;
+
+    if (ep->flags & GDR_EP_FLAG_FAILED) {
+        return ep->error;
+    }
+    if (!(ep->flags & GDR_EP_FLAG_CONNECTED)) {
+        return UCS_OK;
+    }
+    if (!gdr_ep_has_tx_resources(iface, ep)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    op = gdr_ep_op_get(iface, 0, gdr_op_flush, comp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    status = gdr_ep_post_nop(iface, ep);
+    if (status != UCS_OK) {
+        ucs_mpool_put(op);
+        return status;
+    }
+    op->sn = ep->tx.posted_sn;
+    ucs_queue_push(&ep->tx.outstanding, &op->queue);
+    return UCS_INPROGRESS;
+}
+
 /* Keepalive: a signaled NOP to a dead peer ends in a retry-exceeded error,
  * which reaches UCP through the error handler.  Skipped only while a
  * *signaled* WR is in flight (its completion tells the same): unsignaled WRs
@@ -878,7 +910,10 @@ ucs_status_t gdr_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
 
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    UCT_CHECK_PARAM(flags == 0, "Unsupported flags: %x", flags);
+    if (comp != NULL) {
+        return gdr_ep_check_with_completion(iface, ep, comp);
+    }
     if ((ep->flags & GDR_EP_FLAG_FAILED) || !(ep->flags & GDR_EP_FLAG_CONNECTED) ||
         UCS_CIRCULAR_COMPARE16(ep->tx.signaled_sn, >, ep->tx.completed_sn)) {
         return UCS_OK;
@@ -998,13 +1033,13 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep, const uct_device_addr_t *dev_a
     const gdr_ep_addr_t *peer_ep     = (const gdr_ep_addr_t*)addr;
     gdr_qp_local_t local             = iface->qp_local;
     char err[GDR_VERBS_REASON_MAX];
-    gdr_device_addr_info_t peer;
+    gdr_ib_address_info_t peer;
     gdr_qp_remote_t remote;
 
     /* In client-server wireup this is rdmacm's address, not ours: see
-     * gdr_device_addr_unpack() */
-    if (gdr_device_addr_unpack(dev_addr, &peer) != UCS_OK) {
-        ucs_error("gdr_rc: no device address to connect qpn 0x%x to",
+     * gdr_ib_address.h */
+    if (gdr_ib_address_unpack(dev_addr, &peer) != 0) {
+        ucs_error("gdr_rc: no valid device address to connect qpn 0x%x to",
                   ep->qp->qp_num);
         return UCS_ERR_INVALID_ADDR;
     }
@@ -1037,6 +1072,33 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep, const uct_device_addr_t *dev_a
               remote.qp_num);
     ucs_arbiter_group_schedule(&iface->tx.arbiter, &ep->arb_group);
     return UCS_OK;
+}
+
+/* Asks the QP whom it is connected to (ibv_query_qp: a system call, but this
+ * is a wireup question, never the data path) */
+int gdr_ep_is_connected_to(uct_ep_h tl_ep, const uct_device_addr_t *dev_addr,
+                           const uct_ep_addr_t *ep_addr)
+{
+    gdr_ep_t *ep = ucs_derived_of(tl_ep, gdr_ep_t);
+    struct ibv_qp_init_attr init_attr;
+    gdr_ib_address_info_t peer;
+    struct ibv_qp_attr attr;
+
+    if (!(ep->flags & GDR_EP_FLAG_CONNECTED) ||
+        (gdr_ib_address_unpack(dev_addr, &peer) != 0) ||
+        ibv_query_qp(ep->qp, &attr, IBV_QP_AV | IBV_QP_DEST_QPN, &init_attr)) {
+        return 0;
+    }
+    if ((ep_addr != NULL) &&
+        (gdr_u24_unpack(((const gdr_ep_addr_t*)ep_addr)->qp_num) !=
+         attr.dest_qp_num)) {
+        return 0;
+    }
+    if (!peer.is_eth && (peer.lid != attr.ah_attr.dlid)) {
+        return 0;
+    }
+    return !(peer.is_eth || peer.has_if_id) || !attr.ah_attr.is_global ||
+           !memcmp(peer.gid.raw, attr.ah_attr.grh.dgid.raw, sizeof(peer.gid.raw));
 }
 
 UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)

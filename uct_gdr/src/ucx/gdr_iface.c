@@ -348,8 +348,9 @@ static ucs_status_t gdr_iface_mpool_init(gdr_iface_t *iface, ucs_mpool_t *mp,
 {
     ucs_status_t status;
 
-    status = ucs_mpool_init(mp, sizeof(gdr_iface_t*), elem_size, align_offset,
-                            alignment, ucs_min(128, max_elems), max_elems, ops, name);
+    status = gdr_compat_mpool_init(mp, sizeof(gdr_iface_t*), elem_size, align_offset,
+                                   alignment, ucs_min(128, max_elems), max_elems,
+                                   ops, name);
     if (status == UCS_OK) {
         *(gdr_iface_t**)ucs_mpool_priv(mp) = iface;
     }
@@ -612,6 +613,8 @@ static ucs_status_t gdr_iface_fence(uct_iface_h tl_iface, unsigned flags)
 
 /* ---------------------------------------------------------- query ------- */
 
+static size_t gdr_iface_device_addr_len(const gdr_iface_t *iface);
+
 static ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
@@ -687,157 +690,68 @@ static ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr
     return UCS_OK;
 }
 
-/* IBTA 4.1.1 12a/12b, as UCX's UCT_IB_{LINK,SITE}_LOCAL_PREFIX/_MASK: the
- * subnet prefix as it lies in union ibv_gid, read as a host uint64_t */
-#define GDR_IB_LINK_LOCAL_PREFIX be64toh(0xfe80000000000000ul)
-#define GDR_IB_SITE_LOCAL_PREFIX be64toh(0xfec0000000000000ul)
-#define GDR_IB_SITE_LOCAL_MASK   be64toh(0xffffffffffff0000ul)
+/* ------------------------------------------------- device address ------ */
 
-static int gdr_iface_is_eth(const gdr_iface_t *iface)
+/* Our port as gdr_ib_address.c packs it (the GID may be a forced one) */
+static void gdr_iface_ib_port(const gdr_iface_t *iface,
+                              gdr_ib_address_port_t *port)
 {
-    return iface->port->link_layer == IBV_LINK_LAYER_ETHERNET;
+    port->link_layer   = iface->port->link_layer;
+    port->grh_required = iface->port->grh_required;
+    port->lid          = iface->port->lid;
+    port->gid          = iface->gid;
 }
 
-static int gdr_gid_is_v4_mapped(const union ibv_gid *gid)
+static size_t gdr_iface_device_addr_len(const gdr_iface_t *iface)
 {
-    static const uint8_t v4[12] = {0,0,0,0,0,0,0,0,0,0,0xff,0xff};
-    return !memcmp(gid->raw, v4, sizeof(v4));
-}
+    gdr_ib_address_port_t port;
 
-/* IB: bytes the subnet prefix takes (UCX packs it the same way) */
-static size_t gdr_ib_subnet_len(uint64_t subnet_prefix)
-{
-    if ((subnet_prefix & GDR_IB_SITE_LOCAL_MASK) == GDR_IB_SITE_LOCAL_PREFIX) {
-        return sizeof(uint16_t);
-    }
-    return (subnet_prefix == GDR_IB_LINK_LOCAL_PREFIX) ? 0 : sizeof(uint64_t);
-}
-
-size_t gdr_iface_device_addr_len(const gdr_iface_t *iface)
-{
-    uint64_t subnet;
-
-    if (gdr_iface_is_eth(iface)) {
-        return 1 + sizeof(iface->gid.raw);
-    }
-    memcpy(&subnet, iface->gid.raw, sizeof(subnet));
-    return 1 + sizeof(uint16_t) + sizeof(uint64_t) + gdr_ib_subnet_len(subnet);
+    gdr_iface_ib_port(iface, &port);
+    return gdr_ib_address_size(&port);
 }
 
 static ucs_status_t gdr_iface_get_device_address(uct_iface_h tl_iface,
                                                  uct_device_addr_t *addr)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
-    uint8_t *flags     = (uint8_t*)addr;
-    uint8_t *p         = flags + 1;
-    uint64_t subnet;
-    uint16_t u16;
+    gdr_ib_address_port_t port;
 
-    if (gdr_iface_is_eth(iface)) {
-        *flags = GDR_IB_ADDR_FLAG_ETH |
-                 (GDR_IB_ADDR_ROCE_VER_ANY << GDR_IB_ADDR_ROCE_VER_SHIFT);
-        if (!gdr_gid_is_v4_mapped(&iface->gid)) {
-            *flags |= GDR_IB_ADDR_FLAG_ROCE_IPV6;
-        }
-        memcpy(p, iface->gid.raw, sizeof(iface->gid.raw));
-        return UCS_OK;
-    }
-
-    /* IB: LID, the full GID (interface id + subnet prefix), GRH need */
-    *flags = GDR_IB_ADDR_FLAG_IF_ID;
-    if (iface->port->grh_required) {
-        *flags |= GDR_IB_ADDR_FLAG_GRH;
-    }
-    u16 = iface->port->lid;
-    memcpy(p, &u16, sizeof(u16));
-    p += sizeof(u16);
-    memcpy(p, iface->gid.raw + 8, sizeof(uint64_t));
-    p += sizeof(uint64_t);
-    memcpy(&subnet, iface->gid.raw, sizeof(subnet));
-    switch (gdr_ib_subnet_len(subnet)) {
-    case sizeof(uint16_t):
-        *flags |= GDR_IB_ADDR_FLAG_SUBNET16;
-        u16     = (uint16_t)(subnet >> 48);
-        memcpy(p, &u16, sizeof(u16));
-        break;
-    case sizeof(uint64_t):
-        *flags |= GDR_IB_ADDR_FLAG_SUBNET64;
-        memcpy(p, &subnet, sizeof(subnet));
-        break;
-    default:
-        break; /* link-local: implied */
-    }
+    gdr_iface_ib_port(iface, &port);
+    gdr_ib_address_pack(&port, addr);
     return UCS_OK;
 }
 
-/* Parses ours and the rdmacm connection manager's (uct_ib_address_pack) */
-ucs_status_t gdr_device_addr_unpack(const uct_device_addr_t *addr,
-                                    gdr_device_addr_info_t *info)
-{
-    const uint8_t *p = (const uint8_t*)addr;
-    uint8_t flags;
-    uint64_t u64;
-    uint16_t u16;
-
-    if (addr == NULL) {
-        return UCS_ERR_INVALID_ADDR;
-    }
-    memset(info, 0, sizeof(*info));
-    flags = *p++;
-    if (flags & GDR_IB_ADDR_FLAG_ETH) {
-        info->is_eth = 1;
-        memcpy(info->gid.raw, p, sizeof(info->gid.raw));
-        p += sizeof(info->gid.raw);
-    } else {
-        memcpy(&u16, p, sizeof(u16));
-        p            += sizeof(u16);
-        info->lid     = u16;
-        info->grh     = !!(flags & GDR_IB_ADDR_FLAG_GRH);
-        u64           = GDR_IB_LINK_LOCAL_PREFIX;
-        if (flags & GDR_IB_ADDR_FLAG_IF_ID) {
-            info->has_if_id = 1;
-            memcpy(info->gid.raw + 8, p, sizeof(uint64_t));
-            p += sizeof(uint64_t);
-        }
-        if (flags & GDR_IB_ADDR_FLAG_SUBNET16) {
-            memcpy(&u16, p, sizeof(u16));
-            p  += sizeof(u16);
-            u64 = GDR_IB_SITE_LOCAL_PREFIX | ((uint64_t)u16 << 48);
-        } else if (flags & GDR_IB_ADDR_FLAG_SUBNET64) {
-            memcpy(&u64, p, sizeof(u64));
-            p += sizeof(u64);
-        }
-        memcpy(info->gid.raw, &u64, sizeof(u64));
-    }
-    if (flags & GDR_IB_ADDR_FLAG_PATH_MTU) {
-        info->path_mtu = (enum ibv_mtu)*p++;
-    }
-    /* GID index (the sender's own) and P_Key are of no use to us */
-    return UCS_OK;
-}
-
-static int gdr_iface_is_reachable(const uct_iface_h tl_iface,
-                                  const uct_device_addr_t *addr,
-                                  const uct_iface_addr_t *iface_addr)
+int gdr_iface_is_reachable(const uct_iface_h tl_iface, const uct_device_addr_t *addr,
+                           const uct_iface_addr_t *iface_addr)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
-    int is_eth         = gdr_iface_is_eth(iface);
-    gdr_device_addr_info_t peer;
+    gdr_ib_address_port_t port;
+    gdr_ib_address_info_t peer;
 
-    if (gdr_device_addr_unpack(addr, &peer) != UCS_OK) {
+    /* ours, or rdmacm's in client-server wireup (gdr_ib_address.h) */
+    if (gdr_ib_address_unpack(addr, &peer) != 0) {
         return 0;
     }
-    if (peer.is_eth != is_eth) {
-        return 0; /* RoCE and InfiniBand fabrics don't meet */
+    gdr_iface_ib_port(iface, &port);
+    return gdr_ib_address_reachable(&port, &peer);
+}
+
+/* This very port: RoCE by GID; IB by LID, and by GID where the address has
+ * the interface id (as uct_ib_iface_is_same_device) */
+int gdr_iface_is_same_device(const uct_iface_h tl_iface, const uct_device_addr_t *addr)
+{
+    gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
+    gdr_ib_address_info_t peer;
+
+    if (gdr_ib_address_unpack(addr, &peer) != 0) {
+        return 0;
     }
-    if (is_eth) {
-        /* IPv4-mapped GIDs talk to IPv4-mapped ones, IPv6 to IPv6 */
-        return gdr_gid_is_v4_mapped(&peer.gid) ==
-               gdr_gid_is_v4_mapped(&iface->gid);
+    if (peer.is_eth) {
+        return !memcmp(peer.gid.raw, iface->gid.raw, sizeof(peer.gid.raw));
     }
-    /* IB: same subnet (GID prefix), or the peer routes with a GRH */
-    return (peer.has_if_id && peer.grh) ||
-           !memcmp(peer.gid.raw, iface->gid.raw, 8);
+    return (peer.lid == iface->port->lid) &&
+           (!peer.has_if_id ||
+            !memcmp(peer.gid.raw, iface->gid.raw, sizeof(peer.gid.raw)));
 }
 
 /* ----------------------------------------------------- lifecycle -------- */
@@ -904,7 +818,6 @@ static ucs_status_t gdr_iface_probe_qp_caps(gdr_iface_t *iface, size_t max_inlin
 }
 
 static uct_iface_ops_t gdr_iface_ops;
-static uct_iface_internal_ops_t gdr_iface_internal_ops;
 
 static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -1137,11 +1050,4 @@ static uct_iface_ops_t gdr_iface_ops = {
     .iface_get_device_address = gdr_iface_get_device_address,
     .iface_get_address        = (uct_iface_get_address_func_t)ucs_empty_function_return_success,
     .iface_is_reachable       = gdr_iface_is_reachable
-};
-
-static uct_iface_internal_ops_t gdr_iface_internal_ops = {
-    .iface_estimate_perf = uct_base_iface_estimate_perf,
-    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query            = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported
 };

@@ -34,13 +34,13 @@ ucs_config_field_t gdr_md_config_table[] = {
      ucs_offsetof(gdr_md_config_t, rcache_enable), UCS_CONFIG_TYPE_TERNARY},
 
     {"", "", NULL, ucs_offsetof(gdr_md_config_t, rcache),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
+     UCS_CONFIG_TYPE_TABLE(GDR_COMPAT_RCACHE_CONFIG_TABLE)},
 
     {NULL}
 };
 
 /* Access rights no wider than what the registration asks for. */
-static int gdr_md_access_flags(unsigned uct_flags)
+static int gdr_md_access_flags(uint64_t uct_flags)
 {
     int access = IBV_ACCESS_LOCAL_WRITE; /* gets, atomics results, receives */
 
@@ -56,27 +56,23 @@ static int gdr_md_access_flags(unsigned uct_flags)
     return access;
 }
 
-static ucs_status_t gdr_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
+void gdr_md_query_caps(uct_md_h uct_md, gdr_md_caps_t *caps)
 {
     gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
 
-    memset(attr, 0, sizeof(*attr));
-    attr->cap.flags            = (md->num_devices > 0) ?
-                                 (UCT_MD_FLAG_REG | UCT_MD_FLAG_ALLOC |
-                                  UCT_MD_FLAG_ADVISE | UCT_MD_FLAG_NEED_MEMH |
-                                  UCT_MD_FLAG_NEED_RKEY) : 0;
-    attr->cap.max_alloc        = (md->num_devices > 0) ? ULONG_MAX : 0;
-    attr->cap.max_reg          = (md->num_devices > 0) ? ULONG_MAX : 0;
-    attr->cap.reg_mem_types    = md->reg_mem_types;
-    attr->cap.alloc_mem_types  = (md->num_devices > 0) ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
-    attr->cap.detect_mem_types = md->detect_mem_types;
-    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->rkey_packed_size     = md->rkey_packed_size;
-    attr->reg_cost             = md->reg_cost;
-    ucs_strncpy_zero(attr->component_name, GDR_COMPONENT_NAME,
-                     sizeof(attr->component_name));
-    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
-    return UCS_OK;
+    memset(caps, 0, sizeof(*caps));
+    caps->flags            = (md->num_devices > 0) ?
+                             (UCT_MD_FLAG_REG | UCT_MD_FLAG_ALLOC |
+                              UCT_MD_FLAG_ADVISE | UCT_MD_FLAG_NEED_MEMH |
+                              UCT_MD_FLAG_NEED_RKEY) : 0;
+    caps->max_alloc        = (md->num_devices > 0) ? ULONG_MAX : 0;
+    caps->max_reg          = (md->num_devices > 0) ? ULONG_MAX : 0;
+    caps->reg_mem_types    = md->reg_mem_types;
+    caps->alloc_mem_types  = (md->num_devices > 0) ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
+    caps->detect_mem_types = md->detect_mem_types;
+    caps->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    caps->rkey_packed_size = md->rkey_packed_size;
+    caps->reg_cost         = md->reg_cost;
 }
 
 static void gdr_memh_deregister(gdr_memh_t *memh)
@@ -111,7 +107,7 @@ static ucs_memory_type_t gdr_md_mem_type(gdr_md_t *md, const void *address,
  * peermem in the order the policy allows (gdr_cuda_reg_mr) */
 static struct ibv_mr *gdr_md_reg_one(gdr_md_t *md, unsigned dev_index,
                                      ucs_memory_type_t mem_type, void *address,
-                                     size_t length, int access, unsigned flags)
+                                     size_t length, int access, uint64_t flags)
 {
     ucs_log_level_t level = (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
                             UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR;
@@ -145,7 +141,7 @@ static struct ibv_mr *gdr_md_reg_one(gdr_md_t *md, unsigned dev_index,
 /* Register [address, address+length) on every device into @a memh */
 static ucs_status_t gdr_md_memh_register(gdr_md_t *md, gdr_memh_t *memh,
                                          void *address, size_t length, int access,
-                                         unsigned flags)
+                                         uint64_t flags)
 {
     ucs_memory_type_t mem_type = gdr_md_mem_type(md, address, length);
     unsigned i;
@@ -168,7 +164,7 @@ static ucs_status_t gdr_md_memh_register(gdr_md_t *md, gdr_memh_t *memh,
 }
 
 static ucs_status_t gdr_md_mem_reg_direct(gdr_md_t *md, void *address,
-                                          size_t length, unsigned flags,
+                                          size_t length, uint64_t flags,
                                           uct_mem_h *memh_p)
 {
     gdr_memh_t *memh;
@@ -192,10 +188,9 @@ static ucs_status_t gdr_md_mem_reg_direct(gdr_md_t *md, void *address,
 /* Host memory allocated and registered in one step (UCT_MD_FLAG_ALLOC): whole
  * pages of an anonymous mapping, registered outside the rcache, so that
  * mem_free can deregister and unmap it at once. */
-static ucs_status_t gdr_md_mem_alloc(uct_md_h uct_md, size_t *length_p,
-                                     void **address_p, ucs_memory_type_t mem_type,
-                                     unsigned flags, const char *alloc_name,
-                                     uct_mem_h *memh_p)
+ucs_status_t gdr_md_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
+                              ucs_memory_type_t mem_type, unsigned flags,
+                              const char *alloc_name, uct_mem_h *memh_p)
 {
     gdr_md_t *md  = ucs_derived_of(uct_md, gdr_md_t);
     size_t length = ucs_align_up(*length_p, ucs_get_page_size());
@@ -233,7 +228,7 @@ static ucs_status_t gdr_md_mem_alloc(uct_md_h uct_md, size_t *length_p,
     return UCS_OK;
 }
 
-static ucs_status_t gdr_md_mem_free(uct_md_h uct_md, uct_mem_h uct_memh)
+ucs_status_t gdr_md_mem_free(uct_md_h uct_md, uct_mem_h uct_memh)
 {
     gdr_memh_t *memh = uct_memh;
 
@@ -251,8 +246,8 @@ static ucs_status_t gdr_md_mem_free(uct_md_h uct_md, uct_mem_h uct_memh)
 /* Advice on a registered range.  Our MRs pin their pages at registration (no
  * on-demand paging), so what UCT_MADV_WILLNEED asks for -- the pages resident
  * and mapped for the HCA -- is already true; the range is still checked. */
-static ucs_status_t gdr_md_mem_advise(uct_md_h uct_md, uct_mem_h uct_memh, void *addr,
-                                      size_t length, unsigned advice)
+ucs_status_t gdr_md_mem_advise(uct_md_h uct_md, uct_mem_h uct_memh, void *addr,
+                               size_t length, unsigned advice)
 {
     gdr_memh_t *memh = uct_memh;
 
@@ -274,7 +269,7 @@ static ucs_status_t gdr_md_mem_advise(uct_md_h uct_md, uct_mem_h uct_memh, void 
 /* --------------------------------------------------------- rcache ----- */
 
 typedef struct {
-    unsigned flags;   /* UCT_MD_MEM_* of the request */
+    uint64_t flags;   /* UCT_MD_MEM_* of the request */
     int      access;  /* what the new registration must allow */
 } gdr_rcache_reg_arg_t;
 
@@ -286,7 +281,7 @@ static ucs_status_t gdr_rcache_mem_reg_cb(void *context, ucs_rcache_t *rcache,
     gdr_rcache_reg_arg_t *reg_arg = arg;
     gdr_rcache_region_t *region   = ucs_derived_of(rregion, gdr_rcache_region_t);
     void *start                   = (void*)region->super.super.start;
-    unsigned flags                = reg_arg->flags;
+    uint64_t flags                = reg_arg->flags;
     ucs_status_t status;
 
     if (rcache_flags & UCS_RCACHE_MEM_REG_HIDE_ERRORS) {
@@ -324,9 +319,21 @@ static void gdr_rcache_dump_region_cb(void *context, ucs_rcache_t *rcache,
              region->memh.num_mrs, region->cuda_buffer_id);
 }
 
+/* A new region swallows an overlapping one: it must allow at least what the
+ * old one did, since the old one's users may look it up again */
+static UCS_F_MAYBE_UNUSED void
+gdr_rcache_merge_cb(void *context, ucs_rcache_t *rcache, void *arg,
+                    ucs_rcache_region_t *rregion)
+{
+    gdr_rcache_reg_arg_t *reg_arg = arg;
+
+    reg_arg->access |= ucs_derived_of(rregion, gdr_rcache_region_t)->memh.access;
+}
+
 static ucs_rcache_ops_t gdr_rcache_ops = {
     .mem_reg     = gdr_rcache_mem_reg_cb,
     .mem_dereg   = gdr_rcache_mem_dereg_cb,
+    GDR_COMPAT_RCACHE_OPS_MERGE(gdr_rcache_merge_cb)
     .dump_region = gdr_rcache_dump_region_cb
 };
 
@@ -344,7 +351,7 @@ static int gdr_rcache_region_usable(gdr_rcache_region_t *region, int access)
 }
 
 static ucs_status_t gdr_md_mem_reg_cached(gdr_md_t *md, void *address,
-                                          size_t length, unsigned flags,
+                                          size_t length, uint64_t flags,
                                           uct_mem_h *memh_p)
 {
     gdr_rcache_reg_arg_t arg = {flags, gdr_md_access_flags(flags)};
@@ -354,8 +361,9 @@ static ucs_status_t gdr_md_mem_reg_cached(gdr_md_t *md, void *address,
     int attempt;
 
     for (attempt = 0; attempt < 3; ++attempt) {
-        status = ucs_rcache_get(md->rcache, address, length, PROT_READ | PROT_WRITE,
-                                &arg, &rregion);
+        status = gdr_compat_rcache_get(md->rcache, address, length,
+                                       ucs_get_page_size(), PROT_READ | PROT_WRITE,
+                                       &arg, &rregion);
         if (status != UCS_OK) {
             return status;
         }
@@ -380,8 +388,8 @@ static ucs_status_t gdr_md_mem_reg_cached(gdr_md_t *md, void *address,
     return UCS_ERR_IO_ERROR;
 }
 
-static ucs_status_t gdr_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
-                                   unsigned flags, uct_mem_h *memh_p)
+ucs_status_t gdr_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
+                            uint64_t flags, uct_mem_h *memh_p)
 {
     gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
 
@@ -397,7 +405,7 @@ static ucs_status_t gdr_md_mem_reg(uct_md_h uct_md, void *address, size_t length
  * as UCX's ib md does without ODP), so UCP never relies on it.  A cached region
  * may still be used by other registrations of the same range; it is
  * deregistered when the last one puts it, or when the range is unmapped. */
-static ucs_status_t gdr_md_mem_dereg(uct_md_h uct_md,
+ucs_status_t gdr_md_mem_dereg(uct_md_h uct_md,
                                      const uct_md_mem_dereg_params_t *params)
 {
     gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
@@ -431,10 +439,9 @@ static ucs_status_t gdr_md_open_rcache(gdr_md_t *md, const gdr_md_config_t *conf
         return UCS_OK;
     }
 
-    uct_md_set_rcache_params(&params, &config->rcache);
+    gdr_compat_rcache_params(&params, &config->rcache, ucs_get_page_size());
     params.region_struct_size = sizeof(gdr_rcache_region_t) +
                                 md->num_devices * sizeof(struct ibv_mr*);
-    params.max_alignment      = ucs_get_page_size();
     params.ucm_events         = UCM_EVENT_VM_UNMAPPED | UCM_EVENT_MEM_TYPE_FREE;
     params.context            = md;
     params.ops                = &gdr_rcache_ops;
@@ -449,13 +456,11 @@ static ucs_status_t gdr_md_open_rcache(gdr_md_t *md, const gdr_md_config_t *conf
         ucs_debug("gdr: no registration cache: %s", ucs_status_string(status));
         return UCS_OK;
     }
-    md->reg_cost = ucs_linear_func_make(uct_md_rcache_overhead(&config->rcache), 0);
+    md->reg_cost = ucs_linear_func_make(gdr_compat_rcache_overhead(&config->rcache), 0);
     return UCS_OK;
 }
 
-static ucs_status_t gdr_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
-                                     const uct_md_mkey_pack_params_t *params,
-                                     void *rkey_buffer)
+ucs_status_t gdr_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh, void *rkey_buffer)
 {
     gdr_memh_t *memh          = uct_memh;
     gdr_packed_rkey_t *packed = rkey_buffer;
@@ -503,6 +508,23 @@ ucs_status_t gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
     return UCS_OK;
 }
 
+int gdr_md_rkey_compare(uct_rkey_t rkey1, uct_rkey_t rkey2)
+{
+    const gdr_rkey_t *key1 = (const gdr_rkey_t*)rkey1;
+    const gdr_rkey_t *key2 = (const gdr_rkey_t*)rkey2;
+    unsigned i;
+
+    if (key1->count != key2->count) {
+        return (key1->count < key2->count) ? -1 : 1;
+    }
+    for (i = 0; i < key1->count; ++i) {
+        if (key1->rkeys[i] != key2->rkeys[i]) {
+            return (key1->rkeys[i] < key2->rkeys[i]) ? -1 : 1;
+        }
+    }
+    return 0;
+}
+
 /* CUDA memory only: host memory is not ours to claim, other mds answer it */
 static ucs_status_t gdr_md_query_cuda(const void *address, size_t length,
                                       gdr_cuda_mem_info_t *info,
@@ -523,47 +545,37 @@ static ucs_status_t gdr_md_query_cuda(const void *address, size_t length,
     }
 }
 
-static ucs_status_t gdr_md_detect_memory_type(uct_md_h uct_md, const void *address,
-                                               size_t length,
-                                               ucs_memory_type_t *mem_type_p)
+ucs_status_t gdr_md_detect_memory_type(uct_md_h uct_md, const void *address,
+                                       size_t length, ucs_memory_type_t *mem_type_p)
 {
     gdr_cuda_mem_info_t info;
 
     return gdr_md_query_cuda(address, length, &info, mem_type_p);
 }
 
-/* What UCP 1.13 asks (ucp_memory_detect): type, owning GPU, allocation bounds */
-static ucs_status_t gdr_md_mem_query(uct_md_h uct_md, const void *address,
-                                     size_t length, uct_md_mem_attr_t *mem_attr)
+/* What UCP asks of CUDA memory (ucp_memory_detect): type, owning GPU,
+ * allocation bounds; compat/ copies what the caller's attr asks for */
+ucs_status_t gdr_md_mem_info(uct_md_h uct_md, const void *address, size_t length,
+                             gdr_md_mem_info_t *mem_info)
 {
-    ucs_memory_type_t mem_type;
     gdr_cuda_mem_info_t info;
     ucs_sys_bus_id_t bus_id;
     ucs_status_t status;
 
-    status = gdr_md_query_cuda(address, length, &info, &mem_type);
+    status = gdr_md_query_cuda(address, length, &info, &mem_info->mem_type);
     if (status != UCS_OK) {
         return status;
     }
-    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
-        mem_attr->mem_type = mem_type;
+    mem_info->sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+    if (info.pci_bus >= 0) {
+        bus_id.domain   = info.pci_domain;
+        bus_id.bus      = info.pci_bus;
+        bus_id.slot     = info.pci_device;
+        bus_id.function = 0;
+        ucs_topo_find_device_by_bus_id(&bus_id, &mem_info->sys_dev);
     }
-    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV) {
-        mem_attr->sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
-        if (info.pci_bus >= 0) {
-            bus_id.domain   = info.pci_domain;
-            bus_id.bus      = info.pci_bus;
-            bus_id.slot     = info.pci_device;
-            bus_id.function = 0;
-            ucs_topo_find_device_by_bus_id(&bus_id, &mem_attr->sys_dev);
-        }
-    }
-    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS) {
-        mem_attr->base_address = info.base;
-    }
-    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
-        mem_attr->alloc_length = info.alloc_length;
-    }
+    mem_info->base_address = info.base;
+    mem_info->alloc_length = info.alloc_length;
     return UCS_OK;
 }
 
@@ -576,7 +588,7 @@ static void gdr_md_close_devices(gdr_md_t *md)
     }
 }
 
-static void gdr_md_close(uct_md_h uct_md)
+void gdr_md_close(uct_md_h uct_md)
 {
     gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
 
@@ -650,20 +662,6 @@ static ucs_status_t gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config
     }
     return UCS_OK;
 }
-
-static uct_md_ops_t gdr_md_ops = {
-    .close                  = gdr_md_close,
-    .query                  = gdr_md_query,
-    .mem_alloc              = gdr_md_mem_alloc,
-    .mem_free               = gdr_md_mem_free,
-    .mem_advise             = gdr_md_mem_advise,
-    .mem_reg                = gdr_md_mem_reg,
-    .mem_dereg              = gdr_md_mem_dereg,
-    .mem_query              = gdr_md_mem_query,
-    .mkey_pack              = gdr_md_mkey_pack,
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero,
-    .detect_memory_type     = gdr_md_detect_memory_type
-};
 
 ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
                          const uct_md_config_t *uct_config, uct_md_h *md_p)

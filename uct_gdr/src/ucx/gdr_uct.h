@@ -3,7 +3,9 @@
  *
  * Built against the internal headers of exactly the installed UCX release (see
  * build-aux/ucx-internal.sh); gdr_abi.c refuses to register on any other one.
- * Every UCX-version difference must live in this header or gdr_abi.c.
+ * Every difference between UCX releases lives in compat/ (see
+ * compat/gdr_compat.h): the glue implements the version-neutral entry points
+ * declared below, and compat/ builds UCX's version-shaped tables from them.
  */
 #ifndef GDR_UCT_H_
 #define GDR_UCT_H_
@@ -21,6 +23,7 @@
 #include <ucs/memory/rcache.h>
 #include <ucs/sys/math.h>
 
+#include "compat/gdr_compat.h"
 #include "../verbs/gdr_verbs.h"
 #include "../cuda/gdr_cuda.h"
 
@@ -40,7 +43,7 @@ typedef struct gdr_md_config {
     ucs_ternary_auto_value_t gpu_direct_rdma; /* UCX_GDR_GPU_DIRECT_RDMA */
     ucs_ternary_auto_value_t dmabuf;          /* UCX_GDR_DMABUF */
     ucs_ternary_auto_value_t rcache_enable;   /* UCX_GDR_RCACHE */
-    uct_md_rcache_config_t   rcache;          /* UCX_GDR_RCACHE_* */
+    gdr_compat_rcache_config_t rcache;        /* UCX_GDR_RCACHE_* */
 } gdr_md_config_t;
 
 typedef struct gdr_md {
@@ -90,13 +93,58 @@ typedef struct gdr_rkey {
     uint32_t rkeys[];
 } gdr_rkey_t;
 
+extern ucs_config_field_t gdr_md_config_table[];
+
+/*
+ * Version-neutral entry points of md "gdr" (compat/gdr_compat.c puts them into
+ * uct_md_ops_t and uct_component_t in the shape the UCX built against wants).
+ */
+
+/* What the md can do, whichever attr struct UCX asks it in */
+typedef struct gdr_md_caps {
+    uint64_t          flags;             /* UCT_MD_FLAG_* */
+    size_t            max_alloc;
+    size_t            max_reg;
+    uint64_t          reg_mem_types;
+    uint64_t          alloc_mem_types;
+    uint64_t          detect_mem_types;
+    uint64_t          access_mem_types;
+    size_t            rkey_packed_size;
+    ucs_linear_func_t reg_cost;
+} gdr_md_caps_t;
+
+/* What the md knows of a (CUDA) buffer */
+typedef struct gdr_md_mem_info {
+    ucs_memory_type_t mem_type;
+    ucs_sys_device_t  sys_dev;           /* the GPU; UCS_SYS_DEVICE_ID_UNKNOWN */
+    void              *base_address;     /* of the whole allocation */
+    size_t            alloc_length;
+} gdr_md_mem_info_t;
+
 ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
                          const uct_md_config_t *config, uct_md_h *md_p);
+void         gdr_md_close(uct_md_h md);
+void         gdr_md_query_caps(uct_md_h md, gdr_md_caps_t *caps);
+ucs_status_t gdr_md_mem_alloc(uct_md_h md, size_t *length_p, void **address_p,
+                              ucs_memory_type_t mem_type, unsigned flags,
+                              const char *alloc_name, uct_mem_h *memh_p);
+ucs_status_t gdr_md_mem_free(uct_md_h md, uct_mem_h memh);
+ucs_status_t gdr_md_mem_advise(uct_md_h md, uct_mem_h memh, void *addr,
+                               size_t length, unsigned advice);
+ucs_status_t gdr_md_mem_reg(uct_md_h md, void *address, size_t length,
+                            uint64_t flags, uct_mem_h *memh_p);
+ucs_status_t gdr_md_mem_dereg(uct_md_h md, const uct_md_mem_dereg_params_t *params);
+ucs_status_t gdr_md_mem_info(uct_md_h md, const void *address, size_t length,
+                             gdr_md_mem_info_t *info);
+ucs_status_t gdr_md_detect_memory_type(uct_md_h md, const void *address,
+                                       size_t length, ucs_memory_type_t *mem_type_p);
+ucs_status_t gdr_md_mkey_pack(uct_md_h md, uct_mem_h memh, void *rkey_buffer);
 ucs_status_t gdr_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
                                 uct_rkey_t *rkey_p, void **handle_p);
 ucs_status_t gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
                                  void *handle);
-extern ucs_config_field_t gdr_md_config_table[];
+/* <0, 0, >0 as rkey1 orders before, with, after rkey2 (same keys: 0) */
+int          gdr_md_rkey_compare(uct_rkey_t rkey1, uct_rkey_t rkey2);
 
 
 /* ------------------------------------------------------------- iface ----- */
@@ -126,57 +174,9 @@ typedef struct gdr_iface_config {
 
 extern ucs_config_field_t gdr_iface_config_table[];
 
-/*
- * Device address: what a peer needs to route to our port.
- *
- * The wire format is UCX's IB device address (uct_ib_address_t, packed by
- * uct_ib_address_pack() in src/uct/ib/base/ib_iface.c), not a private struct:
- * in client-server (sockaddr) wireup UCP does not use the device address we
- * pack into the worker address at all, but overwrites every remote address
- * entry's dev_addr with the one the connection manager (rdmacm) built from the
- * RDMA-CM route with uct_ib_address_pack() (wireup_cm.c,
- * ucp_cm_client_connect_progress / ucp_ep_cm_server_create_connected).  So
- * iface_is_reachable() and ep_connect_to_ep() must parse that format; we pack
- * the same format so both wireup paths meet one parser.
- *
- *   uint8_t flags;  then, by flags:
- *     ETH (RoCE):  uint8_t gid[16]
- *     IB:          uint16_t lid; [uint64_t if_id]; [uint16_t subnet16 |
- *                  uint64_t subnet64]   (absent subnet = link-local fe80::)
- *     both:        [uint8_t path_mtu]; [uint8_t gid_index]; [uint16_t pkey]
- *
- * Flag values are UCX 1.13's UCT_IB_ADDRESS_FLAG_* (ib_device.h); the
- * RoCE version is in the top 3 bits for ETH.  GDR_IB_ADDR_FLAG_GRH is ours
- * (bit 7 is unused by UCX for the IB link layer): the port needs a GRH.
- */
-enum {
-    GDR_IB_ADDR_FLAG_GID_INDEX = UCS_BIT(0),
-    GDR_IB_ADDR_FLAG_PATH_MTU  = UCS_BIT(1),
-    GDR_IB_ADDR_FLAG_PKEY      = UCS_BIT(2),
-    GDR_IB_ADDR_FLAG_ETH       = UCS_BIT(3),
-    GDR_IB_ADDR_FLAG_ROCE_IPV6 = UCS_BIT(4), /* ETH */
-    GDR_IB_ADDR_ROCE_VER_SHIFT = 5,          /* ETH: uct_ib_roce_version_t */
-    GDR_IB_ADDR_ROCE_VER_ANY   = 3,          /* UCT_IB_DEVICE_ROCE_ANY */
-    GDR_IB_ADDR_FLAG_SUBNET16  = UCS_BIT(4), /* IB */
-    GDR_IB_ADDR_FLAG_SUBNET64  = UCS_BIT(5), /* IB */
-    GDR_IB_ADDR_FLAG_IF_ID     = UCS_BIT(6), /* IB */
-    GDR_IB_ADDR_FLAG_GRH       = UCS_BIT(7)  /* IB, gdr_rc only */
-};
-
-/* What a device address says, unpacked. */
-typedef struct gdr_device_addr_info {
-    int           is_eth;
-    int           has_if_id;    /* IB: the full GID is known */
-    int           grh;          /* IB: the peer's port needs a GRH */
-    uint16_t      lid;
-    union ibv_gid gid;          /* IB without if_id: subnet prefix only */
-    enum ibv_mtu  path_mtu;     /* 0 when not in the address */
-} gdr_device_addr_info_t;
-
-struct gdr_iface;
-size_t gdr_iface_device_addr_len(const struct gdr_iface *iface);
-ucs_status_t gdr_device_addr_unpack(const uct_device_addr_t *addr,
-                                    gdr_device_addr_info_t *info);
+/* Device address: UCX's IB address format (rdmacm's, in client-server
+ * wireup), packed and parsed by gdr_ib_address.c */
+#include "gdr_ib_address.h"
 
 /* Endpoint address: the RC QP to connect to. */
 typedef struct UCS_S_PACKED gdr_ep_addr {
@@ -332,6 +332,19 @@ ucs_status_t gdr_ep_pending_add(uct_ep_h, uct_pending_req_t*, unsigned);
 void         gdr_ep_pending_purge(uct_ep_h, uct_pending_purge_callback_t, void*);
 ucs_status_t gdr_ep_get_address(uct_ep_h, uct_ep_addr_t*);
 ucs_status_t gdr_ep_connect_to_ep(uct_ep_h, const uct_device_addr_t*, const uct_ep_addr_t*);
+
+/*
+ * Version-neutral entry points of the iface and ep (compat/gdr_compat.c puts
+ * them into uct_iface_internal_ops_t where that UCX has the members)
+ */
+int gdr_iface_is_reachable(const uct_iface_h iface, const uct_device_addr_t *dev_addr,
+                           const uct_iface_addr_t *iface_addr);
+/* dev_addr names the very port this iface is on */
+int gdr_iface_is_same_device(const uct_iface_h iface, const uct_device_addr_t *dev_addr);
+/* the ep is connected to the peer at dev_addr (and to its QP in ep_addr, when
+ * not NULL) */
+int gdr_ep_is_connected_to(uct_ep_h ep, const uct_device_addr_t *dev_addr,
+                           const uct_ep_addr_t *ep_addr);
 
 /* completion processing, called by the iface's progress */
 void gdr_ep_tx_completed(gdr_ep_t *ep, uint16_t sn, ucs_status_t status);

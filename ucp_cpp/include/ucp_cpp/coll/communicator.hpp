@@ -106,8 +106,9 @@ struct thresholds {
 /// How a communicator connects to its peers.
 struct communicator_params {
     /// UCP_ERR_HANDLING_MODE_PEER: a dead rank fails the collectives instead of hanging them.
-    /// UCX 1.13's shared-memory transports cannot detect dead peers and refuse this mode: set it
-    /// false to run over posix/sysv/cma (then only timeouts bound a failure).
+    /// UCX's shared-memory transports posix/sysv/xpmem cannot detect dead peers and refuse this
+    /// mode (in every release unless UCX_MM_ERROR_HANDLING=y; detail/ucx_compat.hpp): set it
+    /// false to run over them (then only timeouts bound a failure).
     bool peer_error_handling = true;
     /// CUDA buffers: staging through pinned host memory and its segment size (coll/engine.hpp).
     detail::gpu_options gpu;

@@ -16,8 +16,8 @@
  * CUDA buffers (coll/gpu.hpp): when a collective's buffers are device memory, its schedule gets
  * the engine's gpu::lane for that CUDA context: scratch is device memory and local actions are
  * copies/kernels on the lane's stream.  Transfers of device memory are staged through pinned host
- * segments when UCX cannot move CUDA memory (engine_options::staging; Debian's UCX 1.13 has no
- * CUDA transports): a send is cut into segments, each copied device -> pinned host on the D2H
+ * segments when UCX cannot move CUDA memory (engine_options::staging; Debian's UCX packages have
+ * no CUDA transports): a send is cut into segments, each copied device -> pinned host on the D2H
  * stream and posted as soon as its copy completed (the copy of segment k+1 overlaps the send of
  * segment k); a receive posts one receive per segment into pinned blocks and copies each to the
  * device as soon as it arrived (nobody waits for that copy: the round's local action and later
@@ -505,11 +505,10 @@ private:
                 op.pending.push_back(endpoints_[size_t(world_peer)]->tag_send(t.buffer, t.bytes, tag));
                 op.expected_lengths.push_back(SIZE_MAX);
             } else {
-                // UCX 1.13 does not fill recv_info when a tag receive completes immediately
-                // (an unexpected eager message): forbid immediate completion, so the length
-                // always comes from the request and a count mismatch is always caught.
+                // The builder gets the received length also for an immediate completion (an
+                // unexpected eager message; see request::builder), so a count mismatch is
+                // always caught.
                 ucp_cpp::request::builder receive(ucp_cpp::request::kind::tag_recv, op_options{});
-                receive.param()->op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
                 op.pending.push_back(receive.finish(
                     worker_, ucp_tag_recv_nbx(worker_->handle(), t.buffer, t.bytes, tag, tag_space::full_mask,
                                               receive.param()),
@@ -556,8 +555,7 @@ private:
                 }
             } else {
                 s.host = lane.take_pinned();
-                ucp_cpp::request::builder receive(ucp_cpp::request::kind::tag_recv, op_options{});
-                receive.param()->op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;  // see post()
+                ucp_cpp::request::builder receive(ucp_cpp::request::kind::tag_recv, op_options{});  // see post()
                 s.req = receive.finish(worker_, ucp_tag_recv_nbx(worker_->handle(), s.host, s.bytes, tag,
                                                                  tag_space::full_mask, receive.param()),
                                        0);
