@@ -109,6 +109,7 @@ fi
 # ---- build -----------------------------------------------------------------------------------------
 t0=$(date +%s)
 tmp=$(mktemp -d "$final.tmp.XXXXXX")
+chmod 0755 "$tmp"       # mktemp makes it 0700: the prefix must be usable by everyone
 log=$tmp/build.log
 : > "$log"
 failed() {

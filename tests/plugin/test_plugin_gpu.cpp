@@ -8,9 +8,11 @@
 #include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <sstream>
 #include <string>
 
 using namespace gdr::cuda::drv;
@@ -119,8 +121,8 @@ TEST_F(PluginGpu, UcpSeesCudaMemoryWithThePlugin)
     int ndev = 0;
     ibv_free_device_list(ibv_get_device_list(&ndev));
     if (ndev == 0) {
-        GTEST_SKIP() << "no verbs device: UCP 1.13 consults only mds with transport resources "
-                        "for memory-type detection, and md gdr has none without an HCA";
+        GTEST_SKIP() << "no verbs device: UCP (1.13 ... 1.22) consults only mds with transport "
+                        "resources for memory-type detection, and md gdr has none without an HCA";
     }
     setenv("UCX_MEMTYPE_CACHE", "n", 1);
     ucp_params_t params{};
@@ -139,6 +141,77 @@ TEST_F(PluginGpu, UcpSeesCudaMemoryWithThePlugin)
     mattr.field_mask = UCP_MEM_ATTR_FIELD_MEM_TYPE;
     ASSERT_EQ(ucp_mem_query(memh, &mattr), UCS_OK);
     EXPECT_EQ(mattr.mem_type, UCS_MEMORY_TYPE_CUDA);
+    ucp_mem_unmap(context, memh);
+    ucp_cleanup(context);
+}
+
+// The other half of the skip above, pinned down: without a verbs device, UCP (1.13 through
+// 1.22: ucp_add_component_resources closes every md that has no transport resources) drops md
+// gdr from the context, so with the memtype cache off a cudaMalloc'd buffer is mapped as *host*
+// memory. Verified on the H200 machine with Ubuntu 24.04's stock libucx0 1.16.0
+// (tests/device/run-ubuntu-ucx). If a UCX release starts consulting such mds, this fails and
+// the docs (docs/verified.md, docs/gpu-memory.md) need the new behaviour.
+TEST_F(PluginGpu, UcpDropsMdGdrWithoutTransportResources)
+{
+    int ndev = 0;
+    ibv_free_device_list(ibv_get_device_list(&ndev));
+    if (ndev != 0) {
+        GTEST_SKIP() << "a verbs device is present: md gdr has transport resources "
+                        "(UcpSeesCudaMemoryWithThePlugin covers it)";
+    }
+    setenv("UCX_MEMTYPE_CACHE", "n", 1);
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features   = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AM;
+    ucp_context_h context;
+    ASSERT_EQ(ucp_init(&params, nullptr, &context), UCS_OK);
+    ucp_context_attr_t cattr{};
+    cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    ASSERT_EQ(ucp_context_query(context, &cattr), UCS_OK);
+    if (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) {
+        ucp_cleanup(context);
+        GTEST_SKIP() << "this UCX has CUDA-aware mds of its own (a CUDA-enabled build): "
+                        "the stock-UCX case is not what runs here";
+    }
+
+    // the component is known to the context, its md is not kept
+    char *text  = nullptr;
+    size_t size = 0;
+    FILE *out   = open_memstream(&text, &size);
+    ASSERT_NE(out, nullptr);
+    ucp_context_print_info(context, out);
+    std::fclose(out);
+    std::istringstream lines{std::string(text, size)};
+    std::free(text);
+    bool component = false, md = false;
+    for (std::string line; std::getline(lines, line);) {
+        // "#     component 4  :  gdr", "#            md 4  :  component 7  cma "
+        std::istringstream words{line.substr(line.find_first_not_of('#') == std::string::npos
+                                                 ? line.size()
+                                                 : line.find_first_not_of('#'))};
+        std::string first, word, last;
+        words >> first;
+        while (words >> word) {
+            last = word;
+        }
+        component |= first == "component" && last == "gdr";
+        md |= first == "md" && last == "gdr";
+    }
+    EXPECT_TRUE(component) << "component gdr not in ucp_context_print_info";
+    EXPECT_FALSE(md) << "UCP kept md gdr without transport resources: UCP now consults it";
+
+    ucp_mem_map_params_t map{};
+    map.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    map.address    = ptr();
+    map.length     = size_;
+    ucp_mem_h memh;
+    ASSERT_EQ(ucp_mem_map(context, &map, &memh), UCS_OK);
+    ucp_mem_attr_t mattr{};
+    mattr.field_mask = UCP_MEM_ATTR_FIELD_MEM_TYPE;
+    ASSERT_EQ(ucp_mem_query(memh, &mattr), UCS_OK);
+    EXPECT_EQ(mattr.mem_type, UCS_MEMORY_TYPE_HOST)
+        << "UCP detected " << ucs_memory_type_names[mattr.mem_type]
+        << " without md gdr in its context";
     ucp_mem_unmap(context, memh);
     ucp_cleanup(context);
 }

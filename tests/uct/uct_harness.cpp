@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -147,12 +148,27 @@ std::vector<ConfigOverride> default_iface_overrides() {
     };
 }
 
-std::vector<std::string> apply_overrides(void *config, const std::vector<ConfigOverride> &overrides) {
+std::vector<std::string> apply_overrides(void *config, const std::vector<ConfigOverride> &overrides,
+                                         const std::vector<std::string> &prefixes) {
+    // UCX up to 1.16 matches a name against the table's fields alone; 1.17+ against the
+    // table's own prefix followed by the field ("GDR_RCACHE" for md gdr's "RCACHE")
     std::vector<std::string> applied;
     for (const auto &o : overrides) {
+        bool done = false;
         for (const auto &name : o.names) {
-            if (uct_config_modify(config, name.c_str(), o.value.c_str()) == UCS_OK) {
-                applied.push_back(name + "=" + o.value);
+            for (const std::string &prefix : [&] {
+                     std::vector<std::string> p{""};
+                     p.insert(p.end(), prefixes.begin(), prefixes.end());
+                     return p;
+                 }()) {
+                const std::string full = prefix + name;
+                if (uct_config_modify(config, full.c_str(), o.value.c_str()) == UCS_OK) {
+                    applied.push_back(full + "=" + o.value);
+                    done = true;
+                    break;
+                }
+            }
+            if (done) {
                 break;
             }
         }
@@ -160,13 +176,23 @@ std::vector<std::string> apply_overrides(void *config, const std::vector<ConfigO
     return applied;
 }
 
+namespace {
+std::string config_prefix(const std::string &name) {
+    std::string upper;
+    for (char c : name) {
+        upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    return upper + "_";
+}
+} // namespace
+
 // ---------------------------------------------------------------------------------------------
 
 MemoryDomain::MemoryDomain(const TlResource &res, const std::vector<ConfigOverride> &md_overrides)
     : res_(res) {
     uct_md_config_t *cfg = nullptr;
     check(uct_md_config_read(res.component, nullptr, nullptr, &cfg), "uct_md_config_read");
-    applied_ = apply_overrides(cfg, md_overrides);
+    applied_ = apply_overrides(cfg, md_overrides, {config_prefix(res.component_name)});
     ucs_status_t st = uct_md_open(res.component, res.md_name.c_str(), cfg, &md_);
     uct_config_release(cfg);
     check(st, "uct_md_open(" + res.md_name + ")");
@@ -281,7 +307,8 @@ Entity::Entity(const TlResource &res, const std::vector<ConfigOverride> &iface_o
     uct_iface_config_t *cfg = nullptr;
     check(uct_md_iface_config_read(md_.md(), res.tl_name.c_str(), nullptr, nullptr, &cfg),
           "uct_md_iface_config_read(" + res.tl_name + ")");
-    applied_ = apply_overrides(cfg, iface_overrides);
+    applied_ = apply_overrides(cfg, iface_overrides,
+                               {config_prefix(res.component_name), config_prefix(res.tl_name)});
 
     uct_iface_params_t params{};
     params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE |

@@ -300,7 +300,10 @@ std::string status_name(ucs_status_t status);
 /// Reads exactly n bytes (giving up after kDefaultDeadline of silence) / writes them; false on
 /// EOF, error or timeout. For the two-process tests.
 /// Applies the first accepted name of each override to a config from uct_*_config_read.
-std::vector<std::string> apply_overrides(void *config, const std::vector<ConfigOverride> &overrides);
+/// Each name is tried as given, then after each of `prefixes` (the table prefixes UCX 1.17+
+/// wants: the component's and the transport's, upper case, e.g. "GDR_").
+std::vector<std::string> apply_overrides(void *config, const std::vector<ConfigOverride> &overrides,
+                                         const std::vector<std::string> &prefixes = {});
 
 bool read_full(int fd, void *buf, size_t n);
 bool write_full(int fd, const void *buf, size_t n);

@@ -60,6 +60,13 @@ case $api in
   *) die "api must be uct or ucp" ;;
 esac
 
+# A ucx_perftest built with MPI runs as an MPI job unless told not to (Debian 13's does so
+# whenever stdin is not a terminal; its help mentions MPI but not -P, which it accepts)
+help=$("$perftest" -h 2>&1 || true)   # (it exits non-zero after printing its usage)
+if grep -q 'MPI' <<<"$help"; then
+  common+=(-P 0)
+fi
+
 port=$(free_port "${GDR_TEST_PORT:-13400}")
 log "$api $test on $TL/$DEV: ucx_perftest ${common[*]} -t $test ${args[*]} (port $port)"
 timeout -k 5 "$limit" "$perftest" "${common[@]}" -p "$port" >"$work/server.log" 2>&1 &

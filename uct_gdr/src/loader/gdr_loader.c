@@ -7,9 +7,11 @@
  * export (uct_iface_base_query_v2 exists only in 1.20+, uct_md_config_rcache_table
  * only up to 1.13, ...).  Loaded into another release it would not even get
  * to its ABI guard: the dynamic loader stops the whole process at the first
- * missing symbol.  So this small library, which needs nothing from UCX but
+ * missing symbol.  So this small library, which uses nothing from UCX but
  * ucp_get_version() (looked up, never linked), checks the running UCX's
- * version first, and only then loads the component:
+ * version first, and only then loads the component.  It does depend on
+ * libucs.so.0 and libuct.so.0 (sonames every release keeps), so that
+ * LD_PRELOAD brings UCX into the process as early as before:
  *
  *   same major.minor   dlopen(ucx-gdr/libuct_gdr-ucxM.m.so): its constructor
  *                      checks the class sizes and registers component "gdr"
