@@ -46,6 +46,26 @@ protected:
     }
     void *ptr() const { return reinterpret_cast<void *>(dev_ptr_); }
 
+    /// What UCP makes of the buffer: ucp_mem_map, then ucp_mem_query's memory type.
+    ucs_memory_type_t mapped_memory_type(ucp_context_h context) const
+    {
+        ucp_mem_map_params_t map{};
+        map.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+        map.address    = ptr();
+        map.length     = size_;
+        ucp_mem_h memh;
+        ucp_mem_attr_t mattr{};
+        mattr.field_mask = UCP_MEM_ATTR_FIELD_MEM_TYPE;
+        mattr.mem_type   = UCS_MEMORY_TYPE_UNKNOWN;
+        if (ucp_mem_map(context, &map, &memh) != UCS_OK) {
+            ADD_FAILURE() << "ucp_mem_map of the CUDA buffer failed";
+            return UCS_MEMORY_TYPE_UNKNOWN;
+        }
+        EXPECT_EQ(ucp_mem_query(memh, &mattr), UCS_OK);
+        ucp_mem_unmap(context, memh);
+        return mattr.mem_type;
+    }
+
     const size_t size_  = 4 << 20;
     CUdevice device_    = 0;
     CUcontext ctx_      = nullptr;
@@ -131,17 +151,7 @@ TEST_F(PluginGpu, UcpSeesCudaMemoryWithThePlugin)
     ucp_context_h context;
     ASSERT_EQ(ucp_init(&params, nullptr, &context), UCS_OK);
 
-    ucp_mem_map_params_t map{};
-    map.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    map.address    = ptr();
-    map.length     = size_;
-    ucp_mem_h memh;
-    ASSERT_EQ(ucp_mem_map(context, &map, &memh), UCS_OK);
-    ucp_mem_attr_t mattr{};
-    mattr.field_mask = UCP_MEM_ATTR_FIELD_MEM_TYPE;
-    ASSERT_EQ(ucp_mem_query(memh, &mattr), UCS_OK);
-    EXPECT_EQ(mattr.mem_type, UCS_MEMORY_TYPE_CUDA);
-    ucp_mem_unmap(context, memh);
+    EXPECT_EQ(mapped_memory_type(context), UCS_MEMORY_TYPE_CUDA);
     ucp_cleanup(context);
 }
 
@@ -200,19 +210,9 @@ TEST_F(PluginGpu, UcpDropsMdGdrWithoutTransportResources)
     EXPECT_TRUE(component) << "component gdr not in ucp_context_print_info";
     EXPECT_FALSE(md) << "UCP kept md gdr without transport resources: UCP now consults it";
 
-    ucp_mem_map_params_t map{};
-    map.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    map.address    = ptr();
-    map.length     = size_;
-    ucp_mem_h memh;
-    ASSERT_EQ(ucp_mem_map(context, &map, &memh), UCS_OK);
-    ucp_mem_attr_t mattr{};
-    mattr.field_mask = UCP_MEM_ATTR_FIELD_MEM_TYPE;
-    ASSERT_EQ(ucp_mem_query(memh, &mattr), UCS_OK);
-    EXPECT_EQ(mattr.mem_type, UCS_MEMORY_TYPE_HOST)
-        << "UCP detected " << ucs_memory_type_names[mattr.mem_type]
-        << " without md gdr in its context";
-    ucp_mem_unmap(context, memh);
+    const ucs_memory_type_t type = mapped_memory_type(context);
+    EXPECT_EQ(type, UCS_MEMORY_TYPE_HOST)
+        << "UCP detected " << ucs_memory_type_names[type] << " without md gdr in its context";
     ucp_cleanup(context);
 }
 

@@ -56,26 +56,28 @@ tl_block() {
 free_port() {
   # first port >= $1 nobody listens on
   local p=$1
-  while ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; do p=$((p + 1)); done
+  # (no LD_PRELOAD: a preloaded plugin brings libucs, which may print to stdout in any process)
+  while env -u LD_PRELOAD ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; do p=$((p + 1)); done
   echo "$p"
 }
 
 wait_listening() {  # port deadline_s pid
   local port=$1 deadline=$((SECONDS + $2)) pid=$3
-  until ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; do
+  until env -u LD_PRELOAD ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; do
     kill -0 "$pid" 2>/dev/null || return 1
     (( SECONDS < deadline )) || return 1
     sleep 0.2
   done
 }
 
-# check_lanes LOGFILE FEATURE...: UCP's own "ep_cfg[N]: tag(tl/dev) rma(...) am(...)" lines
+# check_lanes LOGFILE FEATURE...: UCP's own lines describing an ep configuration's lanes
 # (ucp_worker.c, UCX_LOG_LEVEL=info, printed when an ep configuration is created) must show every
-# FEATURE on $TL/$DEV only, and at least one line must show it.
+# FEATURE on $TL/$DEV only, and at least one line must show it.  UCX up to 1.15 writes
+# "ep_cfg[N]: tag(tl/dev) rma(...) am(...)", later ones "<name> intra-node cfg#N tag(tl/dev) ...".
 check_lanes() {
   local logf=$1; shift
   local lines feature bad
-  lines=$(grep -Eo 'ep_cfg\[[0-9]+\]: .*' "$logf" || true)
+  lines=$(grep -Eo '(ep_cfg\[[0-9]+\]:|(intra|inter)-node cfg#[0-9]+) .*' "$logf" || true)
   [[ -n "$lines" ]] || { log "no ep_cfg lines in $logf (UCX_LOG_LEVEL=info missing?)"; return 1; }
   for feature in "$@"; do
     local with

@@ -8,7 +8,7 @@
 # are $TL/$DEV.  Success = both processes exit 0 within their timeout, the client printed its
 # final result line, and no UCX ERROR/FATAL was logged.  Exit 77 = skipped (no device / no tl /
 # capability not advertised).  Env: see common.sh; GDR_TEST_TIMEOUT (default 120 s per process),
-# UCX_PERFTEST (default ucx_perftest), GDR_TEST_PORT (default 13400).
+# GDR_UCX_PERFTEST (default ucx_perftest; not UCX_*: UCX >= 1.16 warns about UCX_ variables it does not know), GDR_TEST_PORT (default 13400).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/common.sh"
@@ -25,7 +25,7 @@ while (( $# )); do
 done
 
 select_target
-perftest=${UCX_PERFTEST:-ucx_perftest}
+perftest=${GDR_UCX_PERFTEST:-ucx_perftest}
 limit=${GDR_TEST_TIMEOUT:-120}
 work=$(mktemp -d "${TMPDIR:-/tmp}/perftest.XXXXXX")
 server_pid=""
@@ -54,8 +54,9 @@ case $api in
   ucp)
     export UCX_TLS=${GDR_TEST_UCX_TLS:-$TL,ud_verbs:aux}
     export UCX_NET_DEVICES=$DEV
-    export UCX_LOG_LEVEL=info  # for the ep_cfg lane lines, which 1.13 prints only with
-    export UCX_PROTO_ENABLE=${UCX_PROTO_ENABLE:-n}  # the (default) v1 protocols
+    export UCX_LOG_LEVEL=info  # for UCP's lane lines (check_lanes)
+    # UCX_PROTO_ENABLE stays the release's default: n up to 1.15 (1.13 prints the lane lines only
+    # with those v1 protocols), y from 1.16 on (1.22 has no v1 RMA at all: ucp_put_nbx refuses it)
     ;;
   *) die "api must be uct or ucp" ;;
 esac
