@@ -5,7 +5,7 @@
  * packed rkey carries all of their rkeys: the peer's endpoint knows which of
  * our devices its QP talks to (gdr_ep_addr_t.dev_index) and picks that one.
  */
-#include "gdr_uct.h"
+#include "gdr_md.h"
 
 #include <ucs/sys/string.h>
 #include <ucs/debug/log.h>
