@@ -217,6 +217,22 @@ gdr_ep_op_get(gdr_iface_t *iface, int desc, gdr_tx_op_handler_t handler,
     return op;
 }
 
+/* The start of an RMA or atomic op that finishes later: resources, the rkey,
+ * and an op with a bounce buffer (for the data it reads) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+gdr_ep_rma_desc_begin(gdr_iface_t *iface, gdr_ep_t *ep, uct_rkey_t uct_rkey,
+                      size_t length, gdr_tx_op_handler_t handler,
+                      uct_completion_t *comp, uint32_t *rkey_p, gdr_tx_op_t **op_p)
+{
+    ucs_status_t status = gdr_ep_rma_begin(iface, ep, uct_rkey, length, rkey_p);
+
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    *op_p = gdr_ep_op_get(iface, 1, handler, comp);
+    return ucs_likely(*op_p != NULL) ? UCS_OK : UCS_ERR_NO_RESOURCE;
+}
+
 /* A bounce buffer filled by @a pack_cb (put/am bcopy), released once sent */
 static UCS_F_ALWAYS_INLINE gdr_tx_op_t *
 gdr_ep_bcopy_op(gdr_iface_t *iface, uct_pack_callback_t pack_cb, void *arg,
@@ -231,6 +247,24 @@ gdr_ep_bcopy_op(gdr_iface_t *iface, uct_pack_callback_t pack_cb, void *arg,
         gdr_op_sge(op, length, sge);
     }
     return op;
+}
+
+/* The start of a bcopy (put or AM): resources, then the bounce buffer; @a sge
+ * describes it */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+gdr_ep_bcopy_begin(gdr_iface_t *iface, gdr_ep_t *ep, uct_pack_callback_t pack_cb,
+                   void *arg, struct ibv_sge *sge, gdr_tx_op_t **op_p)
+{
+    ucs_status_t status = gdr_ep_check_tx(iface, ep);
+
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    *op_p = gdr_ep_bcopy_op(iface, pack_cb, arg, sge);
+    if (ucs_unlikely(*op_p == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return UCS_OK;
 }
 
 /* Post a bcopy's bounce buffer (@a sge): the bytes it carries, or the error */

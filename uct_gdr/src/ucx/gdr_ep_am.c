@@ -77,13 +77,9 @@ ssize_t gdr_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
     gdr_tx_op_t *op;
 
     UCT_CHECK_AM_ID(id);
-    status = gdr_ep_check_tx(iface, ep);
+    status = gdr_ep_bcopy_begin(iface, ep, pack_cb, arg, &sge, &op);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
-    }
-    op = gdr_ep_bcopy_op(iface, pack_cb, arg, &sge);
-    if (ucs_unlikely(op == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
     }
     gdr_wr_am(&wr, id, &sge, sge.length > 0, 0);
     return gdr_ep_bcopy_post(iface, ep, &wr, op, &sge);

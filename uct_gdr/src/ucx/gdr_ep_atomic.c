@@ -34,13 +34,10 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
                   "aligned", remote_addr);
         return UCS_ERR_INVALID_PARAM;
     }
-    status = gdr_ep_rma_begin(iface, ep, uct_rkey, sizeof(uint64_t), &rkey);
+    status = gdr_ep_rma_desc_begin(iface, ep, uct_rkey, sizeof(uint64_t), handler, comp,
+                                   &rkey, &op);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
-    }
-    op = gdr_ep_op_get(iface, 1, handler, comp);
-    if (ucs_unlikely(op == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
     }
     op->result                = result;
     gdr_op_sge(op, sizeof(uint64_t), &sge);

@@ -43,13 +43,9 @@ ssize_t gdr_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
     gdr_tx_op_t *op;
     uint32_t rkey;
 
-    status = gdr_ep_check_tx(iface, ep);
+    status = gdr_ep_bcopy_begin(iface, ep, pack_cb, arg, &sge, &op);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
-    }
-    op = gdr_ep_bcopy_op(iface, pack_cb, arg, &sge);
-    if (ucs_unlikely(op == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
     }
     status = gdr_ep_rkey(ep, uct_rkey, sge.length, &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -129,13 +125,10 @@ ucs_status_t gdr_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
     uint32_t rkey;
 
     UCT_CHECK_LENGTH(length, 0, iface->seg_size, "gdr_rc get_bcopy");
-    status = gdr_ep_rma_begin(iface, ep, uct_rkey, length, &rkey);
+    status = gdr_ep_rma_desc_begin(iface, ep, uct_rkey, length, gdr_op_get_bcopy, comp,
+                                   &rkey, &op);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
-    }
-    op = gdr_ep_op_get(iface, 1, gdr_op_get_bcopy, comp);
-    if (ucs_unlikely(op == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
     }
     op->unpack_cb = unpack_cb;
     op->result    = arg;
