@@ -75,6 +75,10 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep, const uct_device_addr_t *dev_a
     }
     ep->remote_dev_index = peer_ep->dev_index;
     ep->flags           |= GDR_EP_FLAG_CONNECTED;
+    if (peer.is_eth || peer.has_if_id) {
+        ep->peer_gid  = peer.gid;
+        ep->flags    |= GDR_EP_FLAG_PEER_GID;
+    }
     ucs_debug("gdr_rc: ep %p qpn 0x%x connected to qpn 0x%x", ep, ep->qp->qp_num,
               remote.qp_num);
     ucs_arbiter_group_schedule(&iface->tx.arbiter, &ep->arb_group);
@@ -82,12 +86,17 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep, const uct_device_addr_t *dev_a
 }
 
 /* Asks the QP whom it is connected to (ibv_query_qp: a system call, but this
- * is a wireup question, never the data path) */
+ * is a wireup question, never the data path), as uct_rc_verbs_ep_is_connected
+ * does.  Unlike UCX's rc transports, whose IB addresses carry the interface id
+ * only when their QPs use a GRH, ours always carry it: so where the QP has no
+ * GRH, the GID the peer's address named at connect time stands in for the one
+ * the QP cannot tell. */
 int gdr_ep_is_connected_to(uct_ep_h tl_ep, const uct_device_addr_t *dev_addr,
                            const uct_ep_addr_t *ep_addr)
 {
     gdr_ep_t *ep = ucs_derived_of(tl_ep, gdr_ep_t);
     struct ibv_qp_init_attr init_attr;
+    const union ibv_gid *peer_gid;
     gdr_ib_address_info_t peer;
     struct ibv_qp_attr attr;
 
@@ -101,11 +110,14 @@ int gdr_ep_is_connected_to(uct_ep_h tl_ep, const uct_device_addr_t *dev_addr,
          attr.dest_qp_num)) {
         return 0;
     }
-    if (!peer.is_eth && (peer.lid != attr.ah_attr.dlid)) {
-        return 0;
+    if (attr.ah_attr.is_global) {
+        peer_gid = &attr.ah_attr.grh.dgid;
+    } else if (ep->flags & GDR_EP_FLAG_PEER_GID) {
+        peer_gid = &ep->peer_gid;
+    } else {
+        peer_gid = NULL;
     }
-    return !(peer.is_eth || peer.has_if_id) || !attr.ah_attr.is_global ||
-           !memcmp(peer.gid.raw, attr.ah_attr.grh.dgid.raw, sizeof(peer.gid.raw));
+    return gdr_ib_address_names_port(&peer, attr.ah_attr.dlid, peer_gid);
 }
 
 UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)

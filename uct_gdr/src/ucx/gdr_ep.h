@@ -36,7 +36,8 @@ enum {
     GDR_EP_FLAG_CONNECTED    = UCS_BIT(0),
     GDR_EP_FLAG_FAILED       = UCS_BIT(1),
     GDR_EP_FLAG_FLUSH_CANCEL = UCS_BIT(2),
-    GDR_EP_FLAG_FENCE        = UCS_BIT(3)
+    GDR_EP_FLAG_FENCE        = UCS_BIT(3),
+    GDR_EP_FLAG_PEER_GID     = UCS_BIT(4)  /* peer_gid holds the peer port's GID */
 };
 
 struct gdr_ep {
@@ -58,6 +59,10 @@ struct gdr_ep {
         unsigned         cas_loops;      /* emulated atomics in flight */
         ucs_queue_head_t outstanding;    /* gdr_tx_op_t, sn order */
     } tx;
+    /* The peer's GID as its device address named it: a QP connected without a
+     * GRH knows only the LID (gdr_ep_is_connected_to).  Last: the data path
+     * never reads it. */
+    union ibv_gid        peer_gid;
 };
 
 UCS_CLASS_DECLARE(gdr_ep_t, const uct_ep_params_t*);

@@ -48,20 +48,12 @@ int gdr_iface_is_reachable(const uct_iface_h tl_iface, const uct_device_addr_t *
     return gdr_ib_address_reachable(&port, &peer);
 }
 
-/* This very port: RoCE by GID; IB by LID, and by GID where the address has
- * the interface id (as uct_ib_iface_is_same_device) */
+/* This very port (gdr_ib_address_names_port: UCX's rule) */
 int gdr_iface_is_same_device(const uct_iface_h tl_iface, const uct_device_addr_t *addr)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
     gdr_ib_address_info_t peer;
 
-    if (gdr_ib_address_unpack(addr, &peer) != 0) {
-        return 0;
-    }
-    if (peer.is_eth) {
-        return !memcmp(peer.gid.raw, iface->gid.raw, sizeof(peer.gid.raw));
-    }
-    return (peer.lid == iface->port->lid) &&
-           (!peer.has_if_id ||
-            !memcmp(peer.gid.raw, iface->gid.raw, sizeof(peer.gid.raw)));
+    return (gdr_ib_address_unpack(addr, &peer) == 0) &&
+           gdr_ib_address_names_port(&peer, iface->port->lid, &iface->gid);
 }
