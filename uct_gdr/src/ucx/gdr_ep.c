@@ -39,9 +39,10 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep, const uct_device_addr_t *dev_a
     gdr_iface_t *iface               = gdr_ep_iface(ep);
     const gdr_ep_addr_t *peer_ep     = (const gdr_ep_addr_t*)addr;
     gdr_qp_local_t local             = iface->qp_local;
-    char err[GDR_VERBS_REASON_MAX];
     gdr_ib_address_info_t peer;
     gdr_qp_remote_t remote;
+    ucs_status_t status;
+    gdr_reason_t why;
 
     /* In client-server wireup this is rdmacm's address, not ours: see
      * gdr_ib_address.h */
@@ -68,10 +69,11 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep, const uct_device_addr_t *dev_a
     remote.gid       = peer.gid;
     local.psn        = ep->psn;
 
-    if (gdr_verbs_qp_connect(ep->qp, &local, &remote, err, sizeof(err)) != 0) {
+    status = gdr_verbs_qp_connect(ep->qp, &local, &remote, &why);
+    if (status != UCS_OK) {
         ucs_error("gdr_rc: connecting qpn 0x%x on %s:%u: %s", ep->qp->qp_num,
-                  iface->dev->name, iface->port->port_num, err);
-        return UCS_ERR_UNREACHABLE;
+                  iface->dev->name, iface->port->port_num, why.text);
+        return status;
     }
     ep->remote_dev_index = peer_ep->dev_index;
     ep->flags           |= GDR_EP_FLAG_CONNECTED;
@@ -124,7 +126,8 @@ UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)
 {
     gdr_iface_t *iface   = ucs_derived_of(params->iface, gdr_iface_t);
     uint32_t inline_size = iface->tx.max_inline;
-    char err[GDR_VERBS_REASON_MAX];
+    ucs_status_t status;
+    gdr_reason_t why;
     khiter_t it;
     int ret;
 
@@ -137,11 +140,12 @@ UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_UNSUPPORTED;
     }
 
-    if (gdr_verbs_qp_create(iface->dev->pd, iface->send_cq, iface->recv_cq,
-                            iface->srq, iface->tx.queue_len, iface->tx.max_sge,
-                            &inline_size, &self->qp, err, sizeof(err)) != 0) {
-        ucs_error("gdr_rc: %s: %s", iface->dev->name, err);
-        return UCS_ERR_IO_ERROR;
+    status = gdr_verbs_qp_create(iface->dev->pd, iface->send_cq, iface->recv_cq,
+                                 iface->srq, iface->tx.queue_len, iface->tx.max_sge,
+                                 &inline_size, &self->qp, &why);
+    if (status != UCS_OK) {
+        ucs_error("gdr_rc: %s: %s", iface->dev->name, why.text);
+        return status;
     }
 
     it = kh_put(gdr_qp_ep, &iface->eps, self->qp->qp_num, &ret);

@@ -18,6 +18,21 @@ static void gdr_op_flush(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
     gdr_op_complete(op, ep, status);
 }
 
+/* Moves the QP to the error state: every outstanding WR completes flushed.
+ * Not inline: the reason buffer stays off the frame of flush. */
+static UCS_F_NOINLINE ucs_status_t gdr_ep_qp_to_error(gdr_ep_t *ep)
+{
+    ucs_status_t status;
+    gdr_reason_t why;
+
+    status = gdr_verbs_qp_to_error(ep->qp, &why);
+    if (status != UCS_OK) {
+        ucs_error("gdr_rc: cannot move qpn 0x%x to the error state: %s", ep->qp->qp_num,
+                  why.text);
+    }
+    return status;
+}
+
 /* A zero-length RDMA write: no rkey check, completes after all before it */
 static ucs_status_t gdr_ep_post_nop(gdr_iface_t *iface, gdr_ep_t *ep)
 {
@@ -57,10 +72,9 @@ ucs_status_t gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp
         if (flags & UCT_FLUSH_FLAG_CANCEL) {
             /* every outstanding WR completes flushed, ops get CANCELED */
             ep->flags |= GDR_EP_FLAG_FLUSH_CANCEL;
-            if (gdr_verbs_qp_to_error(ep->qp) != 0) {
-                ucs_error("gdr_rc: cannot move qpn 0x%x to the error state: %m",
-                          ep->qp->qp_num);
-                return UCS_ERR_IO_ERROR;
+            status     = gdr_ep_qp_to_error(ep);
+            if (status != UCS_OK) {
+                return status;
             }
         }
     }

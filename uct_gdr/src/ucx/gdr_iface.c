@@ -39,19 +39,20 @@ static uint8_t gdr_iface_rnr_timer_code(double timeout)
 static ucs_status_t gdr_iface_setup_port(gdr_iface_t *iface,
                                          const gdr_iface_config_t *config)
 {
-    char err[GDR_VERBS_REASON_MAX];
     int forced_gid = (config->gid_index == UCS_ULUNITS_AUTO) ? -1 :
                      (int)config->gid_index;
+    ucs_status_t status;
+    gdr_reason_t why;
     enum ibv_mtu mtu;
 
-    if (gdr_verbs_port_gid(iface->dev, iface->port->port_num, forced_gid,
-                           &iface->gid, &iface->qp_local.gid_index, err,
-                           sizeof(err)) != 0) {
+    status = gdr_verbs_port_gid(iface->dev, iface->port->port_num, forced_gid,
+                                &iface->gid, &iface->qp_local.gid_index, &why);
+    if (status != UCS_OK) {
         if ((forced_gid >= 0) ||
             (iface->port->link_layer == IBV_LINK_LAYER_ETHERNET)) {
-            ucs_error("gdr_rc: %s%s", err, (forced_gid >= 0) ?
+            ucs_error("gdr_rc: %s%s", why.text, (forced_gid >= 0) ?
                       " (UCX_" GDR_CONFIG_PREFIX "GID_INDEX)" : "");
-            return UCS_ERR_INVALID_PARAM;
+            return status;
         }
         iface->qp_local.gid_index = 0; /* IB without a GID: LID routing only */
     }
@@ -81,16 +82,18 @@ static ucs_status_t gdr_iface_setup_port(gdr_iface_t *iface,
 /* Probe how much inline data an RC QP of this device really takes */
 static ucs_status_t gdr_iface_probe_qp_caps(gdr_iface_t *iface, size_t max_inline)
 {
-    char err[GDR_VERBS_REASON_MAX];
     uint32_t inline_size = max_inline;
+    ucs_status_t status;
     struct ibv_qp *qp;
+    gdr_reason_t why;
 
     iface->tx.max_sge = ucs_min(GDR_IFACE_MAX_SGE, iface->dev->attr.max_sge);
-    if (gdr_verbs_qp_create(iface->dev->pd, iface->send_cq, iface->recv_cq,
-                            iface->srq, iface->tx.queue_len, iface->tx.max_sge,
-                            &inline_size, &qp, err, sizeof(err)) != 0) {
-        ucs_error("gdr_rc: %s: %s", iface->dev->name, err);
-        return UCS_ERR_IO_ERROR;
+    status = gdr_verbs_qp_create(iface->dev->pd, iface->send_cq, iface->recv_cq,
+                                 iface->srq, iface->tx.queue_len, iface->tx.max_sge,
+                                 &inline_size, &qp, &why);
+    if (status != UCS_OK) {
+        ucs_error("gdr_rc: %s: %s", iface->dev->name, why.text);
+        return status;
     }
     ibv_destroy_qp(qp);
     iface->tx.max_inline = ucs_min(inline_size, max_inline);
