@@ -1,12 +1,12 @@
 // No C++ exception crosses an extern "C" entry point (gdr_status.hpp): gdr::guard turns each kind
 // into a ucs_status_t and its what() into the reason line, and topo's entry points run in it --
-// checked by making every allocation of a real call fail in turn (a replaced operator new).
+// checked by making every allocation of a real call fail in turn (tests/common/alloc_failures).
 #include "gdr_status.hpp"
 #include "gdr_topo.h"
+#include "../common/alloc_failures.hpp"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -14,37 +14,7 @@
 
 namespace {
 
-// Allocations left before the injected std::bad_alloc; -1: none is injected
-thread_local long g_allocs_before_failure = -1;
-
-} // namespace
-
-void *operator new(std::size_t size)
-{
-    if (g_allocs_before_failure == 0) {
-        g_allocs_before_failure = -1;
-        throw std::bad_alloc();
-    }
-    if (g_allocs_before_failure > 0) {
-        --g_allocs_before_failure;
-    }
-    if (void *p = std::malloc(size ? size : 1)) {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-
-void operator delete(void *p) noexcept
-{
-    std::free(p);
-}
-
-void operator delete(void *p, std::size_t) noexcept
-{
-    std::free(p);
-}
-
-namespace {
+using gdr_test::every_allocation_fails_in_turn;
 
 std::string fixture(const std::string &name)
 {
@@ -87,28 +57,6 @@ TEST(Guard, LongReasonsAreCutNotOverrun)
               UCS_ERR_INVALID_PARAM);
     EXPECT_EQ(std::strlen(why[0].text), size_t(GDR_REASON_MAX - 1));
     EXPECT_EQ(why[1].text[0], 0x5a) << "wrote past the reason";
-}
-
-// Every allocation of each call fails in turn: the call returns UCS_ERR_NO_MEMORY with the reason
-// (and leaves nothing half-done to crash on), until it has allocated all it needs and succeeds.
-template <typename Call> void every_allocation_fails_in_turn(const char *what, Call call)
-{
-    long failures = 0;
-    for (long n = 0;; ++n) {
-        gdr_reason_t why;
-        g_allocs_before_failure = n;
-        ucs_status_t status     = call(&why);
-        bool injected           = (g_allocs_before_failure == -1);
-        g_allocs_before_failure = -1;
-        if (!injected) {
-            ASSERT_EQ(status, UCS_OK) << what << " with every allocation succeeding: " << why.text;
-            break;
-        }
-        ASSERT_EQ(status, UCS_ERR_NO_MEMORY) << what << ", allocation " << n << " failed";
-        EXPECT_STREQ(why.text, "out of memory") << what << ", allocation " << n;
-        ++failures;
-    }
-    EXPECT_GT(failures, 0) << what << " allocates nothing?";
 }
 
 TEST(CApiGuard, SelectGidUnderAllocationFailures)

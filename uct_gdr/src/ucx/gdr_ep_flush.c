@@ -5,14 +5,20 @@
 #include "gdr_ep.inl"
 
 
+/* @a op finishes when the last WR posted so far completes */
+static void gdr_ep_op_behind_last_wr(gdr_ep_t *ep, gdr_tx_op_t *op)
+{
+    op->sn = ep->tx.posted_sn;
+    ucs_queue_push(&ep->tx.outstanding, &op->queue);
+}
+
 /* A flush is done when every WR before it completed and no CAS loop will post
  * more: a loop still running moves the flush behind its next WR */
 static void gdr_op_flush(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
 {
     if ((status == UCS_OK) && (ep->tx.cas_loops > 0) &&
         (ep->tx.posted_sn != ep->tx.completed_sn)) {
-        op->sn = ep->tx.posted_sn;
-        ucs_queue_push(&ep->tx.outstanding, &op->queue);
+        gdr_ep_op_behind_last_wr(ep, op);
         return;
     }
     gdr_op_complete(op, ep, status);
@@ -84,8 +90,7 @@ ucs_status_t gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp
         if (op == NULL) {
             return UCS_ERR_NO_RESOURCE;
         }
-        op->sn = ep->tx.posted_sn;
-        ucs_queue_push(&ep->tx.outstanding, &op->queue);
+        gdr_ep_op_behind_last_wr(ep, op);
     }
     return UCS_INPROGRESS;
 }
@@ -125,8 +130,7 @@ static ucs_status_t gdr_ep_check_with_completion(gdr_iface_t *iface, gdr_ep_t *e
         ucs_mpool_put(op);
         return status;
     }
-    op->sn = ep->tx.posted_sn;
-    ucs_queue_push(&ep->tx.outstanding, &op->queue);
+    gdr_ep_op_behind_last_wr(ep, op);
     return UCS_INPROGRESS;
 }
 

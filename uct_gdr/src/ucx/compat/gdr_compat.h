@@ -4,7 +4,7 @@
  * UCT's internal interfaces change in every minor release: the md ops (query,
  * mem_reg, mkey_pack, mem_query, mem_alloc...), the component's rkey ops, the
  * iface's internal ops, the registration cache and memory pool APIs.  The rest
- * of the glue (uct_gdr/src/ucx/*.c) is written against version-neutral entry
+ * of the glue (the .c files of src/ucx/) is written against version-neutral entry
  * points (gdr_md.h, gdr_iface.h, gdr_ep.h: "Version-neutral entry points");
  * this directory adapts them to the UCX being built against:
  *
