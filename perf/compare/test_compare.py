@@ -13,6 +13,7 @@ import socket
 import sys
 import tempfile
 import time
+import types
 import unittest
 
 sys.dont_write_bytecode = True  # keep the source tree clean of __pycache__
@@ -21,6 +22,7 @@ sys.path.insert(0, HERE)
 
 from gdr_compare import cli, devices, launch, parsers, plan, report, tables, tools  # noqa: E402
 from gdr_compare.measure import Results  # noqa: E402
+from gdr_compare.sections import wrapper  # noqa: E402
 from gdr_compare.units import BUSBW, BW, LAT, MiB, TIME  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "fixtures")
@@ -332,6 +334,30 @@ class DoctorContract(unittest.TestCase):
 
     def test_no_rdma_device(self):
         self.assertEqual(devices.device_names(devices.doctor_report(self.doctor_on("no_rdma"))), [])
+
+
+class WrapperSection(unittest.TestCase):
+    def test_gdr_perftest_runs_as_ucx_perftest_does(self):
+        """No peer error handling, bandwidth timed by the sender until the flush: what
+        ucx_perftest does, so that the ratio compares the wrapper, not two disciplines."""
+        work = tempfile.mkdtemp()
+        tool = os.path.join(work, "gdr_perftest")
+        with open(tool, "w") as f:
+            f.write("#!/bin/sh\n"
+                    "echo '# gdr_perftest 0.1.0: tag_bw, 2 ranks (local (-N) on vm), memory host'\n"
+                    "echo '  size  iters  avg_us  bw_GBps  msg_per_s  bytes_verified  check'\n"
+                    "echo '  1048576  30  100000.00  0.0105  10  31457280  ok'\n")
+        os.chmod(tool, 0o755)
+        session = types.SimpleNamespace(ports=launch.PortAllocator(20000), gdr_perftest=tool,
+                                        timeout=30, logdir=work)
+        once = wrapper.gdr_p2p_once(session, "tag_bw", MiB, BW, dict(os.environ), 30, 3)
+        value, why, _ = once("w")
+        self.assertIsNone(why)
+        self.assertAlmostEqual(value, 10.0)  # 1 MiB per 100 ms
+        with open(os.path.join(work, "w.log")) as f:
+            command = f.readline()
+        self.assertIn("-t tag_bw -s 1048576 -n 30 -w 3", command)
+        self.assertIn("--err-mode none --bw-timing sender", command)
 
 
 class ToolDiscovery(unittest.TestCase):

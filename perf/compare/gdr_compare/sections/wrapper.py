@@ -8,12 +8,18 @@ from ..tools import missing_ucx_tools
 from .ucx import ucx_once
 
 
+# gdr_perftest as ucx_perftest runs: without peer error handling (ucx_perftest's default mode,
+# which also decides UCP's lanes and protocols), bandwidth timed by the sender until its endpoint
+# is flushed.
+AS_UCX_PERFTEST = ["--err-mode", "none", "--bw-timing", "sender"]
+
+
 def gdr_p2p_once(s, test, size, metric, env, n, w):
     """gdr_perftest starts both ranks itself (-N 2) and meets them on a fresh port."""
     def once(log_name):
         port = s.ports.take()
         cmd = [s.gdr_perftest, "-N", "2", "-p", str(port), "-t", test, "-s", str(size),
-               "-n", str(n), "-w", str(w), "--timeout", str(s.timeout)]
+               "-n", str(n), "-w", str(w), "--timeout", str(s.timeout)] + AS_UCX_PERFTEST
         ok, out, reason, wall = run_single(log_name, cmd, env, s.timeout + 30, s.logdir)
         value = None
         if ok:
