@@ -42,8 +42,9 @@ void check_allreduce(local_world &world, size_t count, coll::op_kind op, coll::a
     for (size_t i = 0; i < count; ++i) expected[i] = reference<T>(p, i, op);
     for (int r = 0; r < p; ++r) {
         for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(input<T>(r, i, op));
-        if (in_place)
+        if (in_place) {
             std::copy(send[size_t(r)].begin(), send[size_t(r)].end(), recv[size_t(r)].begin());
+        }
     }
     world.run([&](int r) {
         T *out = recv[size_t(r)].data();
@@ -134,9 +135,10 @@ void check_allgather(local_world &world, size_t count, coll::algorithm algo, boo
         recv(static_cast<size_t>(p), std::vector<T>(count * size_t(p), T(99)));
     for (int r = 0; r < p; ++r) {
         for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(payload<T>(r, i));
-        if (in_place)
+        if (in_place) {
             std::copy(send[size_t(r)].begin(), send[size_t(r)].end(),
                       recv[size_t(r)].begin() + long(count) * r);
+        }
     }
     world.run([&](int r) {
         T *out = recv[size_t(r)].data();

@@ -488,7 +488,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, CollAlgorithmTable, ::testing::Values(3, 4),
 
 TEST(CollConfig, DocsListEveryVariable)
 {
-    // docs/collectives.md names every variable the config knows, and no other.
+    // docs/collectives.md names every variable the config knows, and no other (but in its
+    // example of the unknown-variable warning).
     std::ifstream file(COLL_DOCS_COLLECTIVES);
     ASSERT_TRUE(file) << COLL_DOCS_COLLECTIVES;
     std::stringstream text;
@@ -504,6 +505,7 @@ TEST(CollConfig, DocsListEveryVariable)
     for (auto it = std::sregex_iterator(docs.begin(), docs.end(), mentioned);
          it != std::sregex_iterator(); ++it) {
         const std::string name = it->str();
+        if (docs.compare(size_t(it->position()) + name.size(), 11, " is ignored") == 0) continue;
         EXPECT_TRUE(known.count(name)) << "docs/collectives.md names " << name
                                        << ", which the config does not know";
     }

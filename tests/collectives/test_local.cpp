@@ -45,7 +45,9 @@ protected:
 TEST_P(CollLocal, AllreduceEveryTypeOpAlgorithm)
 {
     std::vector<std::unique_ptr<local_world>> radix_worlds;
-    for (int radix : other_knomial_radices) radix_worlds.push_back(knomial_world(GetParam(), radix));
+    for (int radix : other_knomial_radices) {
+        radix_worlds.push_back(knomial_world(GetParam(), radix));
+    }
     for_each_type([&](auto t) {
         using T = decltype(t);
         for (coll::op_kind op : all_ops) {
@@ -75,8 +77,10 @@ TEST_P(CollLocal, AllreduceAutomaticAcrossThresholds)
                            std::max(cut.allreduce_ring(world.size()), cut.allreduce_rabenseifner)};
     for (size_t cut : cuts) {
         for (size_t bytes : {cut - 8, cut, cut + 8}) {
-            check_allreduce<float>(world, bytes / sizeof(float), coll::op_kind::sum, coll::algorithm::automatic, false);
-            check_allreduce<int64_t>(world, bytes / sizeof(int64_t), coll::op_kind::max, coll::algorithm::automatic, true);
+            check_allreduce<float>(world, bytes / sizeof(float), coll::op_kind::sum,
+                                   coll::algorithm::automatic, false);
+            check_allreduce<int64_t>(world, bytes / sizeof(int64_t), coll::op_kind::max,
+                                     coll::algorithm::automatic, true);
         }
     }
 }
@@ -88,8 +92,11 @@ TEST_P(CollLocal, ReduceEveryTypeOpAlgorithmRoot)
         using T = decltype(t);
         for (coll::op_kind op : all_ops) {
             for (size_t count : small_counts()) {
-                for (auto algo : {coll::algorithm::binomial, coll::algorithm::reduce_scatter_gather}) {
-                    for (int root : {0, p - 1, p / 2}) check_reduce<T>(world, count, op, algo, root);
+                for (auto algo :
+                     {coll::algorithm::binomial, coll::algorithm::reduce_scatter_gather}) {
+                    for (int root : {0, p - 1, p / 2}) {
+                        check_reduce<T>(world, count, op, algo, root);
+                    }
                 }
             }
         }
@@ -120,7 +127,8 @@ TEST_P(CollLocal, DataMovementEveryTypeAlgorithmRoot)
         using T = decltype(t);
         for (size_t count : small_counts()) {
             for (int root : {0, p - 1, p / 2}) {
-                for (auto algo : {coll::algorithm::automatic, coll::algorithm::binomial, coll::algorithm::scatter_allgather}) {
+                for (auto algo : {coll::algorithm::automatic, coll::algorithm::binomial,
+                                  coll::algorithm::scatter_allgather}) {
                     check_bcast<T>(world, count, root, algo);
                 }
                 for (bool in_place : {false, true}) {
@@ -129,10 +137,13 @@ TEST_P(CollLocal, DataMovementEveryTypeAlgorithmRoot)
                 }
             }
             for (bool in_place : {false, true}) {
-                for (auto algo : {coll::algorithm::automatic, coll::algorithm::ring, coll::algorithm::bruck}) {
+                for (auto algo :
+                     {coll::algorithm::automatic, coll::algorithm::ring, coll::algorithm::bruck}) {
                     check_allgather<T>(world, count, algo, in_place);
                 }
-                if (pof2) check_allgather<T>(world, count, coll::algorithm::recursive_doubling, in_place);
+                if (pof2) {
+                    check_allgather<T>(world, count, coll::algorithm::recursive_doubling, in_place);
+                }
                 check_alltoall<T>(world, count, in_place);
             }
         }
@@ -148,7 +159,9 @@ TEST_P(CollLocal, BarrierWaitsForEveryRank)
         // Without the last rank nobody may leave (progress all the others for a while).
         const auto until = std::chrono::steady_clock::now() + 50ms;
         while (std::chrono::steady_clock::now() < until) {
-            for (auto &req : early) ASSERT_FALSE(req.test()) << "barrier completed before rank " << p - 1 << " entered";
+            for (auto &req : early) {
+                ASSERT_FALSE(req.test()) << "barrier completed before rank " << p - 1 << " entered";
+            }
         }
         early.push_back(world.comm(p - 1).ibarrier());
         local_world::drive(early);
@@ -158,15 +171,21 @@ TEST_P(CollLocal, BarrierWaitsForEveryRank)
 TEST_P(CollLocal, OneMiBSelectedCombinations)
 {
     const size_t mib = size_t(1) << 20;
-    check_allreduce<float>(world, mib / sizeof(float), coll::op_kind::sum, coll::algorithm::automatic, false);
-    check_allreduce<int32_t>(world, mib / sizeof(int32_t), coll::op_kind::max, coll::algorithm::recursive_doubling, true);
-    check_allreduce<double>(world, mib / sizeof(double) + 3, coll::op_kind::sum, coll::algorithm::rabenseifner, true);
+    check_allreduce<float>(world, mib / sizeof(float), coll::op_kind::sum,
+                           coll::algorithm::automatic, false);
+    check_allreduce<int32_t>(world, mib / sizeof(int32_t), coll::op_kind::max,
+                             coll::algorithm::recursive_doubling, true);
+    check_allreduce<double>(world, mib / sizeof(double) + 3, coll::op_kind::sum,
+                            coll::algorithm::rabenseifner, true);
     check_allreduce<uint16_t>(*knomial_world(world.size(), 3), mib / sizeof(uint16_t) + 1,
                               coll::op_kind::sum, coll::algorithm::knomial, false);
-    check_reduce<double>(world, mib / sizeof(double), coll::op_kind::min, coll::algorithm::automatic, world.size() - 1);
-    check_reduce_scatter<int64_t>(world, mib / sizeof(int64_t) / size_t(world.size()), coll::op_kind::sum, false);
+    check_reduce<double>(world, mib / sizeof(double), coll::op_kind::min,
+                         coll::algorithm::automatic, world.size() - 1);
+    check_reduce_scatter<int64_t>(world, mib / sizeof(int64_t) / size_t(world.size()),
+                                  coll::op_kind::sum, false);
     check_bcast<uint8_t>(world, mib + 3, world.size() / 2, coll::algorithm::automatic);
-    check_allgather<uint32_t>(world, mib / sizeof(uint32_t) / size_t(world.size()) + 1, coll::algorithm::automatic, false);
+    check_allgather<uint32_t>(world, mib / sizeof(uint32_t) / size_t(world.size()) + 1,
+                              coll::algorithm::automatic, false);
     check_alltoall<uint16_t>(world, mib / sizeof(uint16_t) / size_t(world.size()), false);
     check_gather<int16_t>(world, mib / sizeof(int16_t) / size_t(world.size()), 0, false);
     check_scatter<int16_t>(world, mib / sizeof(int16_t) / size_t(world.size()), 0, false);
@@ -180,8 +199,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, CollLocal, ::testing::Values(1, 2, 3, 4, 5, 8),
 TEST(CollLocalLarge, Allreduce64MiBThreeRanks)
 {
     local_world world(3);
-    check_allreduce<float>(world, (size_t(64) << 20) / sizeof(float), coll::op_kind::sum, coll::algorithm::automatic,
-                           false);
+    check_allreduce<float>(world, (size_t(64) << 20) / sizeof(float), coll::op_kind::sum,
+                           coll::algorithm::automatic, false);
 }
 
 TEST(CollLocalLarge, AllreduceSixAndSevenRanks)
@@ -192,8 +211,8 @@ TEST(CollLocalLarge, AllreduceSixAndSevenRanks)
         local_world world(p);
         auto radix3 = knomial_world(p, 3), radix8 = knomial_world(p, 8);
         for (size_t count : {size_t(1), size_t(7), size_t(1000) + size_t(p)}) {
-            for (auto algo : {coll::algorithm::automatic, coll::algorithm::recursive_doubling, coll::algorithm::ring,
-                              coll::algorithm::rabenseifner}) {
+            for (auto algo : {coll::algorithm::automatic, coll::algorithm::recursive_doubling,
+                              coll::algorithm::ring, coll::algorithm::rabenseifner}) {
                 check_allreduce<int32_t>(world, count, coll::op_kind::sum, algo, false);
                 check_allreduce<float>(world, count, coll::op_kind::max, algo, true);
             }
@@ -204,9 +223,10 @@ TEST(CollLocalLarge, AllreduceSixAndSevenRanks)
                                         coll::algorithm::knomial, true);
             }
         }
-        for (size_t kib : {20, 128}) {  // automatic: Rabenseifner at 20 KiB (6, 7 ranks), ring at 128 KiB
-            check_allreduce<float>(world, (kib << 10) / sizeof(float) + 1, coll::op_kind::sum, coll::algorithm::automatic,
-                                   false);
+        for (size_t kib :
+             {20, 128}) {  // automatic: Rabenseifner at 20 KiB (6, 7 ranks), ring at 128 KiB
+            check_allreduce<float>(world, (kib << 10) / sizeof(float) + 1, coll::op_kind::sum,
+                                   coll::algorithm::automatic, false);
         }
     }
 }
@@ -217,7 +237,9 @@ TEST(CollLocalApi, CustomReductionAndTypeMismatch)
     auto bit_or = coll::reduction::custom<uint32_t>([](uint32_t a, uint32_t b) { return a | b; });
     std::vector<std::vector<uint32_t>> buf(3);
     for (int r = 0; r < 3; ++r) buf[size_t(r)] = {1u << r, 0x100u << r, 0};
-    world.run([&](int r) { return world.comm(r).iallreduce(buf[size_t(r)].data(), buf[size_t(r)].data(), 3, bit_or); });
+    world.run([&](int r) {
+        return world.comm(r).iallreduce(buf[size_t(r)].data(), buf[size_t(r)].data(), 3, bit_or);
+    });
     for (int r = 0; r < 3; ++r) EXPECT_EQ(buf[size_t(r)], (std::vector<uint32_t>{7u, 0x700u, 0u}));
     float f = 1;
     try {
@@ -242,12 +264,21 @@ TEST(CollLocalApi, BadArgumentsAreClearErrors)
         }
     };
     expect_invalid([&] { (void)world.comm(0).ibcast(&value, 1, 3); }, "root 3");
-    expect_invalid([&] { (void)world.comm(0).iallreduce(&value, &value, 1, coll::sum, with(coll::algorithm::bruck)); },
-                   "does not implement");
-    expect_invalid([&] { (void)world.comm(0).iallgather(&value, &value, 1, with(coll::algorithm::recursive_doubling)); },
-                   "power-of-two");
-    expect_invalid([&] { (void)world.comm(0).iallgather(&value, &value, 1, with(coll::algorithm::knomial)); },
-                   "does not implement");
+    expect_invalid(
+        [&] {
+            (void)world.comm(0).iallreduce(&value, &value, 1, coll::sum,
+                                           with(coll::algorithm::bruck));
+        },
+        "does not implement");
+    expect_invalid(
+        [&] {
+            (void)world.comm(0).iallgather(&value, &value, 1,
+                                           with(coll::algorithm::recursive_doubling));
+        },
+        "power-of-two");
+    expect_invalid(
+        [&] { (void)world.comm(0).iallgather(&value, &value, 1, with(coll::algorithm::knomial)); },
+        "does not implement");
     expect_invalid([&] { (void)coll::communicator().rank(); }, "not a valid communicator");
 }
 
@@ -257,9 +288,11 @@ TEST(CollLocalApi, ConfiguredAlgorithmRunsOnOddSizes)
     // radix reaches the k-nomial schedule.
     for (auto algo : {coll::algorithm::ring, coll::algorithm::knomial,
                       coll::algorithm::rabenseifner}) {
-        local_world world(5, coll::config().use(coll::collective::allreduce, algo).knomial_radix(5));
+        local_world world(5,
+                          coll::config().use(coll::collective::allreduce, algo).knomial_radix(5));
         check_allreduce<int32_t>(world, 1, coll::op_kind::sum, coll::algorithm::automatic, false);
         check_allreduce<double>(world, 13, coll::op_kind::sum, coll::algorithm::automatic, true);
+        EXPECT_EQ(world.ran(), std::vector<coll::algorithm>(5, algo)) << coll::name_of(algo);
     }
 }
 
@@ -305,9 +338,12 @@ TEST(CollLocalApi, SplitDupAndConcurrentCollectives)
     std::vector<coll::request> requests;
     for (int r = 0; r < 5; ++r) {
         world_sum[size_t(r)] = half_sum[size_t(r)] = copy_max[size_t(r)] = r;
-        requests.push_back(world.comm(r).iallreduce(&world_sum[size_t(r)], &world_sum[size_t(r)], 1, coll::sum));
-        requests.push_back(copies[size_t(r)].iallreduce(&copy_max[size_t(r)], &copy_max[size_t(r)], 1, coll::max));
-        requests.push_back(halves[size_t(r)].iallreduce(&half_sum[size_t(r)], &half_sum[size_t(r)], 1, coll::sum));
+        requests.push_back(
+            world.comm(r).iallreduce(&world_sum[size_t(r)], &world_sum[size_t(r)], 1, coll::sum));
+        requests.push_back(
+            copies[size_t(r)].iallreduce(&copy_max[size_t(r)], &copy_max[size_t(r)], 1, coll::max));
+        requests.push_back(
+            halves[size_t(r)].iallreduce(&half_sum[size_t(r)], &half_sum[size_t(r)], 1, coll::sum));
     }
     local_world::drive(requests);
     for (int r = 0; r < 5; ++r) {
@@ -340,7 +376,8 @@ TEST(CollLocalApi, NonblockingOverlapsUserTaggedTraffic)
     for (int r = 0; r < 3; ++r) {
         for (int i = 0; i < 100; ++i) a[size_t(r * 100 + i)] = r + i;
         for (int i = 0; i < 100; ++i) b[size_t(r * 100 + i)] = r * i;
-        requests.push_back(world.comm(r).iallreduce(&a[size_t(r * 100)], &a[size_t(r * 100)], 100, coll::sum));
+        requests.push_back(
+            world.comm(r).iallreduce(&a[size_t(r * 100)], &a[size_t(r * 100)], 100, coll::sum));
         requests.push_back(world.comm(r).ibcast(&b[size_t(r * 100)], 100, 2));
     }
     // User traffic from rank 1 to rank 0 in the middle of it, on its own endpoint.
@@ -356,7 +393,9 @@ TEST(CollLocalApi, NonblockingOverlapsUserTaggedTraffic)
         for (auto &req : user_sends) done = req.test() && done;
         return done;
     };
-    while (!all_user_done()) ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "user traffic stuck";
+    while (!all_user_done()) {
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "user traffic stuck";
+    }
     EXPECT_EQ(user_recvs[0].sender_tag(), 42u);
     EXPECT_EQ(user_recvs[1].sender_tag(), 43u);
     EXPECT_EQ(user_in, user_out);
@@ -399,9 +438,10 @@ namespace detail = ucp_cpp::coll::detail;
                 for (const detail::transfer &t : plan.rounds[next[size_t(r)]].transfers) {
                     const key k = t.is_send ? key{r, t.peer, t.step} : key{t.peer, r, t.step};
                     if (!(t.is_send ? seen_sends : seen_recvs).insert(k).second) {
-                        return ::testing::AssertionFailure() << "rank " << r << ": a second " << (t.is_send ? "send" : "receive")
-                                                             << " from " << std::get<0>(k) << " to " << std::get<1>(k)
-                                                             << " with step " << std::get<2>(k);
+                        return ::testing::AssertionFailure()
+                               << "rank " << r << ": a second " << (t.is_send ? "send" : "receive")
+                               << " from " << std::get<0>(k) << " to " << std::get<1>(k)
+                               << " with step " << std::get<2>(k);
                     }
                     auto &others = t.is_send ? open_recvs : open_sends;
                     auto match = others.find(k);
@@ -410,11 +450,13 @@ namespace detail = ucp_cpp::coll::detail;
                         ++outstanding[size_t(r)];
                         continue;
                     }
-                    const detail::transfer &send = t.is_send ? t : *match->second, &recv = t.is_send ? *match->second : t;
+                    const detail::transfer &send = t.is_send ? t : *match->second,
+                                           &recv = t.is_send ? *match->second : t;
                     if (send.bytes != recv.bytes) {
-                        return ::testing::AssertionFailure() << "step " << std::get<2>(k) << " from " << std::get<0>(k) << " to "
-                                                             << std::get<1>(k) << ": " << send.bytes << " bytes sent, "
-                                                             << recv.bytes << " expected";
+                        return ::testing::AssertionFailure()
+                               << "step " << std::get<2>(k) << " from " << std::get<0>(k) << " to "
+                               << std::get<1>(k) << ": " << send.bytes << " bytes sent, "
+                               << recv.bytes << " expected";
                     }
                     if (send.bytes) std::memcpy(recv.buffer, send.buffer, send.bytes);
                     --outstanding[size_t(match->second == &send ? std::get<0>(k) : std::get<1>(k))];
@@ -431,11 +473,14 @@ namespace detail = ucp_cpp::coll::detail;
     }
     for (int r = 0; r < p; ++r) {
         if (next[size_t(r)] != plans[size_t(r)].rounds.size() || busy[size_t(r)]) {
-            return ::testing::AssertionFailure() << "deadlock: rank " << r << " stuck in round " << next[size_t(r)] << " of "
-                                                 << plans[size_t(r)].rounds.size();
+            return ::testing::AssertionFailure()
+                   << "deadlock: rank " << r << " stuck in round " << next[size_t(r)] << " of "
+                   << plans[size_t(r)].rounds.size();
         }
     }
-    if (!open_sends.empty() || !open_recvs.empty()) return ::testing::AssertionFailure() << "unmatched transfers left";
+    if (!open_sends.empty() || !open_recvs.empty()) {
+        return ::testing::AssertionFailure() << "unmatched transfers left";
+    }
     return ::testing::AssertionSuccess();
 }
 
@@ -475,10 +520,13 @@ TEST(CollSchedule, AllreduceAnySizeAndRadixMatchesAndIsBitIdentical)
     for (int p = 1; p <= 40; ++p) {
         for (const auto &[algo, radix] : variants) {
             for (size_t count : {size_t(1), size_t(5), size_t(2 * p + 3)}) {
-                const std::string what = std::string(coll::name_of(algo)) + " radix " + std::to_string(radix) + " p=" +
-                                         std::to_string(p) + " count=" + std::to_string(count);
-                std::vector<std::vector<int64_t>> ints(static_cast<size_t>(p), std::vector<int64_t>(count));
-                std::vector<std::vector<double>> reals(static_cast<size_t>(p), std::vector<double>(count));
+                const std::string what = std::string(coll::name_of(algo)) + " radix " +
+                                         std::to_string(radix) + " p=" + std::to_string(p) +
+                                         " count=" + std::to_string(count);
+                std::vector<std::vector<int64_t>> ints(static_cast<size_t>(p),
+                                                       std::vector<int64_t>(count));
+                std::vector<std::vector<double>> reals(static_cast<size_t>(p),
+                                                       std::vector<double>(count));
                 for (int r = 0; r < p; ++r) {
                     for (size_t i = 0; i < count; ++i) {
                         ints[size_t(r)][i]  = int64_t(r + 1) * 1000 + int64_t(i);
@@ -489,11 +537,14 @@ TEST(CollSchedule, AllreduceAnySizeAndRadixMatchesAndIsBitIdentical)
                 ASSERT_TRUE(simulate_allreduce(reals, algo, radix)) << what;
                 for (int r = 0; r < p; ++r) {
                     for (size_t i = 0; i < count; ++i) {
-                        ASSERT_EQ(ints[size_t(r)][i], int64_t(p) * (p + 1) / 2 * 1000 + int64_t(p) * int64_t(i))
+                        ASSERT_EQ(ints[size_t(r)][i],
+                                  int64_t(p) * (p + 1) / 2 * 1000 + int64_t(p) * int64_t(i))
                             << what << " rank " << r << " element " << i;
-                        ASSERT_EQ(std::memcmp(&reals[size_t(r)][i], &reals[0][i], sizeof(double)), 0)
-                            << what << ": rank " << r << " element " << i << " differs from rank 0 ("
-                            << reals[size_t(r)][i] << " vs " << reals[0][i] << ")";
+                        ASSERT_EQ(std::memcmp(&reals[size_t(r)][i], &reals[0][i], sizeof(double)),
+                                  0)
+                            << what << ": rank " << r << " element " << i
+                            << " differs from rank 0 (" << reals[size_t(r)][i] << " vs "
+                            << reals[0][i] << ")";
                     }
                 }
             }
@@ -532,7 +583,8 @@ TEST(CollSchedule, KnomialShapes)
             for (int radix : s.radices) product *= radix;
             ASSERT_EQ(product, s.core);
             ASSERT_LE(s.core, p);
-            ASSERT_LE(p - s.core, s.core) << "p=" << p << " k=" << k << ": a core rank would proxy two extras";
+            ASSERT_LE(p - s.core, s.core)
+                << "p=" << p << " k=" << k << ": a core rank would proxy two extras";
         }
     }
 }

@@ -237,8 +237,9 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
         if (::poll(&pfd, 1, remaining_ms(deadline)) <= 0) {
             std::string missing;
             for (int r = 1; r < params.size; ++r) {
-                if (peers[size_t(r)].get() < 0)
+                if (peers[size_t(r)].get() < 0) {
                     missing += (missing.empty() ? "" : ",") + std::to_string(r);
+                }
             }
             throw ucx_error(UCS_ERR_TIMED_OUT, "coll::bootstrap: root timed out after " +
                                                    std::to_string(params.timeout.count()) +

@@ -113,9 +113,9 @@ public:
     config &knomial_radix(int radix)
     {
         if (radix < 2 || radix > detail::max_ranks) {
-            throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::config::knomial_radix: " +
-                                                       std::to_string(radix) + " is not from 2 to " +
-                                                       std::to_string(detail::max_ranks));
+            throw ucx_error(UCS_ERR_INVALID_PARAM,
+                            "coll::config::knomial_radix: " + std::to_string(radix) +
+                                " is not from 2 to " + std::to_string(detail::max_ranks));
         }
         knomial_radix_ = radix;
         return *this;
