@@ -54,8 +54,14 @@
 namespace ucp_cpp::coll {
 
 namespace detail {
-struct config_reader;
+/// "automatic, a, b": the values the algorithm of @p which accepts, for messages.
+[[nodiscard]] inline std::string accepted_algorithms(collective which)
+{
+    std::string names = "automatic";
+    for (algorithm a : algorithms_of(which)) names += std::string(", ") + name_of(a);
+    return names;
 }
+}  // namespace detail
 
 /**
  * @brief The settings of a communicator's collectives.
@@ -92,7 +98,7 @@ public:
             throw ucx_error(UCS_ERR_INVALID_PARAM,
                             std::string("coll::config::use: ") + name_of(how) +
                                 " does not implement " + name_of(which) +
-                                " (accepted: " + accepted_algorithms(which) + ")");
+                                " (accepted: " + detail::accepted_algorithms(which) + ")");
         }
         algorithms_[size_t(which)] = how;
         return *this;
@@ -194,15 +200,6 @@ public:
     [[nodiscard]] size_t gpu_segment_bytes() const noexcept { return gpu_.segment_bytes; }
 
 private:
-    /// "automatic, a, b": what @p which accepts, for messages.
-    static std::string accepted_algorithms(collective which)
-    {
-        std::string names = "automatic";
-        for (algorithm a : algorithms_of(which)) names += std::string(", ") + name_of(a);
-        return names;
-    }
-    friend struct detail::config_reader;
-
     std::array<algorithm, detail::collective_count> algorithms_;
     int knomial_radix_ = 4;
     std::chrono::nanoseconds timeout_ = std::chrono::nanoseconds::max();
@@ -234,7 +231,7 @@ bool read_parsed(const std::optional<T> &parsed, Set &&set)
 template <size_t thresholds::*member>
 bool read_threshold(config &into, const std::string &value)
 {
-    return read_parsed(parse_bytes(value, 0), [&](size_t bytes) {
+    return read_parsed(parse_bytes(value), [&](size_t bytes) {
         coll::thresholds cut = into.thresholds();
         cut.*member = bytes;
         into.thresholds(cut);
@@ -268,7 +265,7 @@ inline constexpr config_variable config_variables[] = {
      }},
     {"UCP_CPP_COLL_GPU_SEGMENT", "bytes >= 4096, with an optional K, M or G suffix",
      [](config &into, const std::string &value) {
-         return read_parsed(parse_bytes(value, 0),
+         return read_parsed(parse_bytes(value),
                             [&](size_t bytes) { into.gpu_segment_bytes(bytes); });
      }},
     {"UCP_CPP_COLL_ALLREDUCE_RABENSEIFNER_THRESH", accepted_bytes,
@@ -318,47 +315,43 @@ inline constexpr config_variable config_variables[] = {
     return names;
 }
 
-/// Reads one variable into a config (a friend of config: it reports what a collective accepts).
-struct config_reader {
-    /// Applies NAME=value to @p into; false when no variable has that name.  Throws the
-    /// variable's error when the value is not accepted.
-    static bool read(config &into, const std::string &name, const std::string &value)
-    {
-        for (const collective_row &row : collective_table) {
-            if (name == algorithm_variable(row.id)) {
-                read_algorithm(into, row.id, name, value);
-                return true;
-            }
-        }
-        for (const config_variable &variable : config_variables) {
-            if (name != variable.name) continue;
-            bool accepted = false;
-            try {
-                accepted = value.empty() || variable.read(into, value);  // empty: not set
-            } catch (const ucx_error &) {
-                accepted = false;  // a setter's range check: reported as the variable's error
-            }
-            if (!accepted) reject_variable(name, value, "not accepted", variable.accepted);
+/// Sets the algorithm of @p which from its variable @p name = @p value (empty: not set).
+inline void read_algorithm(config &into, collective which, const std::string &name,
+                           const std::string &value)
+{
+    if (value.empty()) return;
+    const std::optional<algorithm> named = algorithm_named(value);
+    const std::string accepted = accepted_algorithms(which);
+    if (!named) reject_variable(name, value, "unknown algorithm", accepted);
+    if (!implements(*named, which)) {
+        reject_variable(name, value, value + " does not implement " + name_of(which), accepted);
+    }
+    into.use(which, *named);
+}
+
+/// Applies NAME=value to @p into; false when no variable has that name.  Throws the
+/// variable's error when the value is not accepted.
+inline bool read_variable(config &into, const std::string &name, const std::string &value)
+{
+    for (const collective_row &row : collective_table) {
+        if (name == algorithm_variable(row.id)) {
+            read_algorithm(into, row.id, name, value);
             return true;
         }
-        return false;
     }
-
-private:
-    static void read_algorithm(config &into, collective which, const std::string &name,
-                               const std::string &value)
-    {
-        if (value.empty()) return;
-        const std::optional<algorithm> named = algorithm_named(value);
-        const std::string accepted = config::accepted_algorithms(which);
-        if (!named) reject_variable(name, value, "unknown algorithm", accepted);
-        if (!implements(*named, which)) {
-            reject_variable(name, value, value + " does not implement " + name_of(which),
-                            accepted);
+    for (const config_variable &variable : config_variables) {
+        if (name != variable.name) continue;
+        bool accepted = false;
+        try {
+            accepted = value.empty() || variable.read(into, value);  // empty: not set
+        } catch (const ucx_error &) {
+            accepted = false;  // a setter's range check: reported as the variable's error
         }
-        into.use(which, *named);
+        if (!accepted) reject_variable(name, value, "not accepted", variable.accepted);
+        return true;
     }
-};
+    return false;
+}
 
 /// The known variable nearest to @p unknown, if it is a likely typo of it (<= 3 edits).
 [[nodiscard]] inline std::optional<std::string> nearest_variable(const std::string &unknown)
@@ -383,7 +376,7 @@ inline config config::from_environment()
 {
     config read;
     for (const auto &[name, value] : detail::environment_with_prefix("UCP_CPP_COLL_")) {
-        if (detail::config_reader::read(read, name, value)) continue;
+        if (detail::read_variable(read, name, value)) continue;
         const std::optional<std::string> nearest = detail::nearest_variable(name);
         detail::warn_once(name, "ucp_cpp::coll WARN unknown environment variable " + name +
                                     " is ignored" +

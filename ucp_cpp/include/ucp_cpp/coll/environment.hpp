@@ -79,9 +79,9 @@ environment_with_prefix(std::string_view prefix)
     return value;
 }
 
-/// A byte count >= @p low: digits with an optional binary suffix K, M or G (either case), the
-/// way UCX writes sizes ("64K", "1M"); nullopt otherwise.
-[[nodiscard]] inline std::optional<size_t> parse_bytes(const std::string &text, size_t low)
+/// A byte count: digits with an optional binary suffix K, M or G (either case), the way UCX
+/// writes sizes ("64K", "1M"); nullopt otherwise.
+[[nodiscard]] inline std::optional<size_t> parse_bytes(const std::string &text)
 {
     const size_t digits = text.find_first_not_of("0123456789");
     if (digits == 0 || text.empty()) return std::nullopt;
@@ -98,9 +98,7 @@ environment_with_prefix(std::string_view prefix)
     errno = 0;
     const unsigned long long number = std::strtoull(text.substr(0, digits).c_str(), nullptr, 10);
     if (errno != 0 || number > (std::numeric_limits<size_t>::max() >> shift)) return std::nullopt;
-    const size_t bytes = size_t(number) << shift;
-    if (bytes < low) return std::nullopt;
-    return bytes;
+    return size_t(number) << shift;
 }
 
 /// What parse_seconds() accepts, as messages say it.
