@@ -130,7 +130,7 @@ class CostSection(unittest.TestCase):
         self.assertEqual(per_op["post_send_per_op"], 1)
         self.assertEqual(per_op["post_recv_per_op"], 0)
         self.assertEqual(per_op["poll_cq_per_op"], 0)
-        self.assertEqual(per_op["instr_provider"], 194)
+        self.assertEqual(per_op["split_provider"], 194)
 
     def test_no_call_of_the_op_function_is_no_row(self):
         self.assertIsNone(cost.per_operation(self.profile(), "gdr_ep_put_short", {}))

@@ -47,7 +47,7 @@ VERBS_CALLS = {"post_send_per_op": ("post_send",),
 # libc's system call wrappers that a verbs provider uses (doorbells, commands, events)
 SYSCALLS = (r"write|read|ioctl|writev|readv|poll|epoll_wait|syscall|sendmsg|recvmsg",
             r".*/libc[.-][^/]*")
-INSTR, SPLIT_PREFIX = "instr_per_op", "instr_"
+INSTR, SPLIT_PREFIX = "instr_per_op", "split_"
 METRICS = (INSTR, "syscalls_per_op") + tuple(VERBS_CALLS)
 
 
