@@ -20,7 +20,8 @@ sys.dont_write_bytecode = True  # keep the source tree clean of __pycache__
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
 
-from gdr_compare import callgrind, cli, devices, launch, parsers, plan, report, tables, tools  # noqa: E402,E501
+from gdr_compare import callgrind, cli, devices, launch, parsers, plan  # noqa: E402
+from gdr_compare import report, tables, tools  # noqa: E402
 from gdr_compare.measure import Results  # noqa: E402
 from gdr_compare.sections import cost, wrapper  # noqa: E402
 from gdr_compare.units import BUSBW, BW, LAT, MiB, TIME  # noqa: E402
