@@ -122,19 +122,29 @@ class CostSection(unittest.TestCase):
         self.assertEqual(dict(callgrind.split_by_class(p)),
                          {"transport": 13400, "provider": 38800, "libc": 14200})
 
-    def test_per_operation(self):
+    def test_per_operation_is_the_difference_of_two_runs(self):
         provider = cost.provider_functions(self.OPS)
         self.assertEqual(provider["post_send"], (self.RXE, "0x0000000000003cc0"))
-        per_op = cost.per_operation(self.profile(), "uct_rc_verbs_ep_put_short", provider)
+        large = cost.totals(self.profile(), "uct_rc_verbs_ep_put_short", provider)
+        self.assertEqual(large["ops"], 200)
+        self.assertEqual(large["syscalls_per_op"], 200)  # rxe's doorbell: one write() per post
+        # the n=100 run of the same op, as callgrind's totals would be plus one-time work (1000
+        # instructions) that the difference cancels
+        small = {k: v / 2 for k, v in large.items()}
+        small["instr_per_op"] += 1000
+        large["instr_per_op"] += 1000
+        per_op = cost.per_operation(small, large)
         self.assertEqual(per_op["instr_per_op"], 332)
-        self.assertEqual(per_op["syscalls_per_op"], 1)  # rxe's doorbell: one write()
+        self.assertEqual(per_op["syscalls_per_op"], 1)
         self.assertEqual(per_op["post_send_per_op"], 1)
         self.assertEqual(per_op["post_recv_per_op"], 0)
         self.assertEqual(per_op["poll_cq_per_op"], 0)
         self.assertEqual(per_op["split_provider"], 194)
+        self.assertNotIn("ops", per_op)
 
     def test_no_call_of_the_op_function_is_no_row(self):
-        self.assertIsNone(cost.per_operation(self.profile(), "gdr_ep_put_short", {}))
+        empty = cost.totals(self.profile(), "gdr_ep_put_short", {})
+        self.assertIsNone(cost.per_operation(empty, empty))
 
     def test_object_classes(self):
         for path, cls in (("/usr/lib/x86_64-linux-gnu/ucx/libuct_ib.so.0.0.0", "transport"),

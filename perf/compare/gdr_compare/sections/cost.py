@@ -4,9 +4,11 @@ The guest has no PMU and wall clock under TCG swings run to run, but the instruc
 inside an operation function are deterministic (../../../shared/notes/cost.md).  Per row and
 transport the client of a ucx_perftest latency pair runs under callgrind with --toggle-collect=<the
 transport's op function>: only that function and its callees are counted, and callgrind records
-how often it was called, so a row is (collected work) / (calls).  With -w 0 the window holds
-nothing else: rc_verbs put_short gave 66,400 instructions at n=200 and 132,800 at n=400 (332 per
-call both), so one run per row is exact and no difference of two runs is needed.
+how often it was called.  It runs twice, with n and 2n operations, and a row is the difference
+of the two over the n extra operations: the first operations also pay one-time work inside the
+op function (rc_verbs' put_bcopy grows its send-descriptor pool: ucs_mpool_grow, 164
+instructions per operation at n=200 when not cancelled), and callgrind counts one extra call of
+the provider's callees per run.
 
 What a row covers: the posting side of one operation (the op function and everything it calls:
 UCX core, transport, verbs provider, libc).  Completion handling in iface_progress is not yet in
@@ -32,12 +34,8 @@ COST_ROWS = [
      {"rc_verbs": "uct_rc_verbs_ep_put_bcopy", "gdr_rc": "gdr_ep_put_bcopy"}),
     ("am_bcopy", "am_lat", "bcopy", KiB,
      {"rc_verbs": "uct_rc_verbs_ep_am_bcopy", "gdr_rc": "gdr_ep_am_bcopy"}),
-    ("put_zcopy", "put_lat", "zcopy", 64 * KiB,
-     {"rc_verbs": "uct_rc_verbs_ep_put_zcopy", "gdr_rc": "gdr_ep_put_zcopy"}),
-    ("am_zcopy", "am_lat", "zcopy", 64 * KiB,
-     {"rc_verbs": "uct_rc_verbs_ep_am_zcopy", "gdr_rc": "gdr_ep_am_zcopy"}),
 ]
-ITERATIONS = 200
+ITERATIONS = (100, 200)  # a row is the difference of the two runs
 
 # Calls counted inside the windows.  The verbs calls are inline in <infiniband/verbs.h>: they
 # are the provider's own (static, stripped) functions, named by offset; provider_ops names them.
@@ -62,22 +60,29 @@ def provider_functions(output):
     return functions
 
 
-def per_operation(profile, op_function, provider):
-    """Everything a row reports, per call of op_function, from one callgrind profile."""
-    ops = profile.calls_of(re.escape(op_function))
-    if not ops:
-        return None
-    c = {INSTR: profile.total, "syscalls_per_op": profile.calls_of(*SYSCALLS)}
+def totals(profile, op_function, provider):
+    """Everything a row reports, summed over one callgrind profile, with the op's calls."""
+    c = {"ops": profile.calls_of(re.escape(op_function)), INSTR: profile.total,
+         "syscalls_per_op": profile.calls_of(*SYSCALLS)}
     for metric, names in VERBS_CALLS.items():
         c[metric] = sum(profile.calls_of(re.escape(provider[n][1]), re.escape(provider[n][0]))
                         for n in names if n in provider)
     for cls, ir in split_by_class(profile).items():
         c[SPLIT_PREFIX + cls] = ir
-    return {k: v / ops for k, v in c.items()}
+    return c
 
 
-def profile_once(s, transport, test, layout, size, fn, provider, name):
-    """One server/client pair with the client under callgrind; -> (per op or None, reason,
+def per_operation(small, large):
+    """Totals of the n and the 2n run -> per operation of the n extra ones (None without)."""
+    extra = large["ops"] - small["ops"]
+    if extra <= 0:
+        return None
+    return {k: (large.get(k, 0) - small.get(k, 0)) / extra for k in set(small) | set(large)
+            if k != "ops"}
+
+
+def profile_once(s, transport, test, layout, size, fn, provider, n, name):
+    """One server/client pair with the client under callgrind; -> (totals or None, reason,
     wall)."""
     port = s.ports.take()
     out = os.path.join(s.logdir, f"{name}.callgrind.out")
@@ -85,13 +90,25 @@ def profile_once(s, transport, test, layout, size, fn, provider, name):
     client = ["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no",
               f"--toggle-collect={fn}", f"--callgrind-out-file={out}",
               "ucx_perftest", "127.0.0.1", "-p", str(port), "-d", s.net_device, "-x", transport,
-              "-t", test, "-s", str(size), "-D", layout, "-n", str(ITERATIONS), "-w", "0"]
+              "-t", test, "-s", str(size), "-D", layout, "-n", str(n), "-w", "0"]
     ok, _, _, reason, wall = run_pair(name, server, client, s.base_env(transport), port,
                                       s.timeout, s.logdir)
     if not ok:
         return None, reason, wall
     with open(out) as f:
-        per_op = per_operation(parse(f.read()), fn, provider)
+        return totals(parse(f.read()), fn, provider), None, wall
+
+
+def profile_row(s, transport, test, layout, size, fn, provider, name):
+    """The n and the 2n run -> (per operation or None, reason, wall)."""
+    runs, wall = [], 0.0
+    for n in ITERATIONS:
+        c, why, w = profile_once(s, transport, test, layout, size, fn, provider, n, f"{name}-n{n}")
+        wall += w
+        if c is None:
+            return None, why, wall
+        runs.append(c)
+    per_op = per_operation(*runs)
     return per_op, None if per_op else f"callgrind recorded no call of {fn}", wall
 
 
@@ -114,8 +131,8 @@ def run_cost(s):
             why = why_all or (transport == "gdr_rc" and s.gdr_unavailable)
             per_op, wall, name = None, 0.0, f"cost-{transport}-{row}"
             if not why:
-                per_op, why, wall = profile_once(s, transport, test, layout, size,
-                                                 functions[transport], provider, name)
+                per_op, why, wall = profile_row(s, transport, test, layout, size,
+                                                functions[transport], provider, name)
             for metric in METRICS:
                 s.results.record("cost", row, size, metric, transport,
                                  per_op[metric] if per_op else None, why, wall, name,
