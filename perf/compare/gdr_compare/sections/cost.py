@@ -7,8 +7,8 @@ transport's op function>: only that function and its callees are counted, and ca
 how often it was called.  It runs twice, with n and 2n operations, and a row is the difference
 of the two over the n extra operations: the first operations also pay one-time work inside the
 op function (rc_verbs' put_bcopy grows its send-descriptor pool: ucs_mpool_grow, 164
-instructions per operation at n=200 when not cancelled), and callgrind counts one extra call of
-the provider's callees per run.
+instructions per operation at n=200 when not cancelled), and callgrind at times counts one call
+more of the provider's callees than ran (rc_verbs am_short: 201 calls of write(), 200 runs).
 
 What a row covers: the posting side of one operation (the op function and everything it calls:
 UCX core, transport, verbs provider, libc).  Completion handling in iface_progress is not yet in
