@@ -53,7 +53,7 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
         methods = GDR_CUDA_METHODS_ALL;
     }
     if (pd == nullptr || addr == nullptr || length == 0) {
-        outcome.status = GDR_CUDA_ERR_INVALID_PARAM;
+        outcome.status = UCS_ERR_INVALID_PARAM;
         outcome.reason = pd == nullptr ? "no protection domain" : "empty range";
         return outcome;
     }
@@ -68,12 +68,12 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
     } else if (!has_method(methods, GDR_CUDA_REG_DMABUF)) {
         tried.push_back("dma-buf: not used (md-open probe found it unavailable)");
     } else {
-        int               fd     = -1;
-        uint64_t          offset = 0;
-        std::string       why;
-        gdr_cuda_status_t status = backend.export_dmabuf(backend.ctx, addr, length, &fd, &offset,
-                                                         &why);
-        if (status != GDR_CUDA_OK) {
+        int          fd     = -1;
+        uint64_t     offset = 0;
+        std::string  why;
+        ucs_status_t status = backend.export_dmabuf(backend.ctx, addr, length, &fd, &offset,
+                                                    &why);
+        if (status != UCS_OK) {
             tried.push_back("dma-buf: export failed: " + why);
         } else {
             errno      = 0;
@@ -83,7 +83,7 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
             // The MR holds its own reference to the dma-buf; ours is no longer needed.
             backend.close_fd(backend.ctx, fd);
             if (mr != nullptr) {
-                outcome.status = GDR_CUDA_OK;
+                outcome.status = UCS_OK;
                 outcome.mr     = mr;
                 outcome.method = GDR_CUDA_REG_DMABUF;
                 outcome.reason = join(tried, "; ");
@@ -109,7 +109,7 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
             ibv_mr *mr = backend.reg_mr(backend.ctx, pd, const_cast<void *>(addr), length, access);
             int err    = errno;
             if (mr != nullptr) {
-                outcome.status = GDR_CUDA_OK;
+                outcome.status = UCS_OK;
                 outcome.mr     = mr;
                 outcome.method = GDR_CUDA_REG_PEERMEM;
                 outcome.reason = join(tried, "; ");
@@ -121,7 +121,7 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
     }
 
     // (3) refuse
-    outcome.status = GDR_CUDA_ERR_UNSUPPORTED;
+    outcome.status = UCS_ERR_UNSUPPORTED;
     outcome.reason = join(tried, "; ");
     return outcome;
 }
@@ -131,7 +131,7 @@ ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeIn
     ProbeVerdict verdict;
     std::string  contradiction = check_config(config);
     if (!contradiction.empty()) {
-        verdict.status = GDR_CUDA_ERR_INVALID_PARAM;
+        verdict.status = UCS_ERR_INVALID_PARAM;
         verdict.reason = contradiction;
         return verdict;
     }
@@ -183,7 +183,7 @@ ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeIn
                   !has_method(verdict.methods, GDR_CUDA_REG_DMABUF)) ||
                  (config.gpu_direct_rdma == GDR_CUDA_POLICY_YES && !verdict.registrable);
     if (unmet) {
-        verdict.status = GDR_CUDA_ERR_UNSUPPORTED;
+        verdict.status = UCS_ERR_UNSUPPORTED;
         verdict.reason = requirement + " but " +
                          (config.dmabuf == GDR_CUDA_POLICY_YES ? "dma-buf registration" :
                                                                  "GPU memory registration") +
@@ -209,19 +209,6 @@ std::string find_peermem_module(const std::string &sysfs_root)
         }
     }
     return {};
-}
-
-void copy_reason(const std::string &text, char *buffer, size_t capacity)
-{
-    if (buffer == nullptr || capacity == 0) {
-        return;
-    }
-    size_t n = text.size() < capacity - 1 ? text.size() : capacity - 1;
-    std::memcpy(buffer, text.data(), n);
-    buffer[n] = '\0';
-    if (n < text.size() && n >= 3) {
-        std::memcpy(buffer + n - 3, "...", 3);  // say that it was cut
-    }
 }
 
 }  // namespace gdr::cuda
