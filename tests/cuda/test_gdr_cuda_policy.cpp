@@ -1,6 +1,7 @@
 // Host tests of gdr_cuda: the registration order and policy logic (driven through a backend
 // whose libcuda/libibverbs calls fail or succeed on demand), the md-open verdict, config rules,
-// peer-memory detection, and the behaviour without libcuda (real: this runs where there is none).
+// the reason convention, and the behaviour without libcuda (real: this runs where there is none).
+// (Peer-memory detection is gdr_topo's, shared with gdr-doctor: tests/topo/test_peermem.cpp.)
 #include "gdr_cuda.h"
 #include "gdr_status.hpp"
 #include "reg_policy.h"
@@ -8,12 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -371,30 +369,6 @@ TEST(ProbeVerdict, MethodsFollowFactsAndPolicy)
             EXPECT_NE(v.reason.find("no GPU memory registration method works"), std::string::npos);
         }
     }
-}
-
-TEST(Peermem, DetectsEachModuleBySysfsFile)
-{
-    namespace fs = std::filesystem;
-    fs::path root = fs::temp_directory_path() / ("gdr-sysfs-" + std::to_string(getpid()));
-    fs::remove_all(root);
-    fs::create_directories(root);
-    EXPECT_EQ(find_peermem_module(root.string()), "");
-    struct {
-        const char *dir;
-        const char *module;
-    } cases[] = {{"module/nvidia_peermem", "nvidia_peermem"},
-                 {"module/nv_peer_mem", "nv_peer_mem"},
-                 {"kernel/mm/memory_peers/nv_mem", "nv_peer_mem"}};
-    for (const auto &c : cases) {
-        fs::create_directories(root / c.dir);
-        std::ofstream(root / c.dir / "version") << "1.0\n";
-        EXPECT_EQ(find_peermem_module(root.string()), c.module) << c.dir;
-        fs::remove_all(root / c.dir);
-    }
-    fs::create_directories(root / "module/nvidia_peermem");  // a directory without version: no
-    EXPECT_EQ(find_peermem_module(root.string()), "");
-    fs::remove_all(root);
 }
 
 TEST(Reason, CutLinesEndInAnEllipsis)

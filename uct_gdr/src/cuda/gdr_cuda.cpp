@@ -5,6 +5,7 @@
 #include "reg_policy.h"
 
 #include "gdr_status.hpp"
+#include "gdr_topo.hpp"
 
 #include <gdr_cuda_driver/context.hpp>
 #include <gdr_cuda_driver/driver.hpp>
@@ -23,7 +24,12 @@ using namespace gdr::cuda_driver;
 
 namespace {
 
-const char *const kSysfsRoot = "/sys";
+/** The loaded peer-memory module's name ("" when none): the same check as gdr-doctor's. */
+std::string peermem_module()
+{
+    const auto found = gdr::topo::find_peer_memory_module(gdr::topo::SysRoot("/"));
+    return found ? found->module : std::string();
+}
 
 size_t host_page_size()
 {
@@ -130,7 +136,7 @@ ibv_mr *backend_reg_dmabuf_mr(void *, ibv_pd *pd, uint64_t offset, size_t length
 #endif
 }
 
-std::string backend_peermem_module(void *) { return find_peermem_module(kSysfsRoot); }
+std::string backend_peermem_module(void *) { return peermem_module(); }
 
 ibv_mr *backend_reg_mr(void *, ibv_pd *pd, void *addr, size_t length, int access)
 {
@@ -528,7 +534,7 @@ ucs_status_t gdr_cuda_probe(struct ibv_pd *pd, const gdr_cuda_config_t *config, 
             const driver &cuda        = driver::instance();
             input.cuda_available      = cuda.usable();
             input.no_cuda_reason      = no_cuda_reason(cuda);
-            const std::string peermem = find_peermem_module(kSysfsRoot);
+            const std::string peermem = peermem_module();
             const bool may_create     = (flags & GDR_CUDA_PROBE_MAY_CREATE_CONTEXT) != 0;
             for (int ordinal = 0; ordinal < cuda.device_count(); ++ordinal) {
                 input.devices.push_back(probe_device(cuda, ordinal, pd, peermem, may_create));

@@ -1,8 +1,6 @@
 // Registration order, probe verdict and config rules: see reg_policy.h.
 #include "reg_policy.h"
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 
@@ -190,25 +188,6 @@ ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeIn
                          " is not available: " + verdict.reason;
     }
     return verdict;
-}
-
-std::string find_peermem_module(const std::string &sysfs_root)
-{
-    // Same evidence as UCX's ib md (uct_ib_md_check_peermem): the module version files.
-    static const struct {
-        const char *path;
-        const char *module;
-    } candidates[] = {
-        {"/kernel/mm/memory_peers/nv_mem/version", "nv_peer_mem"},
-        {"/module/nvidia_peermem/version", "nvidia_peermem"},
-        {"/module/nv_peer_mem/version", "nv_peer_mem"},
-    };
-    for (const auto &candidate : candidates) {
-        if (access((sysfs_root + candidate.path).c_str(), F_OK) == 0) {
-            return candidate.module;
-        }
-    }
-    return {};
 }
 
 }  // namespace gdr::cuda

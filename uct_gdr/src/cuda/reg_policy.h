@@ -6,7 +6,7 @@
  *    RegBackend table that gdr_cuda.cpp fills from libcuda/libibverbs (tests fill it with
  *    failure-injecting functions; the order/policy logic under test is the real one);
  *  - decide_probe_verdict(): md-open verdict from the facts gathered per GPU;
- *  - check_config(), find_peermem_module().
+ *  - check_config().
  * Internal C++17 header.  All functions are pure or only touch what the backend does: thread-safe.
  */
 #pragma once
@@ -77,9 +77,5 @@ struct ProbeVerdict {
 };
 
 ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeInput &input);
-
-/** Which peer-memory module is loaded, from the sysfs files UCX's ib md also uses, under
- *  `sysfs_root` ("/sys" in production).  Empty when none. */
-std::string find_peermem_module(const std::string &sysfs_root);
 
 }  // namespace gdr::cuda
