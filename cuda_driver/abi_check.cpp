@@ -180,7 +180,6 @@ GDR_SAME_PROTOTYPE(cuDeviceGetCount);
 GDR_SAME_PROTOTYPE(cuDeviceGet);
 GDR_SAME_PROTOTYPE(cuDeviceGetName);
 GDR_SAME_PROTOTYPE(cuDeviceGetAttribute);
-GDR_SAME_PROTOTYPE(cuDeviceGetPCIBusId);
 GDR_SAME_PROTOTYPE(cuDevicePrimaryCtxRetain);
 GDR_SAME_PROTOTYPE(cuDevicePrimaryCtxRelease_v2);
 GDR_SAME_PROTOTYPE(cuDevicePrimaryCtxGetState);

@@ -26,7 +26,6 @@ extern "C" {
 FAKE_STUB(cuDeviceGet)
 FAKE_STUB(cuDeviceGetName)
 FAKE_STUB(cuDeviceGetAttribute)
-FAKE_STUB(cuDeviceGetPCIBusId)
 FAKE_STUB(cuDevicePrimaryCtxRetain)
 FAKE_STUB(cuDevicePrimaryCtxRelease_v2)
 FAKE_STUB(cuDevicePrimaryCtxGetState)

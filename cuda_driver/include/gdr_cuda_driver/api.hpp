@@ -30,7 +30,6 @@ struct driver_api {
     CUresult (*cuDeviceGet)(CUdevice *device, int ordinal);
     CUresult (*cuDeviceGetName)(char *name, int len, CUdevice device);
     CUresult (*cuDeviceGetAttribute)(int *value, int attribute, CUdevice device);
-    CUresult (*cuDeviceGetPCIBusId)(char *bus_id, int len, CUdevice device);
     // contexts
     CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice device);
     CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice device);
@@ -117,7 +116,6 @@ inline constexpr entry_point entry_points[] = {
     GDR_CUDA_DRIVER_ENTRY(cuDeviceGet),
     GDR_CUDA_DRIVER_ENTRY(cuDeviceGetName),
     GDR_CUDA_DRIVER_ENTRY(cuDeviceGetAttribute),
-    GDR_CUDA_DRIVER_ENTRY(cuDeviceGetPCIBusId),
     GDR_CUDA_DRIVER_ENTRY(cuDevicePrimaryCtxRetain),
     GDR_CUDA_DRIVER_ENTRY(cuDevicePrimaryCtxRelease_v2),
     GDR_CUDA_DRIVER_ENTRY(cuDevicePrimaryCtxGetState),
