@@ -60,6 +60,21 @@ const char *gdr_topo_link_name(gdr_topo_link_t link)
     return (link >= GDR_TOPO_SELF && link <= GDR_TOPO_UNKNOWN) ? names[link] : "?";
 }
 
+int gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci)
+{
+    if (bdf == nullptr || pci == nullptr) {
+        return -EINVAL;
+    }
+    return guarded([&] {
+        auto addr = PciAddress::parse(bdf);
+        if (!addr) {
+            return -EINVAL;
+        }
+        *pci = gdr_pci_addr_t{addr->domain, addr->bus, addr->device, addr->function};
+        return 0;
+    });
+}
+
 int gdr_topo_rdma_device_pci(const char *root, const char *rdma_dev, gdr_pci_addr_t *pci,
                              int *numa_node)
 {

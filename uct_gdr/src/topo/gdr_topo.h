@@ -41,6 +41,12 @@ typedef struct {
 } gdr_pci_addr_t;
 
 /**
+ * Parses a PCI address "DDDD:BB:DD.F" (as sysfs names devices): the one parser of the project.
+ * @return 0, or -EINVAL when `bdf` is not such an address (e.g. "" for a virtual device).
+ */
+int gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci);
+
+/**
  * The PCI function behind an RDMA device (/sys/class/infiniband/<dev>/device), or for a
  * software device such as rxe the PCI function of the netdev it runs on.
  * @param numa_node  may be NULL; set to the device's NUMA node, -1 when unknown.
