@@ -146,7 +146,8 @@ void allreduce_table(const gpu::driver &cu, const options &o)
                     std::vector<float> host(count, 1.0f / float(o.ranks));
                     gpu::CUdeviceptr dptr = 0;
                     gpu::check(cu.cuMemAlloc_v2(&dptr, sizes[s]), "cuMemAlloc");
-                    gpu::check(cu.cuMemcpyHtoDAsync_v2(dptr, host.data(), sizes[s], nullptr), "cuMemcpyHtoDAsync");
+                    gpu::check(cu.cuMemcpyHtoDAsync_v2(dptr, host.data(), sizes[s], nullptr),
+                               "cuMemcpyHtoDAsync");
                     gpu::check(cu.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
                     for (int mode = 0; mode < 2; ++mode) {
                         float *buf = mode == 0 ? host.data() : reinterpret_cast<float *>(uintptr_t(dptr));

@@ -79,14 +79,16 @@ public:
     void upload(const std::vector<T> &host)
     {
         if (host.empty()) return;
-        gpu::check(cu_.cuMemcpyHtoDAsync_v2(ptr_, host.data(), host.size() * sizeof(T), nullptr), "cuMemcpyHtoDAsync");
+        gpu::check(cu_.cuMemcpyHtoDAsync_v2(ptr_, host.data(), host.size() * sizeof(T), nullptr),
+                   "cuMemcpyHtoDAsync");
         gpu::check(cu_.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
     }
     std::vector<T> download() const
     {
         std::vector<T> host(n_);
         if (n_ == 0) return host;
-        gpu::check(cu_.cuMemcpyDtoHAsync_v2(host.data(), ptr_, n_ * sizeof(T), nullptr), "cuMemcpyDtoHAsync");
+        gpu::check(cu_.cuMemcpyDtoHAsync_v2(host.data(), ptr_, n_ * sizeof(T), nullptr),
+                   "cuMemcpyDtoHAsync");
         gpu::check(cu_.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
         return host;
     }
