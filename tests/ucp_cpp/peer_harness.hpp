@@ -172,7 +172,8 @@ public:
     }
 
     /// Like wait_exit(), but keeps @p w progressing meanwhile (the peer may need us to close).
-    int wait_exit_progressing(ucp_cpp::worker &w, std::chrono::milliseconds timeout = 3 * op_timeout)
+    int wait_exit_progressing(ucp_cpp::worker &w,
+                              std::chrono::milliseconds timeout = 3 * op_timeout)
     {
         auto deadline = std::chrono::steady_clock::now() + timeout;
         int status    = 0;

@@ -134,7 +134,8 @@ TEST_P(UcpCppGpu, TagAndRmaBetweenProcessesWithCudaBuffers)
         }
         // RMA target: a registered device region; the parent puts a pattern and gets it back.
         device_buffer region(cu, rma_region);
-        auto memh = ucp_cpp::memory_handle::map(s.ctx, region.get(), rma_region, UCS_MEMORY_TYPE_CUDA);
+        auto memh =
+            ucp_cpp::memory_handle::map(s.ctx, region.get(), rma_region, UCS_MEMORY_TYPE_CUDA);
         PEER_CHECK(memh->memory_type() == UCS_MEMORY_TYPE_CUDA);
         ch.send_value(memh->remote_address());
         ch.send(memh->pack_rkey().bytes);
@@ -204,6 +205,8 @@ TEST_P(UcpCppGpu, TagAndRmaBetweenProcessesWithCudaBuffers)
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, UcpCppGpu, ::testing::Values("n", "y"),
-                         [](const auto &info) { return std::string(info.param) == "y" ? "new" : "legacy"; });
+                         [](const auto &info) {
+                             return std::string(info.param) == "y" ? "new" : "legacy";
+                         });
 
 }  // namespace

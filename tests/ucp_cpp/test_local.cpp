@@ -46,8 +46,10 @@ TEST(UcpCppErrors, BadConfigurationThrowsWithStatus)
 
 TEST(UcpCppErrors, LegacyProtocolsAreReadFromTheEffectiveConfiguration)
 {
-    EXPECT_TRUE(make_context("tcp,self", all_features, {{"PROTO_ENABLE", "n"}})->legacy_protocols());
-    EXPECT_FALSE(make_context("tcp,self", all_features, {{"PROTO_ENABLE", "y"}})->legacy_protocols());
+    EXPECT_TRUE(
+        make_context("tcp,self", all_features, {{"PROTO_ENABLE", "n"}})->legacy_protocols());
+    EXPECT_FALSE(
+        make_context("tcp,self", all_features, {{"PROTO_ENABLE", "y"}})->legacy_protocols());
 }
 
 TEST(UcpCppErrors, CudaRmaUnderLegacyProtocolsIsRefusedNotCrashed)
@@ -77,7 +79,8 @@ TEST(UcpCppErrors, CudaRmaUnderLegacyProtocolsIsRefusedNotCrashed)
             EXPECT_EQ(e.status(), UCS_ERR_UNSUPPORTED);
             EXPECT_EQ(issued, !wrapper_refuses) << e.what();
             if (wrapper_refuses) {
-                EXPECT_NE(std::string(e.what()).find("UCX_PROTO_ENABLE=y"), std::string::npos) << e.what();
+                EXPECT_NE(std::string(e.what()).find("UCX_PROTO_ENABLE=y"), std::string::npos)
+                    << e.what();
             }
         }
     }

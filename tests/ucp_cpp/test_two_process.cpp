@@ -261,7 +261,8 @@ TEST_P(UcpCppTwoProcess, ActiveMessagesEagerAndRendezvous)
     uint64_t seed = 100;
     for (size_t size : transfer_sizes()) {
         send_am(data_id, size, seed++, 0);  // protocol chosen by UCP (eager or rendezvous)
-        send_am(data_id, size, seed++, size >= 4096 ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER);
+        send_am(data_id, size, seed++,
+                size >= 4096 ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER);
     }
     send_am(kept_id, 1 << 20, seed++, UCP_AM_SEND_FLAG_RNDV);
     uint64_t verified = 0;
@@ -290,7 +291,8 @@ TEST_P(UcpCppTwoProcess, RmaPutGetAndAtomicsWithRkeyExchange)
         ch.recv_value();
         size_t offset = 0;
         for (size_t size : transfer_sizes()) {
-            PEER_CHECK(check_pattern(memory.data() + offset, std::min(size, region - offset), size + 9));
+            PEER_CHECK(check_pattern(memory.data() + offset, std::min(size, region - offset),
+                                     size + 9));
             offset = (offset + size) % (region / 2);
         }
         uint64_t word64;
@@ -342,8 +344,9 @@ TEST_P(UcpCppTwoProcess, PeerKilledMidOperationFailsRequestsWithoutHang)
 {
     const std::string transports = tls();
     if (!has_failure_detection(transports)) {
-        GTEST_SKIP() << transports << " cannot detect peer failure (UCX's shared-memory transports, "
-                                      "any release, without UCX_MM_ERROR_HANDLING=y)";
+        GTEST_SKIP() << transports
+                     << " cannot detect peer failure (UCX's shared-memory transports, "
+                        "any release, without UCX_MM_ERROR_HANDLING=y)";
     }
     std::map<std::string, std::string> fast_failure{{"KEEPALIVE_INTERVAL", "200ms"}};
     peer_process peer([&](channel &ch) {

@@ -55,10 +55,12 @@ int main(int argc, char **argv)
             });
             std::vector<uint8_t> small(100, 1), large(4 << 20, 2);
             uint32_t headers[2] = {0, 1};
-            auto a = ep->am_send(data_am, &headers[0], sizeof(uint32_t), small.data(), small.size());
+            auto a =
+                ep->am_send(data_am, &headers[0], sizeof(uint32_t), small.data(), small.size());
             ucp_cpp::op_options rndv;
             rndv.flags = UCP_AM_SEND_FLAG_RNDV;
-            auto b = ep->am_send(data_am, &headers[1], sizeof(uint32_t), large.data(), large.size(), rndv);
+            auto b = ep->am_send(data_am, &headers[1], sizeof(uint32_t), large.data(),
+                                 large.size(), rndv);
             a.wait(10s);
             b.wait(10s);
             worker->progress_until([&] { return replied; }, 30s);

@@ -43,8 +43,8 @@ static int run_rank(const coll::bootstrap_params &params)
     // Leave together (as MPI_Finalize does): a rank that exits closes its endpoints, which the
     // ranks still inside a collective on another communicator would see as a failed peer.
     world.barrier();
-    std::printf("rank %d/%d: sum[999] = %.3f, my parity group has %d ranks: %s\n", rank, size, total[999],
-                parity.size(), ok ? "ok" : "WRONG");
+    std::printf("rank %d/%d: sum[999] = %.3f, my parity group has %d ranks: %s\n", rank, size,
+                total[999], parity.size(), ok ? "ok" : "WRONG");
     std::fflush(stdout);  // forked ranks leave through _exit()
     return ok ? 0 : 1;
 }

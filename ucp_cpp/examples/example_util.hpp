@@ -25,8 +25,9 @@ inline std::shared_ptr<ucp_cpp::worker> make_worker(uint64_t features)
 }
 
 /// Server side: listens on an ephemeral port, reports it, accepts one client (30 s at most).
-inline std::shared_ptr<ucp_cpp::endpoint> accept_one(const std::shared_ptr<ucp_cpp::worker> &worker,
-                                                     const std::function<void(uint16_t)> &report_port)
+inline std::shared_ptr<ucp_cpp::endpoint>
+accept_one(const std::shared_ptr<ucp_cpp::worker> &worker,
+           const std::function<void(uint16_t)> &report_port)
 {
     auto listener = ucp_cpp::listener::create(worker, "0.0.0.0", 0);
     report_port(listener->port());
@@ -38,12 +39,16 @@ inline std::shared_ptr<ucp_cpp::endpoint> accept_one(const std::shared_ptr<ucp_c
 }
 
 /// server(report_port) must call report_port(port) once it listens; client(host, port) runs.
-inline int run(int argc, char **argv, const std::function<int(std::function<void(uint16_t)>)> &server,
+inline int run(int argc, char **argv,
+               const std::function<int(std::function<void(uint16_t)>)> &server,
                const std::function<int(const std::string &, uint16_t)> &client)
 {
     try {
         if (argc >= 2 && std::strcmp(argv[1], "server") == 0) {
-            return server([](uint16_t port) { std::printf("listening on port %u\n", port); std::fflush(stdout); });
+            return server([](uint16_t port) {
+                std::printf("listening on port %u\n", port);
+                std::fflush(stdout);
+            });
         }
         if (argc >= 4 && std::strcmp(argv[1], "client") == 0) {
             return client(argv[2], uint16_t(std::atoi(argv[3])));
@@ -78,7 +83,8 @@ inline int run(int argc, char **argv, const std::function<int(std::function<void
         int status = 0;
         waitpid(pid, &status, 0);
         int server_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-        std::printf("client %s, server %s\n", rc == 0 ? "ok" : "FAILED", server_rc == 0 ? "ok" : "FAILED");
+        std::printf("client %s, server %s\n", rc == 0 ? "ok" : "FAILED",
+                    server_rc == 0 ? "ok" : "FAILED");
         return rc != 0 ? rc : server_rc;
     } catch (const std::exception &e) {
         std::fprintf(stderr, "error: %s\n", e.what());

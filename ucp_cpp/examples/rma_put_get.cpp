@@ -21,7 +21,8 @@ int main(int argc, char **argv)
             auto worker = example::make_worker(features);
             auto ep     = example::accept_one(worker, report_port);
             std::vector<uint64_t> region(region_size / 8 + 1, 0);
-            auto memh = ucp_cpp::memory_handle::map(worker->ctx(), region.data(), region.size() * 8);
+            auto memh =
+                ucp_cpp::memory_handle::map(worker->ctx(), region.data(), region.size() * 8);
             // message: 8-byte address followed by the packed rkey
             auto packed = memh->pack_rkey();
             std::vector<uint8_t> message(8 + packed.bytes.size());
@@ -59,7 +60,8 @@ int main(int argc, char **argv)
             ep->flush().wait(10s);
             ep->get(back.data(), region_size, remote, rkey).wait(10s);
             uint64_t old = 1;
-            ep->atomic_fetch<uint64_t>(UCP_ATOMIC_OP_ADD, 42, &old, remote + region_size, rkey).wait(10s);
+            ep->atomic_fetch<uint64_t>(UCP_ATOMIC_OP_ADD, 42, &old, remote + region_size, rkey)
+                .wait(10s);
             ep->flush().wait(10s);
             uint64_t done = 1;
             ep->tag_send(&done, sizeof(done), done_tag).wait(10s);

@@ -4,6 +4,10 @@
  *
  * Each helper waits at most @p timeout (default: forever) and throws ucx_error with the
  * operation's status, or UCS_ERR_TIMED_OUT (after cancelling a tag receive).
+ * Threading: as for the worker or endpoint passed in.
+ *
+ * Layer: above endpoint.hpp.  blocking::tag_recv and blocking::flush(worker&) call members
+ * defined in detail/worker.inl: include <ucp_cpp/ucp_cpp.hpp>.
  */
 #pragma once
 
@@ -13,18 +17,43 @@
 
 #include <chrono>
 
+/// @brief Blocking forms of the common operations: issue, wait (bounded), throw.
 namespace ucp_cpp::blocking {
 
 using std::chrono::nanoseconds;
+/// The default timeout: wait as long as it takes.
 inline constexpr nanoseconds forever = nanoseconds::max();
 
+/**
+ * @brief Sends a tagged message and waits until @p buffer may be reused.
+ * @param ep      the endpoint.
+ * @param buffer  the message.
+ * @param length  its size in bytes.
+ * @param tag     the tag the receiver matches on.
+ * @param timeout the longest wait.
+ * @param options memory type / memh of @p buffer, flags.
+ * @throws ucx_error with the send's error, or UCS_ERR_TIMED_OUT (the send still runs: keep
+ *         @p buffer valid or flush).
+ */
 inline void tag_send(endpoint &ep, const void *buffer, size_t length, ucp_tag_t tag,
                      nanoseconds timeout = forever, const op_options &options = {})
 {
     ep.tag_send(buffer, length, tag, options).wait(timeout);
 }
 
-/// @return what was received (length and sender tag).
+/**
+ * @brief Receives a tagged message and waits for it.
+ * @param w       the worker.
+ * @param buffer  where the message lands.
+ * @param length  the buffer's size.
+ * @param tag     the tag to match.
+ * @param mask    which bits of @p tag to match.
+ * @param timeout the longest wait.
+ * @param options memory type / memh of @p buffer, flags.
+ * @return what was received (length and sender tag).
+ * @throws ucx_error with the receive's error, or UCS_ERR_TIMED_OUT (the receive is cancelled
+ *         first).
+ */
 inline completion tag_recv(worker &w, void *buffer, size_t length, ucp_tag_t tag,
                            ucp_tag_t mask = ~ucp_tag_t(0), nanoseconds timeout = forever,
                            const op_options &options = {})
@@ -34,12 +63,29 @@ inline completion tag_recv(worker &w, void *buffer, size_t length, ucp_tag_t tag
     return req.result();
 }
 
+/**
+ * @brief Sends bytes on the endpoint's stream and waits until @p buffer may be reused.
+ * @param ep      the endpoint.
+ * @param buffer  the data.
+ * @param length  its size in bytes.
+ * @param timeout the longest wait.
+ * @throws ucx_error with the send's error, or UCS_ERR_TIMED_OUT.
+ */
 inline void stream_send(endpoint &ep, const void *buffer, size_t length,
                         nanoseconds timeout = forever)
 {
     ep.stream_send(buffer, length).wait(timeout);
 }
 
+/**
+ * @brief Receives exactly @p length bytes from the endpoint's stream.
+ * @param ep      the endpoint.
+ * @param buffer  where they land.
+ * @param length  how many.
+ * @param timeout the longest wait.
+ * @return the bytes received.
+ * @throws ucx_error with the receive's error, or UCS_ERR_TIMED_OUT.
+ */
 inline size_t stream_recv(endpoint &ep, void *buffer, size_t length, nanoseconds timeout = forever)
 {
     request req = ep.stream_recv(buffer, length);
@@ -47,7 +93,21 @@ inline size_t stream_recv(endpoint &ep, void *buffer, size_t length, nanoseconds
     return req.length();
 }
 
+/**
+ * @brief Flushes an endpoint: waits until its operations are complete remotely.
+ * @param ep      the endpoint.
+ * @param timeout the longest wait.
+ * @throws ucx_error with the flush's error, or UCS_ERR_TIMED_OUT.
+ */
 inline void flush(endpoint &ep, nanoseconds timeout = forever) { ep.flush().wait(timeout); }
+
+/**
+ * @brief Flushes a worker: waits until the operations of all its endpoints are complete
+ *        remotely.
+ * @param w       the worker.
+ * @param timeout the longest wait.
+ * @throws ucx_error with the flush's error, or UCS_ERR_TIMED_OUT.
+ */
 inline void flush(worker &w, nanoseconds timeout = forever) { w.flush().wait(timeout); }
 
 }  // namespace ucp_cpp::blocking

@@ -1,11 +1,13 @@
 /**
  * @file context.hpp
- * @brief ucp_cpp::context: RAII owner of a ucp_context_h.
+ * @brief ucp_cpp::context: RAII owner of a ucp_context_h, and context_params.
  *
  * Lifetime: always held by std::shared_ptr (context::create()); every worker and memory handle
  * keeps its context alive, so the context is cleaned up (ucp_cleanup) only after the last of
  * them is gone, whatever order the application drops its references in.
  * Threading: a context is immutable after creation; all members are safe from any thread.
+ *
+ * Layer: above error.hpp and detail/; below everything that needs a context.
  */
 #pragma once
 
@@ -15,6 +17,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,7 +27,11 @@
 
 namespace ucp_cpp {
 
-/// What the application asks of UCP.  Only requested features get transports selected.
+/**
+ * @brief What the application asks of UCP when it creates a context.
+ *
+ * Only requested features get transports selected.  A plain value: copy and change freely.
+ */
 struct context_params {
     /// UCP_FEATURE_* bits, e.g. UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP.
     uint64_t features = UCP_FEATURE_TAG;
@@ -39,17 +46,35 @@ struct context_params {
     std::string name = "ucp_cpp";
 };
 
-/// A UCP application context (ucp_init).  Non-copyable, non-movable: share it by shared_ptr.
+/**
+ * @brief A UCP application context (ucp_init): the features, the configuration and the
+ *        transports every worker and memory registration of it shares.
+ *
+ * Non-copyable, non-movable: created by create() and shared by std::shared_ptr.  Workers and
+ * memory handles hold a reference, so ucp_cleanup() runs only after the last of them is gone.
+ * Threading: immutable after creation; every member may be called from any thread.
+ */
 class context {
     struct private_tag {};
 
 public:
-    /// Creates the context; throws ucx_error on a bad configuration or UCP failure.
+    /**
+     * @brief Creates a context (ucp_config_read, ucp_config_modify per override, ucp_init).
+     * @param params features, UCX configuration overrides, hints.
+     * @return the context, shared.
+     * @throws ucx_error if an override names an unknown variable or a bad value (the message
+     *         names it), or ucp_init fails.
+     */
     static std::shared_ptr<context> create(const context_params &params = {})
     {
         return std::make_shared<context>(private_tag{}, params);
     }
 
+    /**
+     * @brief Use create(); public only so that std::make_shared can call it (private_tag keeps
+     *        every other caller out).
+     * @param params as for create().
+     */
     context(private_tag, const context_params &params) : features_(params.features)
     {
         ucp_config_t *config = nullptr;
@@ -81,17 +106,37 @@ public:
     context(const context &)            = delete;
     context &operator=(const context &) = delete;
 
+    /// @brief ucp_cleanup().  Runs when the last worker, memory handle and user reference is gone.
     ~context()
     {
         ucp_cleanup(handle_);
         --detail::live_contexts();
     }
 
+    /**
+     * @brief The UCP handle, for UCP calls the wrapper does not cover.
+     * @return the ucp_context_h; valid while this object lives.
+     */
     ucp_context_h handle() const noexcept { return handle_; }
+
+    /**
+     * @brief The features the context was created with.
+     * @return the UCP_FEATURE_* bits of context_params::features.
+     */
     uint64_t features() const noexcept { return features_; }
+
+    /**
+     * @brief Whether the context was created with all of some features.
+     * @param wanted UCP_FEATURE_* bits.
+     * @return true if every bit of @p wanted was requested at creation.
+     */
     bool has_features(uint64_t wanted) const noexcept { return (features_ & wanted) == wanted; }
 
-    /// Bit set of UCS_MEMORY_TYPE_* (as UCS_BIT(type)) that the loaded transports can access.
+    /**
+     * @brief The memory types the loaded transports can access (ucp_context_query).
+     * @return a bit set of UCS_MEMORY_TYPE_* values, as UCS_BIT(type).
+     * @throws ucx_error if UCP cannot be queried.
+     */
     uint64_t memory_types() const
     {
         ucp_context_attr_t attr{};
@@ -100,28 +145,43 @@ public:
         return attr.memory_types;
     }
 
+    /**
+     * @brief Whether buffers of one memory type can be passed to this context's operations.
+     * @param type e.g. UCS_MEMORY_TYPE_CUDA.
+     * @return true if memory_types() contains @p type.
+     * @throws ucx_error if UCP cannot be queried.
+     */
     bool supports_memory_type(ucs_memory_type_t type) const
     {
         return (memory_types() & UCS_BIT(type)) != 0;
     }
 
     /**
-     * True when UCP runs its legacy protocols (UCX_PROTO_ENABLE=n; the default of older
-     * releases: detail::ucx_compat::legacy_protocols_by_default()).  Where their RMA path moves
-     * data with the CPU (memcpy; detail::ucx_compat::legacy_rma_copies_with_cpu()), an RMA
-     * operation on a CUDA buffer segfaults inside UCP (seen with cuda_copy/cuda_ipc on an H200),
-     * so endpoint::put/get refuse CUDA buffers then.  Tagged, stream and AM transfers of CUDA
-     * memory are fine with either.
+     * @brief Whether UCP runs its legacy protocols (UCX_PROTO_ENABLE=n).
+     *
+     * They are the default of older releases (detail::ucx_compat::legacy_protocols_by_default()).
+     * Where their RMA path moves data with the CPU (memcpy;
+     * detail::ucx_compat::legacy_rma_copies_with_cpu()), an RMA operation on a CUDA buffer
+     * segfaults inside UCP (seen with cuda_copy/cuda_ipc on an H200), so endpoint::put/get
+     * refuse CUDA buffers then.  Tagged, stream and AM transfers of CUDA memory are fine with
+     * either.
+     * @return the effective UCX_PROTO_ENABLE (environment and overrides) was "n".
      */
     bool legacy_protocols() const noexcept { return legacy_protocols_; }
 
-    /// Throws ucx_error(UCS_ERR_INVALID_PARAM) naming the operation if a feature is missing,
-    /// instead of letting UCP fail later with a less helpful message.
+    /**
+     * @brief Checks that the context has the features an operation needs, so that a missing
+     *        feature is a clear error here instead of a less helpful one from UCP later.
+     * @param wanted    UCP_FEATURE_* bits the operation needs.
+     * @param operation the operation, for the message (e.g. "endpoint::stream_send").
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) naming @p operation and the missing bits.
+     */
     void require_features(uint64_t wanted, const char *operation) const
     {
         if (!has_features(wanted)) {
             throw ucx_error(UCS_ERR_INVALID_PARAM,
-                            std::string(operation) + " needs a context created with feature bits 0x" +
+                            std::string(operation) +
+                                " needs a context created with feature bits 0x" +
                                 to_hex(wanted & ~features_));
         }
     }
@@ -140,7 +200,8 @@ private:
         }
         ucp_config_print(config, out, nullptr, UCS_CONFIG_PRINT_CONFIG);
         std::fclose(out);
-        std::string printed = text != nullptr ? std::string("\n") + std::string(text, size) : std::string();
+        std::string printed =
+            text != nullptr ? std::string("\n") + std::string(text, size) : std::string();
         std::free(text);
         static const std::string key = "\nUCX_PROTO_ENABLE=";
         const size_t at = printed.find(key);

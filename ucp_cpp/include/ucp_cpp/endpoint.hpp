@@ -1,7 +1,8 @@
 /**
  * @file endpoint.hpp
  * @brief ucp_cpp::endpoint: RAII owner of a ucp_ep_h and the point-to-point operations on it
- *        (tagged, stream, active-message sends; RMA and atomics in rkey.hpp; flush; close).
+ *        (tagged, stream and active-message sends; RMA and atomics; flush; close), and
+ *        endpoint_params.
  *
  * Lifetime: held by std::shared_ptr; keeps its worker alive.  Destroying the endpoint closes it
  * without blocking: gracefully (flush) if healthy, forcibly if it failed; the close request is
@@ -15,6 +16,11 @@
  * outstanding requests with an error status (instead of hanging) and calls on_error once.
  *
  * Threading: as for the worker (MULTI: any thread; otherwise serialised with the worker).
+ *
+ * Layer: above request.hpp.  The members that take types of higher layers (accept() a
+ * connection_request of listener.hpp; unpack_rkey(), put, get and the atomics a remote_key of
+ * rkey.hpp) are declared here and defined in detail/endpoint.inl, which <ucp_cpp/ucp_cpp.hpp>
+ * includes: programs include the umbrella.
  */
 #pragma once
 
@@ -28,32 +34,48 @@
 #include <sys/socket.h>
 
 #include <atomic>
-#include <cstring>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <type_traits>
 
 namespace ucp_cpp {
 
-class remote_key;
-class connection_request;
-struct packed_rkey;
+class remote_key;          // rkey.hpp
+class connection_request;  // listener.hpp
+struct packed_rkey;        // memory.hpp
 
+/// @brief How an endpoint is created (every endpoint::connect() / accept()).  A plain value.
 struct endpoint_params {
     /// UCP_ERR_HANDLING_MODE_PEER (true): peer failures are reported instead of hanging.
     bool peer_error_handling = true;
     /// Called once (on the progressing thread) when UCX declares the endpoint failed.  It may
     /// drop the last reference to the endpoint.
     std::function<void(ucs_status_t)> on_error;
+    /// Name shown in UCX logs.
     std::string name = "ucp_cpp";
 };
 
+/**
+ * @brief A connection to a peer worker (ucp_ep_h) and the operations on it.
+ *
+ * Non-copyable, non-movable: created by connect()/accept() and shared by std::shared_ptr.
+ * Lifetime, errors and threading: see the file comment.  Every operation returns a request and
+ * never throws for a transfer error; they throw ucx_error(UCS_ERR_NOT_CONNECTED) after close(),
+ * and ucx_error(UCS_ERR_INVALID_PARAM) if the context lacks the feature they need.
+ */
 class endpoint : public std::enable_shared_from_this<endpoint> {
     struct private_tag {};
 
 public:
-    /// Connects to the worker whose address a peer sent out of band.
+    /**
+     * @brief Connects to the worker whose address a peer sent out of band.
+     * @param owner   the local worker; kept alive by the endpoint.
+     * @param address the peer's worker::address().
+     * @param params  error handling, on_error, name.
+     * @return the endpoint, shared.
+     * @throws ucx_error if ucp_ep_create fails (e.g. no common transport).
+     */
     static std::shared_ptr<endpoint> connect(std::shared_ptr<worker> owner,
                                              const worker_address &address,
                                              const endpoint_params &params = {})
@@ -64,7 +86,16 @@ public:
         return std::make_shared<endpoint>(private_tag{}, std::move(owner), ep_params, params);
     }
 
-    /// Connects to a listener (client side of UCP's client-server connection establishment).
+    /**
+     * @brief Connects to a listener (client side of UCP's client-server connection
+     *        establishment).
+     * @param owner   the local worker; kept alive by the endpoint.
+     * @param address the listener's socket address.
+     * @param length  the size of *address.
+     * @param params  error handling, on_error, name.
+     * @return the endpoint, shared (wireup completes during later progress).
+     * @throws ucx_error if ucp_ep_create fails.
+     */
     static std::shared_ptr<endpoint> connect(std::shared_ptr<worker> owner,
                                              const sockaddr *address, socklen_t length,
                                              const endpoint_params &params = {})
@@ -77,7 +108,16 @@ public:
         return std::make_shared<endpoint>(private_tag{}, std::move(owner), ep_params, params);
     }
 
-    /// Connects to a listener at @p host (name or numeric address) and @p port.
+    /**
+     * @brief Connects to a listener at @p host and @p port.
+     * @param owner  the local worker; kept alive by the endpoint.
+     * @param host   a host name or numeric address (resolved with getaddrinfo; first answer).
+     * @param port   the listener's port.
+     * @param params error handling, on_error, name.
+     * @return the endpoint, shared.
+     * @throws ucx_error(UCS_ERR_INVALID_ADDR) if @p host does not resolve, or ucx_error if
+     *         ucp_ep_create fails.
+     */
     static std::shared_ptr<endpoint> connect(std::shared_ptr<worker> owner,
                                              const std::string &host, uint16_t port,
                                              const endpoint_params &params = {})
@@ -95,11 +135,25 @@ public:
         return connect(std::move(owner), found->ai_addr, found->ai_addrlen, params);
     }
 
-    /// Accepts a connection request that a listener received (defined in listener.hpp).
+    /**
+     * @brief Accepts a connection request that a listener received (server side).  Defined in
+     *        detail/endpoint.inl.
+     * @param owner   the local worker (usually the listener's); kept alive by the endpoint.
+     * @param request the request; consumed.
+     * @param params  error handling, on_error, name.
+     * @return the endpoint, shared.
+     * @throws ucx_error if ucp_ep_create fails.
+     */
     static std::shared_ptr<endpoint> accept(std::shared_ptr<worker> owner,
                                             connection_request request,
                                             const endpoint_params &params = {});
 
+    /**
+     * @brief Use connect() or accept(); public only so that std::make_shared can call it.
+     * @param owner     the local worker.
+     * @param ep_params UCP's parameters naming the peer; error handling and name are added.
+     * @param params    error handling, on_error, name.
+     */
     endpoint(private_tag, std::shared_ptr<worker> owner, ucp_ep_params_t ep_params,
              const endpoint_params &params)
         : worker_(std::move(owner)), on_error_(params.on_error),
@@ -121,6 +175,10 @@ public:
     endpoint(const endpoint &)            = delete;
     endpoint &operator=(const endpoint &) = delete;
 
+    /**
+     * @brief Closes the endpoint without blocking (unless close() did already): flush mode if
+     *        healthy, force mode if it failed; the worker finishes the close request.
+     */
     ~endpoint()
     {
         if (handle_ == nullptr) {
@@ -142,35 +200,81 @@ public:
         close_and_hand_over(*worker_, handle_, flags);
     }
 
+    /**
+     * @brief The UCP handle, for UCP calls the wrapper does not cover.
+     * @return the ucp_ep_h, or nullptr after close().
+     */
     ucp_ep_h handle() const noexcept { return handle_; }
+
+    /**
+     * @brief The worker the endpoint belongs to.
+     * @return the worker (kept alive by the endpoint).
+     */
     const std::shared_ptr<worker> &owner() const noexcept { return worker_; }
 
-    /// UCS_OK, or the error UCX reported for this endpoint (peer failure, ...).
+    /**
+     * @brief What UCX reported for this endpoint.  Thread-safe.
+     * @return UCS_OK, or the error UCX reported (peer failure, ...).
+     */
     ucs_status_t error_status() const noexcept { return error_status_.load(); }
+
+    /**
+     * @brief Whether UCX declared the endpoint failed.  Thread-safe.
+     * @return error_status() != UCS_OK.
+     */
     bool failed() const noexcept { return error_status() != UCS_OK; }
 
     // ---- tag matching ----
 
+    /**
+     * @brief Sends a tagged message (ucp_tag_send_nbx).
+     * @param buffer  the message; must stay valid until the request completes.
+     * @param length  its size in bytes.
+     * @param tag     the tag the receiver matches on.
+     * @param options memory type / memh of @p buffer, callback, flags.
+     * @return the request; complete when @p buffer may be reused.
+     * @throws ucx_error(UCS_ERR_NOT_CONNECTED) after close().
+     */
     [[nodiscard]] request tag_send(const void *buffer, size_t length, ucp_tag_t tag,
                                    const op_options &options = {})
     {
         request::builder op(request::kind::send, options);
-        return op.finish(worker_, ucp_tag_send_nbx(live("tag_send"), buffer, length, tag, op.param()),
+        return op.finish(worker_,
+                         ucp_tag_send_nbx(live("tag_send"), buffer, length, tag, op.param()),
                          length);
     }
 
-    /// Completes only once the receiver has matched the message (synchronous send).
+    /**
+     * @brief Sends a tagged message that completes only once the receiver has matched it
+     *        (ucp_tag_send_sync_nbx).
+     * @param buffer  the message; must stay valid until the request completes.
+     * @param length  its size in bytes.
+     * @param tag     the tag the receiver matches on.
+     * @param options memory type / memh of @p buffer, callback, flags.
+     * @return the request.
+     * @throws ucx_error(UCS_ERR_NOT_CONNECTED) after close().
+     */
     [[nodiscard]] request tag_send_sync(const void *buffer, size_t length, ucp_tag_t tag,
                                         const op_options &options = {})
     {
         request::builder op(request::kind::send, options);
-        return op.finish(worker_,
-                         ucp_tag_send_sync_nbx(live("tag_send_sync"), buffer, length, tag, op.param()),
-                         length);
+        return op.finish(
+            worker_,
+            ucp_tag_send_sync_nbx(live("tag_send_sync"), buffer, length, tag, op.param()),
+            length);
     }
 
     // ---- stream ----
 
+    /**
+     * @brief Sends bytes on the endpoint's stream (ucp_stream_send_nbx).
+     * @param buffer  the data; must stay valid until the request completes.
+     * @param length  its size in bytes.
+     * @param options memory type / memh of @p buffer, callback, flags.
+     * @return the request.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) without UCP_FEATURE_STREAM;
+     *         ucx_error(UCS_ERR_NOT_CONNECTED) after close().
+     */
     [[nodiscard]] request stream_send(const void *buffer, size_t length,
                                       const op_options &options = {})
     {
@@ -181,9 +285,18 @@ public:
                          length);
     }
 
-    /// Receives exactly @p length bytes (UCP_STREAM_RECV_FLAG_WAITALL) unless options.flags
-    /// asks otherwise; request::length() tells how many arrived.
-    [[nodiscard]] request stream_recv(void *buffer, size_t length, const op_options &options = {})
+    /**
+     * @brief Receives bytes from the endpoint's stream (ucp_stream_recv_nbx).
+     * @param buffer  where they land; must stay valid until the request completes.
+     * @param length  how many: exactly this many (UCP_STREAM_RECV_FLAG_WAITALL) unless
+     *                options.flags asks otherwise.
+     * @param options memory type / memh of @p buffer, callback, flags (0: WAITALL).
+     * @return the request; request::length() tells how many arrived.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) without UCP_FEATURE_STREAM;
+     *         ucx_error(UCS_ERR_NOT_CONNECTED) after close().
+     */
+    [[nodiscard]] request stream_recv(void *buffer, size_t length,
+                                      const op_options &options = {})
     {
         worker_->ctx()->require_features(UCP_FEATURE_STREAM, "endpoint::stream_recv");
         op_options with_flags = options;
@@ -199,9 +312,20 @@ public:
 
     // ---- active messages ----
 
-    /// Sends active message @p id with a user header and payload.  options.flags takes
-    /// UCP_AM_SEND_FLAG_EAGER / _RNDV / _REPLY.  The header may be reused when this returns
-    /// only if the request is complete: keep it alive with the payload.
+    /**
+     * @brief Sends active message @p id with a user header and payload (ucp_am_send_nbx).
+     * @param id            the handler id on the receiver (worker::set_am_handler()).
+     * @param header        the user header; reusable when this returns only if the request is
+     *                      complete: keep it alive with the payload.
+     * @param header_length its size in bytes.
+     * @param buffer        the payload; must stay valid until the request completes.
+     * @param length        its size in bytes.
+     * @param options       memory type / memh of @p buffer, callback, and in flags
+     *                      UCP_AM_SEND_FLAG_EAGER / _RNDV / _REPLY.
+     * @return the request.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) without UCP_FEATURE_AM;
+     *         ucx_error(UCS_ERR_NOT_CONNECTED) after close().
+     */
     [[nodiscard]] request am_send(uint16_t id, const void *header, size_t header_length,
                                   const void *buffer, size_t length,
                                   const op_options &options = {})
@@ -214,41 +338,118 @@ public:
                          length);
     }
 
-    // ---- RMA and atomics (defined in rkey.hpp) ----
+    // ---- RMA and atomics (defined in detail/endpoint.inl) ----
 
-    /// Unpacks a peer's packed remote key for use on this endpoint.
+    /**
+     * @brief Unpacks a peer's packed remote key for use on this endpoint (ucp_ep_rkey_unpack).
+     * @param packed what the peer's memory_handle::pack_rkey() produced.
+     * @return the key; it keeps this endpoint alive.
+     * @throws ucx_error(UCS_ERR_NOT_CONNECTED) after close(); ucx_error(UCS_ERR_INVALID_PARAM)
+     *         for an empty key; ucx_error if UCP cannot unpack it.
+     */
     remote_key unpack_rkey(const packed_rkey &packed);
 
+    /**
+     * @brief Writes local memory into the peer's registered memory (ucp_put_nbx).
+     * @param buffer         the source; must stay valid until the request completes.
+     * @param length         bytes to write.
+     * @param remote_address where, in the peer's address space (its
+     *                       memory_handle::remote_address() plus an offset).
+     * @param rkey           the peer's key, unpacked on this endpoint.
+     * @param options        memory type / memh of @p buffer, callback.
+     * @return the request; complete when @p buffer may be reused (flush() for remote
+     *         completion).
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) if @p rkey was unpacked on another endpoint;
+     *         ucx_error(UCS_ERR_UNSUPPORTED) for a CUDA buffer under UCP's legacy protocols
+     *         where they copy RMA data with the CPU (context::legacy_protocols());
+     *         ucx_error(UCS_ERR_NOT_CONNECTED) after close().
+     */
     [[nodiscard]] request put(const void *buffer, size_t length, uint64_t remote_address,
                               const remote_key &rkey, const op_options &options = {});
+
+    /**
+     * @brief Reads the peer's registered memory into local memory (ucp_get_nbx).
+     * @param buffer         the destination; must stay valid until the request completes.
+     * @param length         bytes to read.
+     * @param remote_address where, in the peer's address space.
+     * @param rkey           the peer's key, unpacked on this endpoint.
+     * @param options        memory type / memh of @p buffer, callback.
+     * @return the request; complete when the data is in @p buffer.
+     * @throws ucx_error as put() does.
+     */
     [[nodiscard]] request get(void *buffer, size_t length, uint64_t remote_address,
                               const remote_key &rkey, const op_options &options = {});
 
-    /// Non-fetching atomic (ADD, AND, OR, XOR) on a 32- or 64-bit remote word.
+    /**
+     * @brief Non-fetching atomic on a remote word (ucp_atomic_op_nbx without reply buffer).
+     * @tparam T uint32_t or uint64_t (needs UCP_FEATURE_AMO32 / UCP_FEATURE_AMO64).
+     * @param op             UCP_ATOMIC_OP_ADD, _AND, _OR or _XOR.
+     * @param operand        the operand (copied at issue time).
+     * @param remote_address the word, in the peer's address space (aligned to sizeof(T)).
+     * @param rkey           the peer's key, unpacked on this endpoint.
+     * @return the request.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) if @p rkey was unpacked on another endpoint or
+     *         the context lacks the AMO feature; ucx_error(UCS_ERR_NOT_CONNECTED) after close().
+     */
     template <class T>
     [[nodiscard]] request atomic_post(ucp_atomic_op_t op, T operand, uint64_t remote_address,
                                       const remote_key &rkey);
-    /// Fetching atomic (ADD, SWAP, AND, OR, XOR): *result receives the old remote value and must
-    /// stay valid until the request completes.
+
+    /**
+     * @brief Fetching atomic on a remote word (ucp_atomic_op_nbx with reply buffer).
+     * @tparam T uint32_t or uint64_t (needs UCP_FEATURE_AMO32 / UCP_FEATURE_AMO64).
+     * @param op             UCP_ATOMIC_OP_ADD, _SWAP, _AND, _OR or _XOR.
+     * @param operand        the operand (copied at issue time).
+     * @param[out] result    receives the old remote value; must stay valid until the request
+     *                       completes.
+     * @param remote_address the word, in the peer's address space (aligned to sizeof(T)).
+     * @param rkey           the peer's key, unpacked on this endpoint.
+     * @return the request.
+     * @throws ucx_error as atomic_post() does.
+     */
     template <class T>
     [[nodiscard]] request atomic_fetch(ucp_atomic_op_t op, T operand, T *result,
                                        uint64_t remote_address, const remote_key &rkey);
-    /// Compare-and-swap: if remote == expected then remote = desired; *result gets the old value.
+
+    /**
+     * @brief Compare-and-swap on a remote word: if remote == expected then remote = desired.
+     * @tparam T uint32_t or uint64_t.
+     * @param expected       the value the remote word must have.
+     * @param desired        the value it gets if so.
+     * @param[out] result    receives the old remote value (compare with @p expected to know
+     *                       whether it swapped); must stay valid until the request completes.
+     * @param remote_address the word, in the peer's address space (aligned to sizeof(T)).
+     * @param rkey           the peer's key, unpacked on this endpoint.
+     * @return the request.
+     * @throws ucx_error as atomic_post() does.
+     */
     template <class T>
     [[nodiscard]] request compare_swap(T expected, T desired, T *result, uint64_t remote_address,
                                        const remote_key &rkey);
 
     // ---- completion ----
 
-    /// Completes when all operations issued on this endpoint so far are complete remotely.
+    /**
+     * @brief Completes when all operations issued on this endpoint so far are complete
+     *        remotely (ucp_ep_flush_nbx).
+     * @param options callback.
+     * @return the request.
+     * @throws ucx_error(UCS_ERR_NOT_CONNECTED) after close().
+     */
     [[nodiscard]] request flush(const op_options &options = {})
     {
         request::builder op(request::kind::send, options);
         return op.finish(worker_, ucp_ep_flush_nbx(live("flush"), op.param()), 0);
     }
 
-    /// Closes now and returns the close request (wait on it for an orderly shutdown).  After
-    /// this every operation throws ucx_error(UCS_ERR_NOT_CONNECTED).
+    /**
+     * @brief Closes now (ucp_ep_close_nbx); on_error is not called any more.
+     * @param force force mode (no flush; the peer sees a failure); used anyway if the endpoint
+     *              failed.
+     * @return the close request: wait on it for an orderly shutdown.  After this every
+     *         operation throws ucx_error(UCS_ERR_NOT_CONNECTED).
+     * @throws ucx_error(UCS_ERR_NOT_CONNECTED) if already closed.
+     */
     [[nodiscard]] request close(bool force = false)
     {
         ucp_ep_h ep = live("close");
@@ -312,6 +513,3 @@ private:
 };
 
 }  // namespace ucp_cpp
-
-#include <ucp_cpp/listener.hpp>
-#include <ucp_cpp/rkey.hpp>

@@ -12,10 +12,12 @@
  * when the listener is destroyed.  Do not drop the last listener reference inside its own
  * handler.
  * Threading: as for the worker.
+ *
+ * Layer: above worker.hpp.  endpoint::accept(), which takes a connection_request, is defined in
+ * detail/endpoint.inl.
  */
 #pragma once
 
-#include <ucp_cpp/endpoint.hpp>
 #include <ucp_cpp/error.hpp>
 #include <ucp_cpp/worker.hpp>
 
@@ -26,30 +28,50 @@
 #include <sys/socket.h>
 
 #include <chrono>
-#include <cstring>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace ucp_cpp {
 
 class listener;
 
-/// An incoming connection, accepted with endpoint::accept() or rejected when dropped.
+/**
+ * @brief An incoming connection, accepted with endpoint::accept() or rejected when dropped.
+ *
+ * Move-only; keeps its listener alive.  Threading: as for the listener's worker.
+ */
 class connection_request {
 public:
+    /**
+     * @brief Wraps what UCP passed to the listener's connection callback.
+     * @param owner  the listener that received it; kept alive by the request.
+     * @param handle UCP's connection request.
+     */
     connection_request(std::shared_ptr<listener> owner, ucp_conn_request_h handle)
         : listener_(std::move(owner)), handle_(handle) {}
+
+    /**
+     * @brief Takes the request over; @p other is left empty (its destructor rejects nothing).
+     * @param other the request to take.
+     */
     connection_request(connection_request &&other) noexcept
         : listener_(std::move(other.listener_)), handle_(std::exchange(other.handle_, nullptr)) {}
     connection_request(const connection_request &)            = delete;
     connection_request &operator=(const connection_request &) = delete;
+
+    /// @brief Rejects the connection (ucp_listener_reject) unless it was accepted.
     ~connection_request();
 
-    /// The client's address as "ip:port" (empty if UCP cannot tell).
+    /**
+     * @brief The client's address.
+     * @return "ip:port", or empty if UCP cannot tell.
+     */
     std::string client_address() const
     {
         ucp_conn_request_attr_t attr{};
@@ -60,9 +82,17 @@ public:
         return format_address(reinterpret_cast<const sockaddr *>(&attr.client_address));
     }
 
-    /// Hands the raw request over (to ucp_ep_create); the caller accepts or rejects it.
+    /**
+     * @brief Hands the raw request over (to ucp_ep_create); the caller accepts or rejects it.
+     * @return UCP's connection request, or nullptr if already released.
+     */
     ucp_conn_request_h release() noexcept { return std::exchange(handle_, nullptr); }
 
+    /**
+     * @brief Formats an IPv4 or IPv6 socket address.
+     * @param address the address.
+     * @return "ip:port" (":0" for another address family).
+     */
     static std::string format_address(const sockaddr *address)
     {
         char text[INET6_ADDRSTRLEN] = {};
@@ -84,15 +114,33 @@ private:
     ucp_conn_request_h handle_;
 };
 
+/**
+ * @brief A UCP listener (ucp_listener_h): accepts client-server connections on a socket address.
+ *
+ * Non-copyable, non-movable: created by create() and shared by std::shared_ptr.  Lifetime and
+ * threading: see the file comment.
+ */
 class listener : public std::enable_shared_from_this<listener> {
     struct private_tag {};
 
 public:
+    /// Called inside progress() for each incoming connection; accept or drop the request.
     using handler = std::function<void(connection_request)>;
 
-    /// Listens on @p address (port 0: an ephemeral port, see port()).
-    static std::shared_ptr<listener> create(std::shared_ptr<worker> owner, const sockaddr *address,
-                                            socklen_t length, handler on_connection = nullptr)
+    /**
+     * @brief Listens on @p address (ucp_listener_create).
+     * @param owner         the worker; kept alive by the listener.
+     * @param address       the socket address; port 0 picks an ephemeral port (see port()).
+     * @param length        the size of *address.
+     * @param on_connection called per connection (inside progress(); exceptions are
+     *                      swallowed and the connection rejected); nullptr queues them for
+     *                      next_connection() / wait_connection().
+     * @return the listener, shared.
+     * @throws ucx_error if UCP cannot listen there.
+     */
+    static std::shared_ptr<listener> create(std::shared_ptr<worker> owner,
+                                            const sockaddr *address, socklen_t length,
+                                            handler on_connection = nullptr)
     {
         auto created = std::make_shared<listener>(private_tag{}, std::move(owner),
                                                   std::move(on_connection));
@@ -100,7 +148,16 @@ public:
         return created;
     }
 
-    /// Listens on the numeric IPv4/IPv6 address @p ip ("0.0.0.0", "127.0.0.1", "::") and @p port.
+    /**
+     * @brief Listens on a numeric IPv4/IPv6 address and a port.
+     * @param owner         the worker; kept alive by the listener.
+     * @param ip            "0.0.0.0", "127.0.0.1", "::", ... (no host names).
+     * @param port          the port; 0 picks an ephemeral port (see port()).
+     * @param on_connection as for create(owner, address, length, on_connection).
+     * @return the listener, shared.
+     * @throws ucx_error(UCS_ERR_INVALID_ADDR) if @p ip is not a numeric address; ucx_error if
+     *         UCP cannot listen there.
+     */
     static std::shared_ptr<listener> create(std::shared_ptr<worker> owner, const std::string &ip,
                                             uint16_t port = 0, handler on_connection = nullptr)
     {
@@ -123,12 +180,18 @@ public:
                       std::move(on_connection));
     }
 
+    /**
+     * @brief Use create(); public only so that std::make_shared can call it.
+     * @param owner         as for create().
+     * @param on_connection as for create().
+     */
     listener(private_tag, std::shared_ptr<worker> owner, handler on_connection)
         : worker_(std::move(owner)), on_connection_(std::move(on_connection)) {}
 
     listener(const listener &)            = delete;
     listener &operator=(const listener &) = delete;
 
+    /// @brief Rejects the queued connection requests, then ucp_listener_destroy().
     ~listener()
     {
         if (handle_ == nullptr) {
@@ -144,14 +207,34 @@ public:
         ucp_listener_destroy(handle_);  // no callback after this returns
     }
 
+    /**
+     * @brief The UCP handle, for UCP calls the wrapper does not cover.
+     * @return the ucp_listener_h.
+     */
     ucp_listener_h handle() const noexcept { return handle_; }
+
+    /**
+     * @brief The worker the listener belongs to.
+     * @return the worker (kept alive by the listener).
+     */
     const std::shared_ptr<worker> &owner() const noexcept { return worker_; }
-    /// The port actually listened on (useful after asking for port 0).
+
+    /**
+     * @brief The port actually listened on (useful after asking for port 0).
+     * @return the port, in host byte order.
+     */
     uint16_t port() const noexcept { return port_; }
-    /// "ip:port" listened on.
+
+    /**
+     * @brief The address actually listened on.
+     * @return "ip:port".
+     */
     const std::string &address() const noexcept { return address_; }
 
-    /// A queued connection request, if any (does not progress the worker).
+    /**
+     * @brief Takes a queued connection request.  Does not progress the worker.  Thread-safe.
+     * @return the oldest queued request, or nothing.
+     */
     std::optional<connection_request> next_connection()
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -163,7 +246,12 @@ public:
         return connection_request(shared_from_this(), handle);
     }
 
-    /// Progresses the worker until a connection request arrives or @p timeout passes.
+    /**
+     * @brief Progresses the worker until a connection request arrives or @p timeout passes
+     *        (worker::progress_until()).
+     * @param timeout the longest wait.
+     * @return the oldest queued request, or nothing on timeout.
+     */
     std::optional<connection_request> wait_connection(std::chrono::nanoseconds timeout)
     {
         worker_->progress_until(
@@ -175,14 +263,19 @@ public:
         return next_connection();
     }
 
-    /// Rejects a connection (used by connection_request's destructor).
+    /**
+     * @brief Rejects a connection (ucp_listener_reject; used by connection_request's
+     *        destructor).
+     * @param handle a connection request this listener received.
+     */
     void reject(ucp_conn_request_h handle) noexcept { ucp_listener_reject(handle_, handle); }
 
 private:
     void start(const sockaddr *address, socklen_t length)
     {
         ucp_listener_params_t params{};
-        params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+        params.field_mask =
+            UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
         params.sockaddr.addr   = address;
         params.sockaddr.addrlen = length;
         params.conn_handler.cb  = &listener::on_conn_request;
@@ -233,16 +326,6 @@ inline connection_request::~connection_request()
     if (handle_ != nullptr) {
         listener_->reject(handle_);
     }
-}
-
-inline std::shared_ptr<endpoint> endpoint::accept(std::shared_ptr<worker> owner,
-                                                  connection_request request,
-                                                  const endpoint_params &params)
-{
-    ucp_ep_params_t ep_params{};
-    ep_params.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST;
-    ep_params.conn_request = request.release();
-    return std::make_shared<endpoint>(private_tag{}, std::move(owner), ep_params, params);
 }
 
 }  // namespace ucp_cpp

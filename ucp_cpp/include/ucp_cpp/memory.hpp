@@ -8,6 +8,8 @@
  * (packed_rkey) are plain bytes and do not depend on the handle; a peer's remote_key stays usable
  * only while this registration exists.
  * Threading: immutable after creation; safe from any thread.
+ *
+ * Layer: above context.hpp.
  */
 #pragma once
 
@@ -22,19 +24,37 @@
 
 namespace ucp_cpp {
 
-/// A remote key in its packed, transferable form (send it to the peer out of band or over UCP).
+/**
+ * @brief A remote key in its packed, transferable form: send it to the peer (out of band or
+ *        over UCP), which unpacks it with endpoint::unpack_rkey().  A plain value.
+ */
 struct packed_rkey {
+    /// What ucp_rkey_pack() produced.
     std::vector<uint8_t> bytes;
 };
 
+/**
+ * @brief A memory registration (ucp_mem_h): local memory that peers can reach with RMA and
+ *        atomics, and that local operations can name (op_options::memh) to skip registration.
+ *
+ * Non-copyable, non-movable: created by map() or allocate() and shared by std::shared_ptr.
+ * Lifetime and threading: see the file comment.
+ */
 class memory_handle {
     struct private_tag {};
 
 public:
     /**
-     * Registers [address, address + length).  @p type is passed to UCP (UCS_MEMORY_TYPE_CUDA for
-     * GPU memory; UNKNOWN lets UCP detect it).  Throws ucx_error if no transport can register
-     * that memory type.
+     * @brief Registers [address, address + length) with every transport of @p ctx
+     *        (ucp_mem_map).
+     * @param ctx     the context; kept alive by the handle.
+     * @param address the memory; must outlive the handle.
+     * @param length  its size in bytes (UCP may round the registration up to pages).
+     * @param type    passed to UCP: UCS_MEMORY_TYPE_CUDA for GPU memory; UNKNOWN lets UCP
+     *                detect it.
+     * @return the registration, shared.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) for 0 bytes; ucx_error if no transport can
+     *         register that memory (type).
      */
     static std::shared_ptr<memory_handle> map(std::shared_ptr<context> ctx, void *address,
                                               size_t length,
@@ -51,7 +71,14 @@ public:
         return std::make_shared<memory_handle>(private_tag{}, std::move(ctx), params);
     }
 
-    /// Lets UCP allocate and register @p length bytes of host memory (freed with the handle).
+    /**
+     * @brief Lets UCP allocate and register host memory (ucp_mem_map with
+     *        UCP_MEM_MAP_ALLOCATE); it is freed with the handle.
+     * @param ctx    the context; kept alive by the handle.
+     * @param length bytes to allocate.
+     * @return the registration, shared; address() tells where the memory is.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) for 0 bytes; ucx_error if UCP fails.
+     */
     static std::shared_ptr<memory_handle> allocate(std::shared_ptr<context> ctx, size_t length)
     {
         ucp_mem_map_params_t params{};
@@ -63,6 +90,11 @@ public:
         return std::make_shared<memory_handle>(private_tag{}, std::move(ctx), params);
     }
 
+    /**
+     * @brief Use map() or allocate(); public only so that std::make_shared can call it.
+     * @param ctx    the context.
+     * @param params what to pass to ucp_mem_map.
+     */
     memory_handle(private_tag, std::shared_ptr<context> ctx, const ucp_mem_map_params_t &params)
         : context_(std::move(ctx))
     {
@@ -85,16 +117,46 @@ public:
 
     memory_handle(const memory_handle &)            = delete;
     memory_handle &operator=(const memory_handle &) = delete;
+
+    /// @brief ucp_mem_unmap(); frees the memory too if allocate() made it.
     ~memory_handle() { ucp_mem_unmap(context_->handle(), handle_); }
 
+    /**
+     * @brief The UCP handle: pass it as op_options::memh, or to UCP calls the wrapper does not
+     *        cover.
+     * @return the ucp_mem_h; valid while this object lives.
+     */
     ucp_mem_h handle() const noexcept { return handle_; }
+
+    /**
+     * @brief Where the registered memory starts (ucp_mem_query).
+     * @return the start address (UCP may have rounded it down to a page).
+     */
     void *address() const noexcept { return address_; }
-    /// Registered length (UCP may round it up to page boundaries).
+
+    /**
+     * @brief The registered length (ucp_mem_query).
+     * @return bytes (UCP may have rounded it up to page boundaries).
+     */
     size_t length() const noexcept { return length_; }
+
+    /**
+     * @brief The memory type UCP registered (what it detected, or what map() was told).
+     * @return e.g. UCS_MEMORY_TYPE_HOST or UCS_MEMORY_TYPE_CUDA.
+     */
     ucs_memory_type_t memory_type() const noexcept { return memory_type_; }
+
+    /**
+     * @brief address() as the integer a peer passes to RMA operations.
+     * @return the start address.
+     */
     uint64_t remote_address() const noexcept { return reinterpret_cast<uintptr_t>(address_); }
 
-    /// Packs the key a peer needs for RMA/atomics on this memory.
+    /**
+     * @brief Packs the key a peer needs for RMA/atomics on this memory (ucp_rkey_pack).
+     * @return the packed key (plain bytes; independent of this handle's lifetime).
+     * @throws ucx_error if UCP fails.
+     */
     packed_rkey pack_rkey() const
     {
         void *buffer = nullptr;

@@ -13,6 +13,8 @@
  * The wrapper itself never needs the plugin: it works over any UCX transport.
  *
  * Thread safety: safe to call from any thread; call it before creating the first context.
+ *
+ * Layer: above error.hpp and detail/ (needs no context: it runs before any).
  */
 #pragma once
 
@@ -30,7 +32,7 @@ namespace ucp_cpp {
 inline constexpr const char *default_plugin = "libuct_gdr.so";
 
 /**
- * Loads a UCT plugin library so that its component is registered before UCP initialises.
+ * @brief Loads a UCT plugin library so that its component is registered before UCP initialises.
  *
  * @param path  file name (searched like any shared library) or path of the plugin.
  * @return true if this call loaded it, false if it was already loaded (LD_PRELOAD, a link

@@ -18,9 +18,12 @@
  * stops it after running the tasks already queued; destroying it from its own thread (inside a
  * task or a callback) is allowed: the thread is then detached and exits by itself, and the
  * process's exit waits for it (detail::detached_threads).
+ *
+ * Layer: above worker.hpp.
  */
 #pragma once
 
+#include <ucp_cpp/error.hpp>
 #include <ucp_cpp/worker.hpp>
 
 #include <atomic>
@@ -43,16 +46,19 @@ namespace detail {
 /// detached thread still destroying its worker and context never races UCX's own teardown.
 class detached_threads {
 public:
+    /// The process's registry.
     static detached_threads &instance()
     {
         static detached_threads registry;
         return registry;
     }
+    /// A progress thread was detached and is still running.
     void started()
     {
         std::lock_guard<std::mutex> lock(mutex_);
         ++running_;
     }
+    /// A detached progress thread has released its worker and is about to exit.
     void finished()
     {
         {
@@ -61,6 +67,7 @@ public:
         }
         done_.notify_all();
     }
+    /// Runs at process exit: waits (at most 10 s) for the detached threads.
     ~detached_threads()
     {
         std::unique_lock<std::mutex> lock(mutex_);
@@ -76,12 +83,29 @@ private:
 
 }  // namespace detail
 
+/// @brief How a progress_thread waits for work.
+enum class progress_mode {
+    polling,   ///< busy progress (yielding between idle rounds): lowest latency, one core
+    blocking,  ///< sleeps on the worker's event fd when idle; needs UCP_FEATURE_WAKEUP
+};
 
-enum class progress_mode { polling, blocking };
-
+/**
+ * @brief A thread that owns a worker's progress, and a safe way for other threads to hand it
+ *        work (submit(), post()).
+ *
+ * Non-copyable, non-movable.  Lifetime and threading: see the file comment.
+ */
 class progress_thread {
 public:
-    explicit progress_thread(std::shared_ptr<worker> owner, progress_mode mode = progress_mode::polling)
+    /**
+     * @brief Starts the thread; it becomes the worker's progress owner before this returns.
+     * @param owner the worker; kept alive until the thread has exited.
+     * @param mode  polling or blocking.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) for blocking mode without UCP_FEATURE_WAKEUP;
+     *         ucx_error(UCS_ERR_ALREADY_EXISTS) if the worker already has a progress thread.
+     */
+    explicit progress_thread(std::shared_ptr<worker> owner,
+                             progress_mode mode = progress_mode::polling)
         : state_(std::make_shared<shared_state>())
     {
         if (mode == progress_mode::blocking && !owner->has_wakeup()) {
@@ -110,9 +134,15 @@ public:
     progress_thread(const progress_thread &)            = delete;
     progress_thread &operator=(const progress_thread &) = delete;
 
+    /// @brief stop().
     ~progress_thread() { stop(); }
 
-    /// Stops the thread (idempotent).  Queued tasks run first.
+    /**
+     * @brief Stops the thread and joins it (idempotent).  Queued tasks run first.
+     *
+     * Called on the progress thread itself (from a task or callback), it detaches instead of
+     * joining; the thread exits after the current task.
+     */
     void stop()
     {
         if (!thread_.joinable()) {
@@ -130,10 +160,27 @@ public:
         }
     }
 
+    /**
+     * @brief The worker this thread progresses.
+     * @return the worker.
+     */
     const std::shared_ptr<worker> &owner() const noexcept { return state_->owner; }
-    bool on_this_thread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
 
-    /// Queues @p task to run on the progress thread (between progress calls).
+    /**
+     * @brief Whether the caller runs on the progress thread.
+     * @return true on the progress thread.
+     */
+    bool on_this_thread() const noexcept
+    {
+        return std::this_thread::get_id() == thread_.get_id();
+    }
+
+    /**
+     * @brief Queues @p task to run on the progress thread, between progress calls.  Thread-safe.
+     * @param task the work; an exception it throws ends the progress thread's loop and
+     *             std::terminate()s (use submit() to get exceptions back).
+     * @throws ucx_error(UCS_ERR_CANCELED) once the thread is stopping.
+     */
     void post(std::function<void()> task)
     {
         {
@@ -147,7 +194,13 @@ public:
         wake(*state_);
     }
 
-    /// Runs @p fn on the progress thread; the future carries its result or exception.
+    /**
+     * @brief Runs @p fn on the progress thread.  Thread-safe.
+     * @tparam F a callable taking no arguments.
+     * @param fn the work: issue the operations of a SINGLE/SERIALIZED worker here.
+     * @return a future with fn's result or exception.
+     * @throws ucx_error(UCS_ERR_CANCELED) once the thread is stopping.
+     */
     template <class F>
     auto submit(F &&fn) -> std::future<std::invoke_result_t<std::decay_t<F>>>
     {

@@ -18,6 +18,8 @@
  * thread at a time.  With a MULTI worker, wait() may run on any thread, concurrently with a
  * progress_thread; with a SINGLE worker owned by a progress_thread, waiting and dropping work
  * from any thread too (the release is handed to the progress thread).
+ *
+ * Layer: above worker.hpp (a request drives and releases through its worker).
  */
 #pragma once
 
@@ -28,22 +30,28 @@
 #include <ucp/api/ucp.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 
 namespace ucp_cpp {
 
-/// What a completed operation reports.
+/// @brief What a completed operation reports (request::result(), completion callbacks).
 struct completion {
-    ucs_status_t status  = UCS_OK;
+    ucs_status_t status  = UCS_OK;  ///< UCS_OK or the operation's error
     size_t length        = 0;  ///< bytes received (receives) or sent (sends)
     ucp_tag_t sender_tag = 0;  ///< tag of the matched message (tag receives)
 };
 
+/// Called once when an operation completes (op_options::on_complete).
 using completion_callback = std::function<void(const completion &)>;
 
-/// Per-operation options.  Defaults: memory type detected by UCP, no callback.
+/**
+ * @brief Per-operation options, shared by every operation.  Defaults: memory type detected by
+ *        UCP, no registration, no callback, no flags.  A plain value.
+ */
 struct op_options {
     /// Memory type of the local buffer, passed to UCP (UCP_OP_ATTR_FIELD_MEMORY_TYPE);
     /// UNKNOWN lets UCP detect it.  Pass UCS_MEMORY_TYPE_CUDA for GPU buffers.
@@ -59,6 +67,8 @@ struct op_options {
 
 namespace detail {
 
+/// The completion callback of one operation, on the heap so that UCX's user_data pointer
+/// stays valid while the request object moves.
 struct callback_holder {
     completion_callback fn;
 };
@@ -86,14 +96,35 @@ inline void length_recv_done(void *, ucs_status_t status, size_t length, void *u
 
 }  // namespace detail
 
+/**
+ * @brief A nonblocking UCP operation: test it, wait on it (bounded or not), cancel it (tag
+ *        receives), or have it call back; then read its status, length and sender tag.
+ *
+ * Move-only; keeps its worker alive.  Lifetime and threading: see the file comment.
+ */
 class [[nodiscard]] request {
 public:
-    enum class kind : uint8_t { send, tag_recv, stream_recv, am_recv };
+    /// @brief What kind of operation a request is: decides what it reports and how it is freed.
+    enum class kind : uint8_t {
+        send,         ///< sends, RMA, atomics, flush, close: length() is the size sent
+        tag_recv,     ///< tag receive: length() and sender_tag() of the matched message
+        stream_recv,  ///< stream receive: length() is what arrived
+        am_recv,      ///< active-message data receive: length() is the message's size
+    };
 
-    /// Builds ucp_request_param_t for one operation and turns UCP's answer into a request.
-    /// Used by the operations of worker/endpoint (and by layers such as collectives).
+    /**
+     * @brief Builds ucp_request_param_t for one operation and turns UCP's answer into a request.
+     *
+     * Used by the operations of worker/endpoint, and by layers (such as the collectives) that
+     * issue UCP calls the wrapper does not cover.  One builder per operation, on one thread.
+     */
     class builder {
     public:
+        /**
+         * @brief Prepares the parameters of one operation.
+         * @param op_kind what the operation is (decides the callback type and the recv_info).
+         * @param options memory type, memh, callback and flags to pass to UCP.
+         */
         builder(kind op_kind, const op_options &options) : kind_(op_kind)
         {
             param_.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
@@ -134,21 +165,40 @@ public:
             }
         }
 
+        /**
+         * @brief The parameters to pass to the UCP call; add fields before the call if needed.
+         * @return a pointer valid while the builder lives.
+         */
         ucp_request_param_t *param() noexcept { return &param_; }
 
-        /// Where an immediately completed length-reporting receive writes its length.
+        /**
+         * @brief Where an immediately completed length-reporting receive writes its length
+         *        (ucp_stream_recv_nbx's length argument).
+         * @return a pointer valid while the builder lives.
+         */
         size_t *length_slot() noexcept { return &received_; }
 
-        /// What an immediate tag completion of a probed message's receive reports should UCP
-        /// not fill recv_info (it does wherever immediate completion is allowed; a fallback).
+        /**
+         * @brief What an immediate completion of a probed message's receive reports should UCP
+         *        not fill recv_info (it does wherever immediate completion is allowed; a
+         *        fallback).
+         * @param info the probed message's sender tag and length.
+         */
         void preset_tag_info(const tag_info &info) noexcept
         {
             tag_info_.length     = info.length;
             tag_info_.sender_tag = info.sender_tag;
         }
 
-        /// @param nominal_length  bytes sent, or the size a receive reports when UCP does not
-        ///                        (AM receive).
+        /**
+         * @brief Turns what the UCP call returned into a request; an immediate completion or
+         *        error calls the completion callback inline, here.
+         * @param owner          the worker the operation runs on; kept by a pending request.
+         * @param result         what the UCP *_nbx call returned.
+         * @param nominal_length bytes sent, or the size a receive reports when UCP does not
+         *                       (AM receive).
+         * @return the request (complete already, or pending).
+         */
         request finish(const std::shared_ptr<worker> &owner, ucs_status_ptr_t result,
                        size_t nominal_length)
         {
@@ -184,10 +234,20 @@ public:
         std::unique_ptr<detail::callback_holder> holder_;
     };
 
-    /// An empty request: already complete with UCS_OK.
+    /// @brief An empty request: already complete with UCS_OK.
     request() = default;
 
+    /**
+     * @brief Takes the operation over; @p other is left empty (complete, UCS_OK).
+     * @param other the request to take.
+     */
     request(request &&other) noexcept { *this = std::move(other); }
+
+    /**
+     * @brief Releases this request's operation (as the destructor does), then takes @p other's.
+     * @param other the request to take.
+     * @return *this.
+     */
     request &operator=(request &&other) noexcept
     {
         if (this != &other) {
@@ -204,9 +264,14 @@ public:
     }
     request(const request &)            = delete;
     request &operator=(const request &) = delete;
+
+    /// @brief Releases a pending operation: cancels a tag receive, frees the UCP request.
     ~request() { release(); }
 
-    /// UCS_INPROGRESS while running, then the final status.  Does not progress the worker.
+    /**
+     * @brief The operation's status.  Does not progress the worker.
+     * @return UCS_INPROGRESS while running, then the final status (UCS_OK or the error).
+     */
     ucs_status_t status()
     {
         if (ucp_req_ != nullptr) {
@@ -219,9 +284,16 @@ public:
         return status_;
     }
 
+    /**
+     * @brief Whether the operation has completed.  Does not progress the worker.
+     * @return status() != UCS_INPROGRESS.
+     */
     bool done() { return status() != UCS_INPROGRESS; }
 
-    /// Progresses the worker once (unless another thread owns its progress); reports done().
+    /**
+     * @brief Progresses the worker once (unless another thread owns its progress).
+     * @return done() afterwards.
+     */
     bool test()
     {
         if (!done() && !worker_->progressed_by_other_thread()) {
@@ -230,8 +302,12 @@ public:
         return done();
     }
 
-    /// Waits until complete or @p timeout; true if complete (whatever its status).  Never
-    /// throws for the operation's own error.
+    /**
+     * @brief Waits until complete or @p timeout (worker::progress_until()).
+     * @param timeout the longest wait.
+     * @return true if complete (whatever its status); never throws for the operation's own
+     *         error.
+     */
     bool wait_for(std::chrono::nanoseconds timeout)
     {
         if (done()) {
@@ -240,11 +316,18 @@ public:
         return worker_->progress_until([this] { return done(); }, timeout);
     }
 
-    /// Waits for completion; throws ucx_error with the operation's error status.
+    /**
+     * @brief Waits for completion, without a time limit.
+     * @throws ucx_error with the operation's error status.
+     */
     void wait() { wait(std::chrono::nanoseconds::max()); }
 
-    /// Waits at most @p timeout: throws ucx_error(UCS_ERR_TIMED_OUT) if still running (the
-    /// request stays valid: wait again or cancel), or the operation's error.
+    /**
+     * @brief Waits at most @p timeout.
+     * @param timeout the longest wait.
+     * @throws ucx_error(UCS_ERR_TIMED_OUT) if still running (the request stays valid: wait
+     *         again or cancel), or ucx_error with the operation's error status.
+     */
     void wait(std::chrono::nanoseconds timeout)
     {
         if (!wait_for(timeout)) {
@@ -253,8 +336,13 @@ public:
         check_status(status_, operation_name());
     }
 
-    /// Cancels a pending tag receive (it completes with UCS_ERR_CANCELED).  UCP cannot cancel
-    /// other operations: for them this is a no-op and they complete normally or with an error.
+    /**
+     * @brief Cancels a pending tag receive: it completes with UCS_ERR_CANCELED.
+     *
+     * UCP cannot cancel other operations: for them this is a no-op and they complete normally
+     * or with an error.  On a non-owner thread of a SINGLE worker owned by a progress_thread,
+     * the cancel runs on that thread.
+     */
     void cancel()
     {
         if (ucp_req_ != nullptr && kind_ == kind::tag_recv) {
@@ -268,22 +356,43 @@ public:
         }
     }
 
-    /// Received bytes (receives, valid once complete) or the size sent (sends).
+    /**
+     * @brief How many bytes the operation moved.
+     * @return the bytes received (receives; valid once complete) or the size sent (sends).
+     */
     size_t length()
     {
         status();
         return length_;
     }
+
+    /**
+     * @brief The tag of the message a tag receive matched.
+     * @return the sender's tag (tag receives, once complete); 0 otherwise.
+     */
     ucp_tag_t sender_tag()
     {
         status();
         return sender_tag_;
     }
+
+    /**
+     * @brief Status, length and sender tag in one value.
+     * @return {status(), length(), sender_tag()}.
+     */
     completion result() { return completion{status(), length_, sender_tag_}; }
 
+    /**
+     * @brief What kind of operation this is.
+     * @return the kind given to request::builder.
+     */
     kind op_kind() const noexcept { return kind_; }
 
-    /// The raw UCP request while pending (nullptr once complete and released).
+    /**
+     * @brief The raw UCP request while pending.
+     * @return the UCP request, or nullptr once complete and released (or for an operation that
+     *         completed immediately).
+     */
     void *native_handle() const noexcept { return ucp_req_; }
 
 private:
@@ -363,39 +472,4 @@ private:
     ucp_tag_t sender_tag_ = 0;
 };
 
-// ---- worker members that return requests ----
-
-inline request worker::tag_recv(void *buffer, size_t length, ucp_tag_t tag, ucp_tag_t mask)
-{
-    return tag_recv(buffer, length, tag, mask, op_options{});
-}
-
-inline request worker::tag_recv(void *buffer, size_t length, ucp_tag_t tag, ucp_tag_t mask,
-                                const op_options &options)
-{
-    context_->require_features(UCP_FEATURE_TAG, "worker::tag_recv");
-    request::builder op(request::kind::tag_recv, options);
-    return op.finish(shared_from_this(),
-                     ucp_tag_recv_nbx(handle_, buffer, length, tag, mask, op.param()), 0);
-}
-
-inline request worker::tag_recv(void *buffer, size_t length, tag_message message,
-                                const op_options &options)
-{
-    request::builder op(request::kind::tag_recv, options);
-    op.preset_tag_info(message.info());
-    return op.finish(shared_from_this(),
-                     ucp_tag_msg_recv_nbx(handle_, buffer, length, message.release(), op.param()),
-                     0);
-}
-
-inline request worker::flush()
-{
-    request::builder op(request::kind::send, op_options{});
-    return op.finish(shared_from_this(), ucp_worker_flush_nbx(handle_, op.param()), 0);
-}
-
 }  // namespace ucp_cpp
-
-// set_am_handler() is defined with am_message.
-#include <ucp_cpp/am.hpp>

@@ -1,6 +1,7 @@
 /**
  * @file worker.hpp
- * @brief ucp_cpp::worker: RAII owner of a ucp_worker_h, its progress and its event-driven wait.
+ * @brief ucp_cpp::worker: RAII owner of a ucp_worker_h, its progress and its event-driven wait;
+ *        worker_params, worker_address, tag_info, tag_message.
  *
  * Lifetime: held by std::shared_ptr (worker::create()).  The worker keeps its context alive;
  * endpoints, listeners, requests and progress threads keep the worker alive.  The worker is
@@ -14,6 +15,10 @@
  * worker).  With SINGLE or SERIALIZED the application serialises all calls on the worker and on
  * everything created from it (endpoints, requests, ...); a ucp_cpp::progress_thread then offers
  * submit() to run work on the one thread that owns the worker.  signal() is always thread-safe.
+ *
+ * Layer: above context.hpp.  The members that return a request (tag_recv, flush) or take an
+ * am_message handler (set_am_handler) are declared here and defined in detail/worker.inl, which
+ * <ucp_cpp/ucp_cpp.hpp> includes: programs include the umbrella.
  */
 #pragma once
 
@@ -33,51 +38,89 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 namespace ucp_cpp {
 
-class request;
-class am_message;
-struct op_options;
+class request;     // request.hpp
+class am_message;  // am.hpp
+struct op_options; // request.hpp
 
+/// @brief How worker::create() sets up the worker.  A plain value.
 struct worker_params {
     /// UCS_THREAD_MODE_SINGLE (one thread), SERIALIZED (caller serialises) or MULTI (UCX locks).
     ucs_thread_mode_t thread_mode = UCS_THREAD_MODE_SINGLE;
     /// How long the destructor keeps progressing endpoint close requests before destroying the
     /// worker anyway (a peer that vanished must not make a destructor hang).
     std::chrono::milliseconds close_timeout{2000};
+    /// Name shown in UCX logs.
     std::string name = "ucp_cpp";
 };
 
-/// A worker address as bytes (what a peer passes to endpoint::connect()).  Copyable value.
+/// @brief A worker address as bytes (what a peer passes to endpoint::connect()).  Copyable value.
 struct worker_address {
+    /// The address as ucp_worker_get_address() packed it.
     std::vector<uint8_t> bytes;
+
+    /**
+     * @brief The address in the form UCP takes.
+     * @return a pointer into bytes; valid while bytes is unchanged.
+     */
     const ucp_address_t *data() const noexcept
     {
         return reinterpret_cast<const ucp_address_t *>(bytes.data());
     }
+
+    /**
+     * @brief The address's length.
+     * @return bytes.size().
+     */
     size_t size() const noexcept { return bytes.size(); }
 };
 
-/// What ucp_tag_probe_nb reported about an unexpected message.
+/// @brief What ucp_tag_probe_nb reported about an unexpected message.
 struct tag_info {
-    ucp_tag_t sender_tag = 0;
-    size_t length        = 0;
+    ucp_tag_t sender_tag = 0;  ///< the tag the sender used
+    size_t length        = 0;  ///< the message's size in bytes
 };
 
-/// A probed message removed from UCX's unexpected queue: receive it with worker::tag_recv().
-/// Move-only; it must be received (UCX has no way to put it back).
+/**
+ * @brief A probed message removed from UCX's unexpected queue (worker::tag_probe_take()).
+ *
+ * Receive it with worker::tag_recv(buffer, length, message, options).  Move-only; it must be
+ * received (UCX has no way to put it back).  Threading: as for its worker.
+ */
 class tag_message {
 public:
+    /**
+     * @brief Wraps what ucp_tag_probe_nb(remove = 1) returned.
+     * @param handle the UCP message handle.
+     * @param info   its sender tag and length.
+     */
     tag_message(ucp_tag_message_h handle, tag_info info) : handle_(handle), info_(info) {}
+
+    /**
+     * @brief Takes the message over; @p other is left empty.
+     * @param other the message to take.
+     */
     tag_message(tag_message &&other) noexcept
         : handle_(std::exchange(other.handle_, nullptr)), info_(other.info_) {}
-    tag_message(const tag_message &) = delete;
+    tag_message(const tag_message &)            = delete;
     tag_message &operator=(const tag_message &) = delete;
+
+    /**
+     * @brief The message's sender tag and length.
+     * @return what the probe reported.
+     */
     const tag_info &info() const noexcept { return info_; }
+
+    /**
+     * @brief Hands the UCP handle over (to ucp_tag_msg_recv_nbx); this object is left empty.
+     * @return the handle, or nullptr if already released.
+     */
     ucp_tag_message_h release() noexcept { return std::exchange(handle_, nullptr); }
 
 private:
@@ -85,6 +128,13 @@ private:
     tag_info info_;
 };
 
+/**
+ * @brief A UCP worker (ucp_worker_h): the progress engine and the receive side of tag matching
+ *        and active messages; endpoints, listeners and requests are created from it.
+ *
+ * Non-copyable, non-movable: created by create() and shared by std::shared_ptr.  Lifetime and
+ * threading: see the file comment.
+ */
 class worker : public std::enable_shared_from_this<worker> {
     struct private_tag {};
 
@@ -94,12 +144,26 @@ public:
                                                       void *data, size_t length,
                                                       const ucp_am_recv_param_t *param)>;
 
+    /**
+     * @brief Creates a worker of @p ctx (ucp_worker_create; the event fd too with
+     *        UCP_FEATURE_WAKEUP).
+     * @param ctx    the context; kept alive by the worker.
+     * @param params thread mode, close timeout, name.
+     * @return the worker, shared.
+     * @throws ucx_error if UCP fails, or UCS_ERR_UNSUPPORTED if the installed UCX cannot provide
+     *         the requested thread mode (built without --enable-mt).
+     */
     static std::shared_ptr<worker> create(std::shared_ptr<context> ctx,
                                           const worker_params &params = {})
     {
         return std::make_shared<worker>(private_tag{}, std::move(ctx), params);
     }
 
+    /**
+     * @brief Use create(); public only so that std::make_shared can call it.
+     * @param ctx    as for create().
+     * @param params as for create().
+     */
     worker(private_tag, std::shared_ptr<context> ctx, const worker_params &params)
         : context_(std::move(ctx)), close_timeout_(params.close_timeout)
     {
@@ -127,6 +191,10 @@ public:
     worker(const worker &)            = delete;
     worker &operator=(const worker &) = delete;
 
+    /**
+     * @brief Runs deferred work, gives endpoint close requests up to
+     *        worker_params::close_timeout to finish, then ucp_worker_destroy().
+     */
     ~worker()
     {
         run_deferred_work();
@@ -142,13 +210,31 @@ public:
         ucp_worker_destroy(handle_);
     }
 
+    /**
+     * @brief The UCP handle, for UCP calls the wrapper does not cover.
+     * @return the ucp_worker_h; valid while this object lives.
+     */
     ucp_worker_h handle() const noexcept { return handle_; }
+
+    /**
+     * @brief The context the worker belongs to.
+     * @return the context (kept alive by the worker).
+     */
     const std::shared_ptr<context> &ctx() const noexcept { return context_; }
+
+    /**
+     * @brief The thread mode UCX granted (what ucp_worker_query reports).
+     * @return at least worker_params::thread_mode.
+     */
     ucs_thread_mode_t thread_mode() const noexcept { return thread_mode_; }
 
     /**
-     * One round of ucp_worker_progress() plus the wrapper's deferred work (endpoint closes
-     * requested from inside callbacks, completed close requests).
+     * @brief One round of ucp_worker_progress() plus the wrapper's deferred work (endpoint
+     *        closes requested from inside callbacks, completed close requests).
+     *
+     * UCX callbacks (completions, AM handlers, error handlers) run inside this call, on the
+     * calling thread.  May be nested (a callback calling progress()): the deferred work then
+     * waits for the outermost call.
      * @return the number of events UCP reported (0: nothing happened).
      */
     unsigned progress()
@@ -164,19 +250,32 @@ public:
         return events;
     }
 
-    /// True if the context was created with UCP_FEATURE_WAKEUP (event fd, arm, wait).
+    /**
+     * @brief Whether the event-driven members (event_fd, arm, wait, signal) are available.
+     * @return true if the context was created with UCP_FEATURE_WAKEUP.
+     */
     bool has_wakeup() const noexcept { return event_fd_ >= 0; }
 
-    /// The worker's event file descriptor (for the application's own epoll loop).  Follow the
-    /// arm protocol: progress() until it returns 0, then arm(); wait on the fd only if arm() is true.
+    /**
+     * @brief The worker's event file descriptor, for the application's own epoll loop.
+     *
+     * Follow the arm protocol: progress() until it returns 0, then arm(); wait on the fd only
+     * if arm() returned true.
+     * @return the fd (owned by UCX; valid while the worker lives).
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) without UCP_FEATURE_WAKEUP.
+     */
     int event_fd() const
     {
         require_wakeup("worker::event_fd");
         return event_fd_;
     }
 
-    /// ucp_worker_arm: true if armed (safe to sleep on the fd), false if events are pending
-    /// (progress again first).
+    /**
+     * @brief Arms the event fd (ucp_worker_arm).
+     * @return true if armed (safe to sleep on the fd), false if events are pending (progress
+     *         again first).
+     * @throws ucx_error without UCP_FEATURE_WAKEUP, or if UCP fails.
+     */
     bool arm()
     {
         require_wakeup("worker::arm");
@@ -189,8 +288,13 @@ public:
     }
 
     /**
-     * Sleeps until the worker has events or @p timeout passes (bounded ucp_worker_wait).
-     * Call after progress() returned 0.  @return true if woken by an event or signal().
+     * @brief Sleeps until the worker has events or @p timeout passes (a bounded
+     *        ucp_worker_wait: arm(), then poll() on the event fd).
+     *
+     * Call after progress() returned 0.
+     * @param timeout the longest sleep (rounded up to milliseconds).
+     * @return true if woken by an event or signal() (or events were pending), false on timeout.
+     * @throws ucx_error without UCP_FEATURE_WAKEUP, or if arming fails.
      */
     bool wait_for_events(std::chrono::nanoseconds timeout)
     {
@@ -203,22 +307,36 @@ public:
         return rc > 0;
     }
 
-    /// Blocks until the worker has events (ucp_worker_wait: arms, then sleeps).  Unbounded: use
-    /// wait_for_events() where a timeout matters, and signal() to wake a sleeping thread.
+    /**
+     * @brief Blocks until the worker has events (ucp_worker_wait: arms, then sleeps).
+     *
+     * Unbounded: use wait_for_events() where a timeout matters, and signal() to wake a
+     * sleeping thread.
+     * @throws ucx_error without UCP_FEATURE_WAKEUP, or if UCP fails.
+     */
     void wait()
     {
         require_wakeup("worker::wait");
         check_status(ucp_worker_wait(handle_), "ucp_worker_wait");
     }
 
-    /// Wakes a thread sleeping in wait()/wait_for_events().  Thread-safe in every thread mode.
+    /**
+     * @brief Wakes a thread sleeping in wait()/wait_for_events() (ucp_worker_signal).
+     *
+     * Thread-safe in every thread mode.
+     * @throws ucx_error without UCP_FEATURE_WAKEUP, or if UCP fails.
+     */
     void signal()
     {
         require_wakeup("worker::signal");
         check_status(ucp_worker_signal(handle_), "ucp_worker_signal");
     }
 
-    /// The worker's address, to be sent to a peer out of band.
+    /**
+     * @brief The worker's address, to be sent to a peer out of band (endpoint::connect()).
+     * @return a copy of what ucp_worker_get_address() packed.
+     * @throws ucx_error if UCP fails.
+     */
     worker_address address() const
     {
         ucp_address_t *address = nullptr;
@@ -231,10 +349,16 @@ public:
     }
 
     /**
-     * Drives the worker until @p done() is true or @p timeout passes; returns done().
+     * @brief Drives the worker until @p done() is true or @p timeout passes.
+     *
      * If a progress_thread owns this worker and this is another thread, it only polls done()
      * (the owner progresses).  Otherwise it busy-polls progress(), and after a short idle spin
-     * sleeps on the event fd when the context has UCP_FEATURE_WAKEUP.
+     * sleeps on the event fd in slices of at most 10 ms when the context has
+     * UCP_FEATURE_WAKEUP, so a missed wake-up costs one slice, never a hang.
+     * @tparam Predicate callable as bool().
+     * @param done    the condition; called on this thread between progress rounds.
+     * @param timeout the longest wait; nanoseconds::max() waits forever.
+     * @return done() at the end: false only on timeout.
      */
     template <class Predicate>
     bool progress_until(Predicate &&done, std::chrono::nanoseconds timeout)
@@ -267,7 +391,8 @@ public:
             // Spin first (latency), then sleep on the event fd in short slices so that a
             // missed wake-up can never turn into a hang.
             if (++idle_rounds > spin_rounds && has_wakeup()) {
-                wait_for_events(std::min<clock::duration>(deadline - now, std::chrono::milliseconds(10)));
+                wait_for_events(
+                    std::min<clock::duration>(deadline - now, std::chrono::milliseconds(10)));
             }
         }
         return true;
@@ -275,15 +400,54 @@ public:
 
     // ---- tag matching (the worker side: receives and probes; sends are on endpoint) ----
 
-    /// Receives a message whose tag matches (sender_tag & mask) == (tag & mask).
+    /**
+     * @brief Receives a message whose tag matches: (sender_tag & mask) == (tag & mask)
+     *        (ucp_tag_recv_nbx).  Defined in detail/worker.inl.
+     * @param buffer where the message lands; must stay valid until the request completes
+     *               (dropping the request cancels the receive first).
+     * @param length the buffer's size; a longer message completes with
+     *               UCS_ERR_MESSAGE_TRUNCATED.
+     * @param tag    the tag to match.
+     * @param mask   which bits of @p tag to match (wildcards: clear bits; see
+     *               tag_space::user_mask()).
+     * @return the request; request::length() and request::sender_tag() tell what arrived.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) without UCP_FEATURE_TAG.
+     */
     [[nodiscard]] request tag_recv(void *buffer, size_t length, ucp_tag_t tag,
                                    ucp_tag_t mask = ~ucp_tag_t(0));
+
+    /**
+     * @brief tag_recv() with per-operation options (memory type, memh, completion callback).
+     * @param buffer  as for tag_recv(buffer, length, tag, mask).
+     * @param length  as for tag_recv(buffer, length, tag, mask).
+     * @param tag     as for tag_recv(buffer, length, tag, mask).
+     * @param mask    as for tag_recv(buffer, length, tag, mask).
+     * @param options memory type / memh of @p buffer, callback, flags.
+     * @return the request.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) without UCP_FEATURE_TAG.
+     */
     [[nodiscard]] request tag_recv(void *buffer, size_t length, ucp_tag_t tag, ucp_tag_t mask,
                                    const op_options &options);
-    /// Receives a message taken by tag_probe_take().
+
+    /**
+     * @brief Receives a message taken by tag_probe_take() (ucp_tag_msg_recv_nbx).
+     * @param buffer  where the message lands; valid until the request completes.
+     * @param length  the buffer's size (at least message.info().length).
+     * @param message the probed message; consumed.
+     * @param options memory type / memh of @p buffer, callback, flags.
+     * @return the request.
+     */
     [[nodiscard]] request tag_recv(void *buffer, size_t length, tag_message message,
                                    const op_options &options);
-    /// Looks for a matching unexpected message without removing it (progress first).
+
+    /**
+     * @brief Looks for a matching unexpected message without removing it (ucp_tag_probe_nb).
+     *
+     * Only messages that already arrived are seen: progress the worker first.
+     * @param tag  the tag to match.
+     * @param mask which bits of @p tag to match.
+     * @return its sender tag and length, or nothing if no such message is waiting.
+     */
     std::optional<tag_info> tag_probe(ucp_tag_t tag, ucp_tag_t mask = ~ucp_tag_t(0))
     {
         ucp_tag_recv_info_t info{};
@@ -293,7 +457,13 @@ public:
         }
         return tag_info{info.sender_tag, info.length};
     }
-    /// Like tag_probe(), but removes the message from the unexpected queue.
+    /**
+     * @brief Like tag_probe(), but removes the message from the unexpected queue.
+     * @param tag  the tag to match.
+     * @param mask which bits of @p tag to match.
+     * @return the message, to be received with tag_recv(buffer, length, message, options), or
+     *         nothing if no such message is waiting.
+     */
     std::optional<tag_message> tag_probe_take(ucp_tag_t tag, ucp_tag_t mask = ~ucp_tag_t(0))
     {
         ucp_tag_recv_info_t info{};
@@ -304,16 +474,40 @@ public:
         return tag_message(message, tag_info{info.sender_tag, info.length});
     }
 
-    /// Flushes all outstanding RMA/AMO operations of all endpoints (ucp_worker_flush_nbx).
+    /**
+     * @brief Flushes all outstanding RMA/AMO operations of all endpoints
+     *        (ucp_worker_flush_nbx).  Defined in detail/worker.inl.
+     * @return the request; complete when they are complete remotely.
+     */
     [[nodiscard]] request flush();
 
     // ---- active messages (typed handler in am.hpp) ----
 
-    /// Registers @p handler for active-message @p id (replaces a previous one; nullptr removes).
-    /// The handler runs inside progress(), on the progressing thread.  See am.hpp.
+    /**
+     * @brief Registers @p handler for active-message @p id (replaces a previous one).
+     *
+     * Registered with UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA, so eager and
+     * rendezvous messages are handled alike (am_message::receive(), am_message::keep()).  The
+     * handler runs inside progress(), on the progressing thread; an exception it throws is
+     * swallowed (it must not unwind through UCX) and the message dropped.  Register before a
+     * peer can send: UCP drops messages for an id without a handler.  Defined in
+     * detail/worker.inl.
+     * @param id      the active-message id (the sender's endpoint::am_send() id).
+     * @param handler called per message; nullptr removes the handler.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) without UCP_FEATURE_AM, or if UCP fails.
+     */
     void set_am_handler(uint16_t id, std::function<void(am_message &)> handler);
 
-    /// Lower level: registers a raw UCP receive callback for @p id with UCP_AM_FLAG_* @p flags.
+    /**
+     * @brief Lower level: registers a raw UCP receive callback for @p id.
+     *
+     * A replaced handler is kept until the worker goes away, since a progress thread may still
+     * be running it.
+     * @param id      the active-message id.
+     * @param handler called as UCP's ucp_am_recv_callback_t; nullptr removes the handler.
+     * @param flags   UCP_AM_FLAG_* bits.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) without UCP_FEATURE_AM, or if UCP fails.
+     */
     void set_am_raw_handler(uint16_t id, am_raw_handler handler, uint32_t flags)
     {
         context_->require_features(UCP_FEATURE_AM, "worker::set_am_handler");
@@ -339,7 +533,11 @@ public:
 
     // ---- used by endpoint / progress_thread; not needed by applications ----
 
-    /// Takes ownership of an endpoint close request; completed and freed by later progress.
+    /**
+     * @brief Takes ownership of an endpoint close request; later progress() calls (at the
+     *        latest the destructor) complete and free it.
+     * @param close_request what ucp_ep_close_nbx returned (a request pointer).
+     */
     void adopt_close_request(void *close_request)
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -348,10 +546,13 @@ public:
     }
 
     /**
-     * Runs @p work at the end of the current (or next) progress() call on the thread that
-     * progresses this worker, or in the destructor.  Used for UCX calls that must not run inside
-     * UCX callbacks (ucp_ep_close_nbx) or, in SINGLE/SERIALIZED mode, outside the thread that
-     * owns the worker (a progress_thread).  Wakes a progress thread sleeping in wait.
+     * @brief Runs @p work at the end of the current (or next) progress() call on the thread
+     *        that progresses this worker, or in the destructor.
+     *
+     * Used for UCX calls that must not run inside UCX callbacks (ucp_ep_close_nbx) or, in
+     * SINGLE/SERIALIZED mode, outside the thread that owns the worker (a progress_thread).
+     * Wakes a progress thread sleeping in wait.  Thread-safe.
+     * @param work the deferred call; must not throw.
      */
     void defer(std::function<void()> work)
     {
@@ -365,19 +566,41 @@ public:
         }
     }
 
-    /// True if UCX calls on this worker must be made by another thread that owns its progress
-    /// (a progress_thread with a SINGLE/SERIALIZED worker): use defer() or progress_thread::submit.
+    /**
+     * @brief Whether UCX calls on this worker must be made by another thread, the one that
+     *        owns its progress (a progress_thread with a SINGLE/SERIALIZED worker).
+     *
+     * If so, use defer() or progress_thread::submit().
+     * @return true if this thread may not call UCX on this worker.
+     */
     bool calls_belong_to_other_thread() const noexcept
     {
         return thread_mode_ != UCS_THREAD_MODE_MULTI && progressed_by_other_thread();
     }
 
-    /// True if the calling thread is inside this worker's progress() (i.e. in a UCX callback).
+    /**
+     * @brief Whether the calling thread is inside this worker's progress(), i.e. in a UCX
+     *        callback.
+     * @return true inside progress() of this worker on this thread.
+     */
     bool in_own_callback() const noexcept { return detail::progressing_worker == this; }
 
-    /// Set by progress_thread: the thread that progresses this worker (default id: none).
+    /**
+     * @brief Records the thread that progresses this worker (set by progress_thread).
+     * @param owner that thread's id; a default-constructed id for none.
+     */
     void set_progress_owner(std::thread::id owner) noexcept { progress_owner_.store(owner); }
+
+    /**
+     * @brief The thread that progresses this worker.
+     * @return its id, or a default-constructed id if none was set.
+     */
     std::thread::id progress_owner() const noexcept { return progress_owner_.load(); }
+
+    /**
+     * @brief Whether a thread other than the calling one progresses this worker.
+     * @return true if a progress owner is set and it is not this thread.
+     */
     bool progressed_by_other_thread() const noexcept
     {
         auto owner = progress_owner_.load();
@@ -457,7 +680,3 @@ private:
 };
 
 }  // namespace ucp_cpp
-
-// The request-returning members above are defined with the type they return (request.hpp,
-// which in turn pulls in am.hpp): including worker.hpp alone gives the whole worker API.
-#include <ucp_cpp/request.hpp>
