@@ -84,6 +84,7 @@ void print_help()
         "                    [-n ITERS] [-w WARMUP] [-O WINDOW] [-m host|cuda[,host|cuda]] [-c 0|1]\n"
         "                    [-x TLS] [-N NRANKS] [-p PORT] [--csv FILE] [--json FILE]\n"
         "                    [--plugin PATH] [-d TYPE] [-r ROOT] [--timeout SEC] [--progress] [-q]\n"
+        "                    [--bw-timing receiver|sender] [--err-mode MODE]\n"
         "\n"
         "Point-to-point and collective benchmarks over ucp_cpp (see docs/gdr_perftest.md).\n"
         "Units: sizes in bytes (K/M/G suffixes = 2^10/2^20/2^30), times in us, bandwidth in\n"
@@ -102,6 +103,9 @@ void print_help()
         "  -n, --iters N         timed iterations per size (default p2p 1000, collectives 20)\n"
         "  -w, --warmup N        untimed iterations first (default p2p 100, collectives 5)\n"
         "  -O, --window N        outstanding operations in the bw tests (default 32)\n"
+        "      --bw-timing SIDE  which rank times tag_bw and am_bw: receiver (default; rank 1,\n"
+        "                        start signal to last completion) or sender (rank 0, first send\n"
+        "                        until the endpoint is flushed: ucx_perftest's view)\n"
         "  -m, --memory KINDS    host or cuda, per rank: -m host,cuda = rank 0 host, rank 1 cuda\n"
         "  -c, --check 0|1       1: verify the content of every message/result (slower);\n"
         "                        0 (default): lengths of every message, content of the last\n"
@@ -116,7 +120,8 @@ void print_help()
         "      --json FILE       also write the results as JSON\n"
         "      --plugin PATH     load a UCT plugin (e.g. libuct_gdr.so) before UCP starts\n"
         "      --timeout SEC     bound of every wait (default 60); a dead rank fails the run\n"
-        "      --err-mode MODE   peer (detect dead peers), none (shared memory), auto (default)\n"
+        "      --err-mode MODE   peer (detect dead peers), none (as ucx_perftest; what shared\n"
+        "                        memory needs), auto (default: none for shared memory only)\n"
         "      --progress        progress line on stderr (default: when stderr is a terminal)\n"
         "  -q, --quiet           no table on stdout (use with --csv/--json)\n"
         "  -h, --help            this text;  -V, --version\n"
@@ -151,7 +156,8 @@ long parse_int(const std::string &text, const std::string &flag, long lo, long h
 
 std::optional<options> parse_options(int argc, char **argv)
 {
-    enum long_only { o_csv = 256, o_json, o_plugin, o_progress, o_timeout, o_err_mode, o_inject };
+    enum long_only { o_csv = 256, o_json, o_plugin, o_progress, o_timeout, o_err_mode, o_bw_timing,
+                     o_inject };
     static const option longs[] = {
         {"test", required_argument, nullptr, 't'},     {"minbytes", required_argument, nullptr, 'b'},
         {"maxbytes", required_argument, nullptr, 'e'}, {"stepfactor", required_argument, nullptr, 'f'},
@@ -167,6 +173,7 @@ std::optional<options> parse_options(int argc, char **argv)
         {"progress", no_argument, nullptr, o_progress},
         {"timeout", required_argument, nullptr, o_timeout},
         {"err-mode", required_argument, nullptr, o_err_mode},
+        {"bw-timing", required_argument, nullptr, o_bw_timing},
         {"inject", required_argument, nullptr, o_inject},  // hidden: tests of the tool
         {nullptr, 0, nullptr, 0},
     };
@@ -250,6 +257,12 @@ std::optional<options> parse_options(int argc, char **argv)
                 throw usage_error("--err-mode: '" + arg + "' is not peer, none or auto");
             }
             opt.err_mode = arg;
+            break;
+        case o_bw_timing:
+            if (arg != "receiver" && arg != "sender") {
+                throw usage_error("--bw-timing: '" + arg + "' is not receiver or sender");
+            }
+            opt.bw_at_sender = arg == "sender";
             break;
         case o_inject:
             if (arg == "corrupt") opt.inject = injection::corrupt;

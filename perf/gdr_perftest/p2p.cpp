@@ -111,6 +111,20 @@ ucp_cpp::op_options mem_options(const buffer &b)
     return o;
 }
 
+double seconds_since(clock_type::time_point t0)
+{
+    return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+/// --bw-timing sender: the sender's time from @p t0 until its endpoint is flushed (every send
+/// completed remotely), as ucx_perftest ends the timing of its bandwidth tests.
+double flushed_since(link &l, clock_type::time_point t0, const char *what)
+{
+    auto flush = l.ep().flush();
+    l.wait(flush, what);
+    return seconds_since(t0);
+}
+
 /// The sender's data: the pattern in each of @p slots slots of @p size bytes.
 void fill_slots(buffer &b, size_t size, size_t slots)
 {
@@ -213,6 +227,7 @@ local_result tag_bw(link &l, const size_plan &sp)
         std::vector<size_t> slot_message(window, SIZE_MAX);
         if (sender) {
             l.await(tag_go);
+            const auto t0 = clock_type::now();
             for (size_t i = 0; i < count; ++i) {
                 const size_t j = i % window;
                 if (i >= window) l.wait(slots[j], "tag_bw send");
@@ -222,6 +237,7 @@ local_result tag_bw(link &l, const size_plan &sp)
                 slots[j] = l.ep().tag_send(buf.bytes() + j * size, length, tag_data, mo);
             }
             for (size_t i = count > window ? count - window : 0; i < count; ++i) l.wait(slots[i % window], "tag_bw send");
+            if (timed && s.opt.bw_at_sender) out.elapsed_s = flushed_since(l, t0, "tag_bw flush");
             return;
         }
         if (timed) buf.clear(0, size * window);
@@ -242,7 +258,7 @@ local_result tag_bw(link &l, const size_plan &sp)
             }
             if (i + window < count) slots[j] = s.worker->tag_recv(buf.bytes() + j * size, size, tag_data, full_mask, mo);
         }
-        if (timed) out.elapsed_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+        if (timed && !s.opt.bw_at_sender) out.elapsed_s = seconds_since(t0);
     };
     if (sp.warmup > 0) round(sp.warmup, false);
     round(sp.iters, true);
@@ -374,7 +390,7 @@ local_result rma_bw(link &l, const size_plan &sp, bool is_put)
             l.wait(flush, "put_bw flush");
         }
         if (timed) {
-            out.elapsed_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+            out.elapsed_s = seconds_since(t0);
             out.expected  = issued;
             if (!is_put) verify_region();
         }
@@ -477,6 +493,7 @@ local_result am_bw(link &l, const size_plan &sp)
         if (sender) {
             std::vector<ucp_cpp::request> slots(window);
             l.await(tag_go);
+            const auto t0 = clock_type::now();
             for (size_t i = 0; i < count; ++i) {
                 const size_t j = i % window;
                 if (i >= window) l.wait(slots[j], "am_bw send");
@@ -486,6 +503,7 @@ local_result am_bw(link &l, const size_plan &sp)
                 slots[j] = l.ep().am_send(am_data, nullptr, 0, buf.bytes() + j * size, length, mo);
             }
             for (size_t i = count > window ? count - window : 0; i < count; ++i) l.wait(slots[i % window], "am_bw send");
+            if (timed && s.opt.bw_at_sender) out.elapsed_s = flushed_since(l, t0, "am_bw flush");
             l.await(tag_done);
             return;
         }
@@ -501,7 +519,7 @@ local_result am_bw(link &l, const size_plan &sp)
             if ((s.opt.check || i + 1 == count) && pattern_matches(buf, it.slot * size, size) != size) out.data_ok = false;
             if (s.opt.check) buf.clear(it.slot * size, size);
         }
-        if (timed) out.elapsed_s = std::chrono::duration<double>(clock_type::now() - t0).count();
+        if (timed && !s.opt.bw_at_sender) out.elapsed_s = seconds_since(t0);
         l.signal(tag_done);
     };
     if (sp.warmup > 0) round(sp.warmup, false);

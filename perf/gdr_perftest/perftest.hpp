@@ -51,6 +51,7 @@ struct options {
     size_t warmup     = 0;
     bool iterations_given = false, warmup_given = false;
     size_t window = 32;               // -O: outstanding operations of the bw tests
+    bool bw_at_sender = false;        // --bw-timing sender: rank 0 times tag_bw/am_bw
     std::vector<mem_kind> memory{mem_kind::host};  // per rank (last one repeats)
     bool check = false;               // -c 1
     std::string tls;                  // -x: UCX_TLS for this run (empty: environment)

@@ -33,6 +33,18 @@ std::string fmt(const std::optional<double> &v, const char *format)
     return text;
 }
 
+/// Who times a bandwidth test, from when to when (the header line of its table).
+const char *bandwidth_timing(const std::string &test, bool at_sender)
+{
+    if (test == "put_bw") return "at rank 0 from the first put until the flush completed";
+    if (test == "get_bw") return "at rank 0 (the receiver) from the first get to the last";
+    if (at_sender) {
+        return "at rank 0 (the sender) from its first send until the flush completed "
+               "(--bw-timing sender)";
+    }
+    return "at rank 1 (the receiver) from its start signal to the last completion";
+}
+
 }  // namespace
 
 void table_printer::begin(const test_info &test, size_t iters, size_t warmup)
@@ -57,10 +69,7 @@ void table_printer::begin(const test_info &test, size_t iters, size_t warmup)
         break;
     case test_family::p2p_bw:
         std::printf("# bandwidth: bytes delivered / time %s; avg_us = time per message\n",
-                    std::string(test.name) == "put_bw"   ? "at rank 0 from the first put until the flush completed"
-                    : std::string(test.name) == "get_bw" ? "at rank 0 (the receiver) from the first get to the last"
-                                                         : "at rank 1 (the receiver) from its start signal to the last "
-                                                           "completion");
+                    bandwidth_timing(test.name, opt_.bw_at_sender));
         std::printf("%12s %8s %10s %12s %14s %16s %6s\n", "size", "iters", "avg_us", "bw_GBps", "msg_per_s",
                     "bytes_verified", "check");
         break;
@@ -201,6 +210,7 @@ void write_json(const std::string &path, const options &opt, const run_info &inf
         << ",\n  \"host\": " << json_string(info.host) << ",\n  \"ucx_tls\": " << json_string(info.tls)
         << ",\n  \"ucx_tls_source\": " << json_string(info.tls_source)
         << ",\n  \"data_check\": " << (opt.check ? 1 : 0) << ",\n  \"window\": " << opt.window
+        << ",\n  \"bw_timing\": " << json_string(opt.bw_at_sender ? "sender" : "receiver")
         << ",\n  \"passed\": " << (passed ? "true" : "false") << ",\n  \"results\": [";
     for (size_t i = 0; i < rows.size(); ++i) {
         auto v = values(rows[i], true);

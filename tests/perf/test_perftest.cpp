@@ -84,6 +84,33 @@ TEST(Perftest, BandwidthTableHasBandwidthAndMessageRate)
     }
 }
 
+// --bw-timing sender: rank 0 times from its first send until its endpoint is flushed, as
+// ucx_perftest times tag_bw (perf/compare's wrapper section compares the two); the bytes are still
+// counted where they arrive.
+TEST(Perftest, SenderTimedBandwidthSaysSoAndCountsDeliveredBytes)
+{
+    scratch tmp;
+    auto r = perftest({"-t", "tag_bw,am_bw", "-s", "1,64K", "-n", "40", "-w", "4", "-O", "8",
+                       "--bw-timing", "sender", "--json", tmp.path("r.json")});
+    ASSERT_EQ(r.status, 0) << r.describe();
+    EXPECT_TRUE(contains(r.out, "at rank 0 (the sender) from its first send until the flush "
+                                "completed"))
+        << r.out;
+    EXPECT_FALSE(contains(r.out, "at rank 1 (the receiver)")) << r.out;
+    json doc = load_json(tmp.path("r.json"));
+    EXPECT_EQ(doc["bw_timing"], "sender");
+    ASSERT_EQ(doc["results"].size(), 4u);
+    for (const json &row : doc["results"]) {
+        SCOPED_TRACE(row.dump());
+        EXPECT_EQ(row["bytes_verified"].get<uint64_t>(), 40 * row["size"].get<uint64_t>());
+        EXPECT_GT(row["bw_GBps"].get<double>(), 0);
+        EXPECT_EQ(row["check"], "ok");
+    }
+    auto bad = run_tool({"-t", "tag_bw", "--bw-timing", "both"});
+    EXPECT_EQ(bad.status, 2) << bad.describe();
+    EXPECT_TRUE(contains(bad.err, "--bw-timing: 'both' is not receiver or sender")) << bad.err;
+}
+
 const strings fields = {"test",   "size",     "count",      "dtype",      "iters",          "warmup",
                         "ranks",  "memory",   "avg_us",     "p50_us",     "p90_us",         "p99_us",
                         "bw_GBps", "msg_rate", "algbw_GBps", "busbw_GBps", "bytes_expected", "bytes_verified",

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -230,17 +230,26 @@ TEST(CApi, RdmaDevicePciAndClassify)
 {
     const std::string root = fixture("dgx");
     gdr_pci_addr_t addr{};
+    gdr_reason_t why;
     int numa = -2;
-    ASSERT_EQ(gdr_topo_rdma_device_pci(root.c_str(), "mlx5_1", &addr, &numa), 0);
+    ASSERT_EQ(gdr_topo_rdma_device_pci(root.c_str(), "mlx5_1", &addr, &numa, &why), UCS_OK);
     EXPECT_EQ(addr.bus, 0x84);
     EXPECT_EQ(numa, 1);
-    EXPECT_EQ(gdr_topo_rdma_device_pci(root.c_str(), "mlx5_9", &addr, &numa), -ENOENT);
-    EXPECT_EQ(gdr_topo_rdma_device_pci(root.c_str(), "../../etc", &addr, &numa), -ENOENT);
-    EXPECT_EQ(gdr_topo_rdma_device_pci(root.c_str(), nullptr, &addr, &numa), -EINVAL);
+    EXPECT_STREQ(why.text, "") << "a success leaves no reason";
+    EXPECT_EQ(gdr_topo_rdma_device_pci(root.c_str(), "mlx5_9", &addr, &numa, &why),
+              UCS_ERR_NO_DEVICE);
+    EXPECT_STREQ(why.text, "no RDMA device mlx5_9");
+    EXPECT_EQ(gdr_topo_rdma_device_pci(root.c_str(), "../../etc", &addr, &numa, nullptr),
+              UCS_ERR_NO_DEVICE);
+    EXPECT_EQ(gdr_topo_rdma_device_pci(root.c_str(), nullptr, &addr, &numa, &why),
+              UCS_ERR_INVALID_PARAM);
 
     gdr_topo_link_t link = GDR_TOPO_UNKNOWN;
-    ASSERT_EQ(gdr_topo_classify(root.c_str(), "0000:09:00.0", "0000:06:00.0", &link), 0);
+    ASSERT_EQ(gdr_topo_classify(root.c_str(), "0000:09:00.0", "0000:06:00.0", &link, &why),
+              UCS_OK);
     EXPECT_STREQ(gdr_topo_link_name(link), "PXB");
-    EXPECT_EQ(gdr_topo_classify(root.c_str(), "0000:09:00.0", "0000:77:00.0", &link), -ENOENT);
+    EXPECT_EQ(gdr_topo_classify(root.c_str(), "0000:09:00.0", "0000:77:00.0", &link, &why),
+              UCS_ERR_NO_DEVICE);
+    EXPECT_NE(std::strstr(why.text, "0000:77:00.0: no such PCI device"), nullptr) << why.text;
     EXPECT_STREQ(gdr_topo_link_name(static_cast<gdr_topo_link_t>(42)), "?");
 }

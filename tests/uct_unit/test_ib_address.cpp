@@ -375,6 +375,87 @@ TEST(IbAddress, SizeIsWhatPackWrites)
     }
 }
 
+// ---- gdr_ib_address_names_port: UCX's rule (uct_ib_iface_is_same_device) ---------------------
+// One codec function answers both "is this address my port" (iface is_same_device) and "is my QP
+// connected to the port of this address" (ep is_connected), over addresses UCX 1.13.1 packed.
+
+class NamesPort : public ::testing::Test {
+protected:
+    gdr_ib_address_info_t ucx(const std::string &name)
+    {
+        for (const auto &l : load("1.13.1").lines) {
+            if (l.first == name) {
+                gdr_ib_address_info_t info;
+                EXPECT_EQ(gdr_ib_address_unpack(l.second.data(), &info), 0) << name;
+                return info;
+            }
+        }
+        ADD_FAILURE() << "no case " << name << " in ucx-1.13.1.txt";
+        return {};
+    }
+};
+
+TEST_F(NamesPort, RoceByTheWholeGid)
+{
+    gdr_ib_address_info_t a = ucx("roce_v2_ipv4");   // GID_V4, no LID
+    union ibv_gid same = gid(GID_V4), other = gid("::ffff:192.168.1.11");
+
+    EXPECT_TRUE(gdr_ib_address_names_port(&a, 0, &same));
+    EXPECT_TRUE(gdr_ib_address_names_port(&a, 0x1234, &same)) << "RoCE has no LID to compare";
+    EXPECT_FALSE(gdr_ib_address_names_port(&a, 0, &other));
+    EXPECT_FALSE(gdr_ib_address_names_port(&a, 0, nullptr)) << "a GID nobody knows matches no GID";
+}
+
+TEST_F(NamesPort, InfinibandByLidAndInterfaceId)
+{
+    gdr_ib_address_info_t a = ucx("ib_global_if_id");  // LID 0x17, GID_IB_GLOBAL
+    union ibv_gid same = gid(GID_IB_GLOBAL);
+    union ibv_gid other_prefix = gid("2001:db8:9:9:2:c903:a:b");
+    union ibv_gid other_port   = gid("2001:db8:1:2:2:c903:a:c");
+
+    EXPECT_TRUE(gdr_ib_address_names_port(&a, 0x17, &same));
+    EXPECT_FALSE(gdr_ib_address_names_port(&a, 0x18, &same)) << "another LID";
+    EXPECT_TRUE(gdr_ib_address_names_port(&a, 0x17, &other_prefix))
+        << "UCX compares the interface id, not the subnet prefix";
+    EXPECT_FALSE(gdr_ib_address_names_port(&a, 0x17, &other_port));
+    EXPECT_FALSE(gdr_ib_address_names_port(&a, 0x17, nullptr))
+        << "the address names a port GID, the caller knows none: not confirmed";
+    // rdmacm's address of a global route carries the interface id the same way
+    gdr_ib_address_info_t r = ucx("rdmacm_ib_global");
+    EXPECT_TRUE(gdr_ib_address_names_port(&r, 0x42, &same));
+    EXPECT_FALSE(gdr_ib_address_names_port(&r, 0x42, &other_port));
+}
+
+TEST_F(NamesPort, InfinibandWithoutInterfaceIdByLidAlone)
+{
+    union ibv_gid any = gid(GID_IB_GLOBAL);
+
+    for (const char *name : {"ib_link_local", "rdmacm_ib_local"}) {
+        gdr_ib_address_info_t a = ucx(name);
+        SCOPED_TRACE(name);
+        EXPECT_TRUE(gdr_ib_address_names_port(&a, a.lid, nullptr)) << "UCX's rule for a NULL GID";
+        EXPECT_TRUE(gdr_ib_address_names_port(&a, a.lid, &any)) << "no interface id to compare";
+        EXPECT_FALSE(gdr_ib_address_names_port(&a, a.lid + 1, nullptr));
+        EXPECT_FALSE(gdr_ib_address_names_port(&a, a.lid + 1, &any));
+    }
+}
+
+TEST_F(NamesPort, OurOwnAddressNamesOurPort)
+{
+    for (uint8_t ll : {IBV_LINK_LAYER_ETHERNET, IBV_LINK_LAYER_INFINIBAND}) {
+        gdr_ib_address_port_t port{ll, 0, 0x17, gid(ll == IBV_LINK_LAYER_ETHERNET ? GID_V6 :
+                                                                              GID_IB_SITE)};
+        uint8_t b[GDR_IB_ADDRESS_MAX_LEN];
+        gdr_ib_address_info_t info;
+
+        gdr_ib_address_pack(&port, b);
+        ASSERT_EQ(gdr_ib_address_unpack(b, &info), 0);
+        EXPECT_TRUE(gdr_ib_address_names_port(&info, port.lid, &port.gid)) << int(ll);
+        // gdr_rc's IB address always names the GID, whatever route a QP takes to it
+        EXPECT_FALSE(gdr_ib_address_names_port(&info, port.lid, nullptr)) << int(ll);
+    }
+}
+
 TEST(IbAddress, NullIsRefused)
 {
     gdr_ib_address_info_t info;

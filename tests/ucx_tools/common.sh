@@ -1,5 +1,7 @@
 # Shared by the ucx_tools drivers (sourced, not run). Selects the transport under test the same
-# way as the gtest suites and decides whether the test can run at all.
+# way as the gtest suites and decides whether the test can run at all.  tests/legs/check and
+# tests/legs/package-smoke source it for the UCX tool settings (perftest_standalone_opts,
+# vfs_off_if_known); they define their own die/say after it.
 #
 #   GDR_TEST_TL     transport (default gdr_rc; rc_verbs validates the suite itself)
 #   GDR_TEST_DEV    device (default: port 1 of the first verbs device)
@@ -52,7 +54,30 @@ tl_block() {
     END { exit !found }' <<<"$UCX_INFO_D"
 }
 
-# Runs "$@" under timeout, output to file $1.log... (helper for server/client pairs)
+# perftest_standalone_opts PERFTEST: the options that keep a ucx_perftest a plain server/client
+# pair, one a line.  One built with MPI runs as an MPI job unless given -P 0 (Debian 13's does so
+# whenever stdin is not a terminal; its help mentions MPI but not -P, which it accepts).
+#   mapfile -t opts < <(perftest_standalone_opts ucx_perftest)
+perftest_standalone_opts() {
+  local help
+  help=$("$1" -h 2>&1 || true)   # (it exits non-zero after printing its usage)
+  if grep -q 'MPI' <<<"$help"; then
+    printf '%s\n' -P 0
+  fi
+}
+
+# vfs_off_if_known [UCX_INFO_C]: exports UCX_VFS_ENABLE=n when this UCX knows that setting (one that
+# does not would warn about a UCX_ variable it does not know).  A UCX built with FUSE serves a
+# virtual file system; where it cannot (the Soft-RoCE VM) every process that loads libucs says so
+# on stdout, UCX's default log file -- with LD_PRELOAD, every process.  UCX_INFO_C: `ucx_info -c`
+# output already at hand (else ucx_info runs here).
+vfs_off_if_known() {
+  local config=${1-$(ucx_info -c 2>/dev/null || true)}
+  if grep -q '^UCX_VFS_ENABLE=' <<<"$config"; then
+    export UCX_VFS_ENABLE=n
+  fi
+}
+
 free_port() {
   # first port >= $1 nobody listens on
   local p=$1

@@ -61,12 +61,8 @@ case $api in
   *) die "api must be uct or ucp" ;;
 esac
 
-# A ucx_perftest built with MPI runs as an MPI job unless told not to (Debian 13's does so
-# whenever stdin is not a terminal; its help mentions MPI but not -P, which it accepts)
-help=$("$perftest" -h 2>&1 || true)   # (it exits non-zero after printing its usage)
-if grep -q 'MPI' <<<"$help"; then
-  common+=(-P 0)
-fi
+mapfile -t standalone < <(perftest_standalone_opts "$perftest")
+common+=("${standalone[@]}")
 
 port=$(free_port "${GDR_TEST_PORT:-13400}")
 log "$api $test on $TL/$DEV: ucx_perftest ${common[*]} -t $test ${args[*]} (port $port)"

@@ -4,8 +4,10 @@
  * Every entry point of their C APIs returns a ucs_status_t and, where it can fail for a reason a
  * user must read, takes a `gdr_reason_t *` (which may be NULL) that receives one line saying why.
  * The glue (src/ucx) turns that line into one ucs_error/ucs_diag of its own; the libraries never
- * log.  No C++ exception crosses an `extern "C"` entry point: each is wrapped in gdr_guard()
- * (gdr_status.hpp), which turns an escaping exception into a status and its what() into the reason.
+ * log.  No C++ exception crosses an `extern "C"` entry point: each is wrapped in gdr::guard()
+ * (gdr_status.hpp), which turns an escaping exception into a status and its what() into the reason;
+ * the few that return no status (lookups, conversions) are declared GDR_NOEXCEPT, so that a throw
+ * in one would terminate at its frame instead of unwinding into C.
  *
  * Why ucs_status_t and not a status of our own: UCX is the only caller that matters, the enum is
  * a public, header-only part of every UCX release (1.13 to 1.22 agree on the values used here),
@@ -19,6 +21,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#ifdef __cplusplus
+#  define GDR_NOEXCEPT noexcept
+#else
+#  define GDR_NOEXCEPT
+#endif
 
 #ifdef __cplusplus
 extern "C" {

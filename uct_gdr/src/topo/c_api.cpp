@@ -1,8 +1,8 @@
-// The C interface (gdr_topo.h) over the C++ implementation.  No exception leaves here.
+// The C interface (gdr_topo.h) over the C++ implementation.  Every entry point that can throw runs
+// in gdr::guard (gdr_status.hpp): no exception leaves here.
 #include "gdr_topo.hpp"
+#include "gdr_status.hpp"
 
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 using namespace gdr::topo;
@@ -14,30 +14,19 @@ SysRoot make_root(const char *root)
     return SysRoot(root ? root : "/");
 }
 
-void set_reason(gdr_gid_selection_t *out, const std::string &reason)
+gdr_pci_addr_t to_c(const PciAddress &addr)
 {
-    std::snprintf(out->reason, sizeof(out->reason), "%s", reason.c_str());
+    return gdr_pci_addr_t{addr.domain, addr.bus, addr.device, addr.function};
 }
 
-template <typename F> int guarded(F &&body)
-{
-    try {
-        return body();
-    } catch (const std::bad_alloc &) {
-        return -ENOMEM;
-    } catch (...) {
-        return -EIO;
-    }
-}
-
-int fill_selection(const std::vector<GidEntry> &gids, bool is_ethernet, int override_index,
-                   gdr_gid_selection_t *out)
+ucs_status_t fill_selection(const std::vector<GidEntry> &gids, bool is_ethernet,
+                            int override_index, gdr_gid_selection_t *out, gdr_reason_t *reason)
 {
     GidChoice choice = select_gid(gids, is_ethernet, override_index);
     std::memset(out, 0, sizeof(*out));
     out->index = choice.index;
     out->type = GDR_GID_TYPE_UNKNOWN;
-    set_reason(out, choice.reason);
+    gdr::set_reason(reason, choice.reason.c_str());
     for (const auto &gid : gids) {
         if (static_cast<int>(gid.index) == choice.index) {
             out->type = static_cast<gdr_gid_type_t>(gid.type);
@@ -45,87 +34,90 @@ int fill_selection(const std::vector<GidEntry> &gids, bool is_ethernet, int over
         }
     }
     if (choice.index >= 0) {
-        return 0;
+        return UCS_OK;
     }
-    return override_index >= 0 ? -EINVAL : -ENOENT;
+    return override_index >= 0 ? UCS_ERR_INVALID_PARAM : UCS_ERR_NO_ELEM;
 }
 
 } // namespace
 
 extern "C" {
 
-const char *gdr_topo_link_name(gdr_topo_link_t link)
+const char *gdr_topo_link_name(gdr_topo_link_t link) GDR_NOEXCEPT
 {
     static const char *const names[] = {"X", "PIX", "PXB", "PHB", "NODE", "SYS", "?"};
     return (link >= GDR_TOPO_SELF && link <= GDR_TOPO_UNKNOWN) ? names[link] : "?";
 }
 
-int gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci)
+ucs_status_t gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci,
+                                        gdr_reason_t *reason)
 {
-    if (bdf == nullptr || pci == nullptr) {
-        return -EINVAL;
-    }
-    return guarded([&] {
-        auto addr = PciAddress::parse(bdf);
-        if (!addr) {
-            return -EINVAL;
+    return gdr::guard(reason, [&] {
+        auto addr = bdf != nullptr ? PciAddress::parse(bdf) : std::nullopt;
+        if (!addr || pci == nullptr) {
+            return gdr_reason_set(reason, UCS_ERR_INVALID_PARAM, "not a PCI address: \"%s\"",
+                                  bdf != nullptr ? bdf : "(null)");
         }
-        *pci = gdr_pci_addr_t{addr->domain, addr->bus, addr->device, addr->function};
-        return 0;
+        *pci = to_c(*addr);
+        return UCS_OK;
     });
 }
 
-int gdr_topo_rdma_device_pci(const char *root, const char *rdma_dev, gdr_pci_addr_t *pci,
-                             int *numa_node)
+ucs_status_t gdr_topo_rdma_device_pci(const char *root, const char *rdma_dev,
+                                      gdr_pci_addr_t *pci, int *numa_node,
+                                      gdr_reason_t *reason)
 {
-    if (rdma_dev == nullptr || pci == nullptr) {
-        return -EINVAL;
-    }
-    return guarded([&] {
+    return gdr::guard(reason, [&] {
+        if (rdma_dev == nullptr || pci == nullptr) {
+            return gdr_reason_set(reason, UCS_ERR_INVALID_PARAM,
+                                  "gdr_topo_rdma_device_pci: NULL device or result");
+        }
         auto dev = read_rdma_device(make_root(root), rdma_dev);
         if (!dev) {
-            return -ENOENT;
+            return gdr_reason_set(reason, UCS_ERR_NO_DEVICE, "no RDMA device %s", rdma_dev);
         }
-        if (!dev->pci) {
-            return -ENODEV;
-        }
-        auto addr = PciAddress::parse(dev->pci->bdf);
+        auto addr = dev->pci ? PciAddress::parse(dev->pci->bdf) : std::nullopt;
         if (!addr) {
-            return -ENODEV;
+            return gdr_reason_set(reason, UCS_ERR_NO_ELEM, "%s has no PCI function behind it",
+                                  rdma_dev);
         }
-        *pci = gdr_pci_addr_t{addr->domain, addr->bus, addr->device, addr->function};
+        *pci = to_c(*addr);
         if (numa_node) {
             *numa_node = dev->pci->numa_node;
         }
-        return 0;
+        return UCS_OK;
     });
 }
 
-int gdr_topo_classify(const char *root, const char *bdf_a, const char *bdf_b,
-                      gdr_topo_link_t *link)
+ucs_status_t gdr_topo_classify(const char *root, const char *bdf_a, const char *bdf_b,
+                               gdr_topo_link_t *link, gdr_reason_t *reason)
 {
-    if (bdf_a == nullptr || bdf_b == nullptr || link == nullptr) {
-        return -EINVAL;
-    }
-    return guarded([&] {
+    return gdr::guard(reason, [&] {
+        if (bdf_a == nullptr || bdf_b == nullptr || link == nullptr) {
+            return gdr_reason_set(reason, UCS_ERR_INVALID_PARAM,
+                                  "gdr_topo_classify: NULL device or result");
+        }
         SysRoot sys = make_root(root);
-        auto a = read_pci_device(sys, bdf_a);
-        auto b = read_pci_device(sys, bdf_b);
+        std::string error;
+        auto a = read_pci_device(sys, bdf_a, &error);
+        auto b = a ? read_pci_device(sys, bdf_b, &error) : std::nullopt;
         if (!a || !b) {
-            return -ENOENT;
+            return gdr_reason_set(reason, UCS_ERR_NO_DEVICE, "%s", error.c_str());
         }
         *link = static_cast<gdr_topo_link_t>(classify(sys, *a, *b).link);
-        return 0;
+        return UCS_OK;
     });
 }
 
-int gdr_select_gid_from_table(const gdr_gid_entry_t *entries, size_t count, int is_ethernet,
-                              int override_index, gdr_gid_selection_t *out)
+ucs_status_t gdr_select_gid_from_table(const gdr_gid_entry_t *entries, size_t count,
+                                       int is_ethernet, int override_index,
+                                       gdr_gid_selection_t *out, gdr_reason_t *reason)
 {
-    if (out == nullptr || (entries == nullptr && count > 0)) {
-        return -EINVAL;
-    }
-    return guarded([&] {
+    return gdr::guard(reason, [&] {
+        if (out == nullptr || (entries == nullptr && count > 0)) {
+            return gdr_reason_set(reason, UCS_ERR_INVALID_PARAM,
+                                  "gdr_select_gid_from_table: NULL table or result");
+        }
         std::vector<GidEntry> gids;
         for (size_t i = 0; i < count; ++i) {
             GidEntry gid;
@@ -140,26 +132,27 @@ int gdr_select_gid_from_table(const gdr_gid_entry_t *entries, size_t count, int 
                 gids.push_back(gid);
             }
         }
-        return fill_selection(gids, is_ethernet != 0, override_index, out);
+        return fill_selection(gids, is_ethernet != 0, override_index, out, reason);
     });
 }
 
-int gdr_select_gid(const char *root, const char *rdma_dev, unsigned port, int override_index,
-                   gdr_gid_selection_t *out)
+ucs_status_t gdr_select_gid(const char *root, const char *rdma_dev, unsigned port,
+                            int override_index, gdr_gid_selection_t *out,
+                            gdr_reason_t *reason)
 {
-    if (rdma_dev == nullptr || out == nullptr) {
-        return -EINVAL;
-    }
-    return guarded([&] {
+    return gdr::guard(reason, [&] {
+        if (rdma_dev == nullptr || out == nullptr) {
+            return gdr_reason_set(reason, UCS_ERR_INVALID_PARAM,
+                                  "gdr_select_gid: NULL device or result");
+        }
         SysRoot sys = make_root(root);
         if (!read_rdma_device(sys, rdma_dev)) {
             std::memset(out, 0, sizeof(*out));
             out->index = -1;
-            set_reason(out, std::string("no RDMA device ") + rdma_dev);
-            return -ENOENT;
+            return gdr_reason_set(reason, UCS_ERR_NO_DEVICE, "no RDMA device %s", rdma_dev);
         }
         RdmaPort p = read_port(sys, rdma_dev, port);
-        return fill_selection(p.gids, p.is_ethernet(), override_index, out);
+        return fill_selection(p.gids, p.is_ethernet(), override_index, out, reason);
     });
 }
 

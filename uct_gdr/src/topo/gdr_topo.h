@@ -6,11 +6,14 @@
  * Everything is read from sysfs below a root prefix: `root` NULL or "" means "/", a test
  * passes the path of a synthetic tree (tests/fixtures/...).
  *
- * No UCX or CUDA headers are needed.  All functions are thread-safe (no global state) and
- * return 0 on success or a negative errno value.
+ * No CUDA or verbs headers are needed, and of UCX's only ucs/type/status.h.  All functions are
+ * thread-safe (no global state).  Errors follow gdr_status.h: a ucs_status_t, and one line saying
+ * why in `reason` (which may be NULL); no C++ exception leaves an entry point.
  */
 #ifndef GDR_TOPO_H
 #define GDR_TOPO_H
+
+#include "gdr_status.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -30,8 +33,8 @@ typedef enum {
     GDR_TOPO_UNKNOWN   /**< a device is not on PCI (e.g. Soft-RoCE without a PCI netdev) */
 } gdr_topo_link_t;
 
-/** "X", "PIX", "PXB", "PHB", "NODE", "SYS" or "?" */
-const char *gdr_topo_link_name(gdr_topo_link_t link);
+/** "X", "PIX", "PXB", "PHB", "NODE", "SYS" or "?" (a table lookup: nothing to fail) */
+const char *gdr_topo_link_name(gdr_topo_link_t link) GDR_NOEXCEPT;
 
 typedef struct {
     uint16_t domain;
@@ -42,23 +45,32 @@ typedef struct {
 
 /**
  * Parses a PCI address "DDDD:BB:DD.F" (as sysfs names devices): the one parser of the project.
- * @return 0, or -EINVAL when `bdf` is not such an address (e.g. "" for a virtual device).
+ * @param reason  may be NULL; why `bdf` is not one.
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM when `bdf` is not such an address (e.g. "" for a virtual
+ *         device) or `pci` is NULL.
  */
-int gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci);
+ucs_status_t gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci,
+                                        gdr_reason_t *reason);
 
 /**
  * The PCI function behind an RDMA device (/sys/class/infiniband/<dev>/device), or for a
  * software device such as rxe the PCI function of the netdev it runs on.
  * @param numa_node  may be NULL; set to the device's NUMA node, -1 when unknown.
- * @return 0, -ENODEV if there is no PCI function behind it (rxe on a dummy or loopback
- *         netdev), -ENOENT if the RDMA device does not exist.
+ * @return UCS_OK; UCS_ERR_NO_ELEM if there is no PCI function behind it (rxe on a dummy or
+ *         loopback netdev); UCS_ERR_NO_DEVICE if the RDMA device does not exist;
+ *         UCS_ERR_INVALID_PARAM for a NULL argument.
  */
-int gdr_topo_rdma_device_pci(const char *root, const char *rdma_dev, gdr_pci_addr_t *pci,
-                             int *numa_node);
+ucs_status_t gdr_topo_rdma_device_pci(const char *root, const char *rdma_dev,
+                                      gdr_pci_addr_t *pci, int *numa_node,
+                                      gdr_reason_t *reason);
 
-/** Classifies the path between two PCI functions given as "DDDD:BB:DD.F". */
-int gdr_topo_classify(const char *root, const char *bdf_a, const char *bdf_b,
-                      gdr_topo_link_t *link);
+/**
+ * Classifies the path between two PCI functions given as "DDDD:BB:DD.F".
+ * @return UCS_OK; UCS_ERR_NO_DEVICE if either is not a PCI device; UCS_ERR_INVALID_PARAM for a
+ *         NULL argument.
+ */
+ucs_status_t gdr_topo_classify(const char *root, const char *bdf_a, const char *bdf_b,
+                               gdr_topo_link_t *link, gdr_reason_t *reason);
 
 /* ---- GID selection (shared by gdr_rc and gdr-doctor) ---------------------------------- */
 
@@ -75,13 +87,10 @@ typedef struct {
     gdr_gid_type_t type;
 } gdr_gid_entry_t;
 
-#define GDR_GID_REASON_MAX 256
-
 typedef struct {
     int            index;   /**< the chosen GID index, -1 when none is usable */
     gdr_gid_type_t type;
     uint8_t        raw[16];
-    char           reason[GDR_GID_REASON_MAX]; /**< one sentence: why this index (or why none) */
 } gdr_gid_selection_t;
 
 /**
@@ -89,15 +98,19 @@ typedef struct {
  * IPv4-mapped address (::ffff:a.b.c.d) first, then RoCE v2 IPv6 global, then RoCE v2
  * link-local (fe80::/10), RoCE v1 last; the lowest index within a class.
  * @param override_index  >= 0: use exactly that index (it must hold a GID), -1: the rule.
- * @return 0 with out->index >= 0; -ENOENT when the port has no usable GID (out->reason says
- *         why); -EINVAL for a bad override.
+ * @param reason  one sentence: why this index, or why none (may be NULL).
+ * @return UCS_OK with out->index >= 0; UCS_ERR_NO_ELEM when the port has no usable GID;
+ *         UCS_ERR_INVALID_PARAM for a bad override or a NULL argument.
  */
-int gdr_select_gid_from_table(const gdr_gid_entry_t *entries, size_t count, int is_ethernet,
-                              int override_index, gdr_gid_selection_t *out);
+ucs_status_t gdr_select_gid_from_table(const gdr_gid_entry_t *entries, size_t count,
+                                       int is_ethernet, int override_index,
+                                       gdr_gid_selection_t *out, gdr_reason_t *reason);
 
-/** The same over the GID table of /sys/class/infiniband/<dev>/ports/<port>/. */
-int gdr_select_gid(const char *root, const char *rdma_dev, unsigned port, int override_index,
-                   gdr_gid_selection_t *out);
+/** The same over the GID table of /sys/class/infiniband/<dev>/ports/<port>/; also
+ *  UCS_ERR_NO_DEVICE when the RDMA device does not exist. */
+ucs_status_t gdr_select_gid(const char *root, const char *rdma_dev, unsigned port,
+                            int override_index, gdr_gid_selection_t *out,
+                            gdr_reason_t *reason);
 
 #ifdef __cplusplus
 }

@@ -205,7 +205,8 @@ int RdmaPort::derived_active_mtu() const
 std::vector<unsigned> list_ports(const SysRoot &sys, std::string_view rdma_dev)
 {
     std::vector<unsigned> ports;
-    for (const auto &name : sys.list_dir("/sys/class/infiniband/" + std::string(rdma_dev) + "/ports")) {
+    const std::string dir = "/sys/class/infiniband/" + std::string(rdma_dev) + "/ports";
+    for (const auto &name : sys.list_dir(dir)) {
         char *end = nullptr;
         unsigned long n = std::strtoul(name.c_str(), &end, 10);
         if (end != name.c_str() && *end == '\0' && n > 0 && n < 256) {
@@ -253,7 +254,8 @@ RdmaPort read_port(const SysRoot &sys, std::string_view rdma_dev, unsigned port)
         p.gids.push_back(std::move(gid));
     }
     if (!p.netdev.empty()) {
-        p.netdev_mtu = static_cast<int>(sys.read_int("/sys/class/net/" + p.netdev + "/mtu").value_or(0));
+        auto mtu = sys.read_int("/sys/class/net/" + p.netdev + "/mtu");
+        p.netdev_mtu = static_cast<int>(mtu.value_or(0));
     }
     return p;
 }

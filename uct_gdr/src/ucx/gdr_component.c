@@ -10,18 +10,12 @@
  * what UCT_COMPONENT_REGISTER/UCT_TL_DEFINE would do, but done by hand so that
  * the ABI guard runs first and nothing is registered on a mismatching UCX.
  */
-#include "gdr_uct.h"
+#include "gdr_iface.h"
 #include "gdr_abi.h"
 
 #include <ucs/debug/log.h>
 #include <stdio.h>
 #include <string.h>
-
-extern ucs_class_t UCS_CLASS_NAME(gdr_iface_t);
-ucs_status_t gdr_iface_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
-                                     unsigned *num_devices_p);
-UCS_CLASS_DECLARE_NEW_FUNC(gdr_iface_t, uct_iface_t, uct_md_h, uct_worker_h,
-                           const uct_iface_params_t*, const uct_iface_config_t*);
 
 uct_component_t gdr_component = {
     .query_md_resources = uct_md_query_single_md_resource,
@@ -45,7 +39,7 @@ uct_component_t gdr_component = {
 
 uct_tl_t gdr_rc_tl = {
     .name          = GDR_TL_NAME,
-    .query_devices = gdr_iface_query_devices,
+    .query_devices = gdr_device_query_tl_devices,
     .iface_open    = UCS_CLASS_NEW_FUNC_NAME(gdr_iface_t),
     .config        = {
         .name      = GDR_TL_NAME " transport",

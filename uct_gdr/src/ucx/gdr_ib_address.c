@@ -164,6 +164,22 @@ int gdr_ib_address_unpack(const void *buf, gdr_ib_address_info_t *info)
     return 0;
 }
 
+int gdr_ib_address_names_port(const gdr_ib_address_info_t *info, uint16_t lid,
+                              const union ibv_gid *gid)
+{
+    if (!info->is_eth && (info->lid != lid)) {
+        return 0;
+    }
+    if (gid == NULL) {
+        return !(info->is_eth || info->has_if_id);
+    }
+    if (info->is_eth) {
+        return !memcmp(info->gid.raw, gid->raw, sizeof(gid->raw));
+    }
+    return !info->has_if_id ||
+           !memcmp(info->gid.raw + 8, gid->raw + 8, sizeof(uint64_t));
+}
+
 int gdr_ib_address_reachable(const gdr_ib_address_port_t *local,
                              const gdr_ib_address_info_t *peer)
 {

@@ -128,6 +128,16 @@ int gdr_ib_address_unpack(const void *buf, gdr_ib_address_info_t *info);
 int gdr_ib_address_reachable(const gdr_ib_address_port_t *local,
                              const gdr_ib_address_info_t *peer);
 
+/* Whether the address @info names the port with @lid and @gid, by UCX's rule
+ * (uct_ib_iface_is_same_device, also what uct_rc_ep_is_connected asks): RoCE
+ * by the whole GID; InfiniBand by the LID, and by the interface id (the GID's
+ * last 8 bytes) where the address has one.  @gid NULL means the port's GID is
+ * not known (an InfiniBand QP connected without a GRH knows only the LID): then
+ * only an address that names no GID either (InfiniBand without interface id)
+ * can match, RoCE never. */
+int gdr_ib_address_names_port(const gdr_ib_address_info_t *info, uint16_t lid,
+                              const union ibv_gid *gid);
+
 /* Whether the GID is an IPv4-mapped IPv6 address (::ffff:a.b.c.d) */
 int gdr_ib_gid_is_v4_mapped(const union ibv_gid *gid);
 

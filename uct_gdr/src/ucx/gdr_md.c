@@ -5,7 +5,7 @@
  * packed rkey carries all of their rkeys: the peer's endpoint knows which of
  * our devices its QP talks to (gdr_ep_addr_t.dev_index) and picks that one.
  */
-#include "gdr_uct.h"
+#include "gdr_md.h"
 
 #include <ucs/sys/string.h>
 #include <ucs/debug/log.h>
@@ -667,8 +667,8 @@ static ucs_status_t gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config
 ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
                          const uct_md_config_t *uct_config, uct_md_h *md_p)
 {
-    char skipped[512] = "";
     ucs_status_t status;
+    gdr_reason_t why;
     gdr_md_t *md;
 
     md = ucs_calloc(1, sizeof(*md), "gdr_md");
@@ -684,10 +684,14 @@ ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
         goto err_free_md;
     }
 
-    gdr_verbs_open_all(md->devices, GDR_VERBS_MAX_DEVICES, &md->num_devices,
-                       skipped, sizeof(skipped));
-    if (skipped[0] != '\0') {
-        ucs_debug("gdr: skipped verbs devices: %s", skipped);
+    status = gdr_verbs_open_all(md->devices, GDR_VERBS_MAX_DEVICES, &md->num_devices,
+                                &why);
+    if (status != UCS_OK) {
+        ucs_error("gdr: opening verbs devices: %s", why.text);
+        goto err_close_devices;
+    }
+    if (why.text[0] != '\0') {
+        ucs_debug("gdr: skipped verbs devices: %s", why.text);
     }
     ucs_debug("gdr: md opened with %u verbs device(s)", md->num_devices);
 

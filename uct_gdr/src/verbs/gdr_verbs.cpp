@@ -2,8 +2,9 @@
 //
 // Plain libibverbs only (no provider direct-verbs), so it works on rxe, mlx5,
 // irdma, bnxt_re alike.  Called at md/iface/ep creation time, never on the
-// data path.
+// data path.  Every entry point that can throw runs in gdr::guard.
 #include "gdr_verbs.h"
+#include "gdr_status.hpp"
 #include "gdr_topo.hpp" // the GID rule and the PCI address parser, shared with gdr-doctor
 
 #include <algorithm>
@@ -19,14 +20,6 @@
 #include <unistd.h>
 
 namespace {
-
-template <typename... Args>
-void set_msg(char *buf, size_t len, const char *fmt, Args... args)
-{
-    if (buf != nullptr && len > 0) {
-        std::snprintf(buf, len, fmt, args...);
-    }
-}
 
 // Width x lane speed from ibv_port_attr, in bytes/s of payload (after line
 // encoding), following the IBTA tables.
@@ -126,183 +119,22 @@ void fill_port(gdr_device_t &dev, uint8_t port_num, const ibv_port_attr &pa)
     p.bandwidth    = port_bandwidth(pa);
     auto table     = read_gid_table(dev.ctx, port_num, pa.gid_tbl_len);
     gdr_gid_selection_t sel{};
-    gdr_select_gid_from_table(table.data(), table.size(),
-                              p.link_layer == IBV_LINK_LAYER_ETHERNET, -1, &sel);
+    gdr_reason_t why;
+    // no usable GID is a fact of the port (index -1, and why), not an error here
+    (void)gdr_select_gid_from_table(table.data(), table.size(),
+                                    p.link_layer == IBV_LINK_LAYER_ETHERNET, -1, &sel, &why);
     p.gid_index = sel.index;
     std::memcpy(p.gid.raw, sel.raw, sizeof(p.gid.raw));
-    std::snprintf(p.gid_reason, sizeof(p.gid_reason), "%s", sel.reason);
+    std::snprintf(p.gid_reason, sizeof(p.gid_reason), "%.*s", int(sizeof(p.gid_reason) - 1),
+                  why.text);
 }
 
-} // namespace
+// An opened device context until it is handed over (an exception closes it)
+using context_ptr = std::unique_ptr<ibv_context, int (*)(ibv_context *)>;
 
-extern "C" {
-
-int gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned *count_p,
-                       char *skipped, size_t skipped_len)
-{
-    *count_p = 0;
-    std::string skip_msg;
-    int num = 0;
-    ibv_device **list = ibv_get_device_list(&num);
-    if (list == nullptr) {
-        set_msg(skipped, skipped_len, "ibv_get_device_list: %s", std::strerror(errno));
-        return 0; // no verbs at all (no kernel support) is "no devices"
-    }
-    std::unique_ptr<ibv_device *, void (*)(ibv_device **)> guard(list, ibv_free_device_list);
-
-    for (int i = 0; i < num && *count_p < max_devs; ++i) {
-        const char *name = ibv_get_device_name(list[i]);
-        ibv_context *ctx = ibv_open_device(list[i]);
-        if (ctx == nullptr) {
-            skip_msg += std::string(name) + ": ibv_open_device: " + std::strerror(errno) + "; ";
-            continue;
-        }
-        gdr_device_t &dev = devs[*count_p];
-        std::memset(&dev, 0, sizeof(dev));
-        dev.ctx = ctx;
-        std::snprintf(dev.name, sizeof(dev.name), "%s", name);
-        std::snprintf(dev.pci_bdf, sizeof(dev.pci_bdf), "%s", pci_bdf_of(name).c_str());
-        if (ibv_query_device(ctx, &dev.attr) != 0) {
-            skip_msg += std::string(name) + ": ibv_query_device failed; ";
-            ibv_close_device(ctx);
-            continue;
-        }
-        for (uint8_t p = 1; p <= dev.attr.phys_port_cnt && dev.num_ports < GDR_VERBS_MAX_PORTS; ++p) {
-            ibv_port_attr pa{};
-            if (ibv_query_port(ctx, p, &pa) != 0 || pa.state != IBV_PORT_ACTIVE) {
-                continue;
-            }
-            if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND &&
-                pa.link_layer != IBV_LINK_LAYER_ETHERNET &&
-                pa.link_layer != IBV_LINK_LAYER_UNSPECIFIED) {
-                continue;
-            }
-            fill_port(dev, p, pa);
-        }
-        if (dev.num_ports == 0) {
-            ibv_close_device(ctx);
-            continue; // no ACTIVE port: not a resource, not an error
-        }
-        dev.pd = ibv_alloc_pd(ctx);
-        if (dev.pd == nullptr) {
-            skip_msg += std::string(name) + ": ibv_alloc_pd: " + std::strerror(errno) + "; ";
-            ibv_close_device(ctx);
-            continue;
-        }
-        ++*count_p;
-    }
-    set_msg(skipped, skipped_len, "%s", skip_msg.c_str());
-    return 0;
-}
-
-void gdr_verbs_close(gdr_device_t *dev)
-{
-    if (dev->pd != nullptr) {
-        ibv_dealloc_pd(dev->pd);
-        dev->pd = nullptr;
-    }
-    if (dev->ctx != nullptr) {
-        ibv_close_device(dev->ctx);
-        dev->ctx = nullptr;
-    }
-}
-
-const gdr_port_info_t *gdr_verbs_port(const gdr_device_t *dev, uint8_t port_num)
-{
-    for (unsigned i = 0; i < dev->num_ports; ++i) {
-        if (dev->ports[i].port_num == port_num) {
-            return &dev->ports[i];
-        }
-    }
-    return nullptr;
-}
-
-int gdr_verbs_port_gid(const gdr_device_t *dev, uint8_t port_num, int forced_index,
-                       union ibv_gid *gid, int *index_p, char *err, size_t err_len)
-{
-    const gdr_port_info_t *port = gdr_verbs_port(dev, port_num);
-    if (port == nullptr) {
-        set_msg(err, err_len, "%s: port %u is not active", dev->name, port_num);
-        return -1;
-    }
-    if (forced_index < 0) {
-        if (port->gid_index < 0) {
-            set_msg(err, err_len, "%s:%u: %s", dev->name, port_num, port->gid_reason);
-            return -1;
-        }
-        *gid     = port->gid;
-        *index_p = port->gid_index;
-        return 0;
-    }
-    ibv_gid_entry entry{};
-    if (ibv_query_gid_ex(dev->ctx, port_num, forced_index, &entry, 0) != 0 ||
-        gid_is_zero(entry.gid)) {
-        set_msg(err, err_len, "%s:%u: GID index %d is empty or invalid", dev->name,
-                port_num, forced_index);
-        return -1;
-    }
-    *gid     = entry.gid;
-    *index_p = forced_index;
-    return 0;
-}
-
-int gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq,
-                        struct ibv_cq *recv_cq, struct ibv_srq *srq,
-                        uint32_t max_send_wr, uint32_t max_send_sge,
-                        uint32_t *max_inline, struct ibv_qp **qp_p,
-                        char *err, size_t err_len)
-{
-    ibv_qp_init_attr attr{};
-    attr.send_cq             = send_cq;
-    attr.recv_cq             = recv_cq;
-    attr.srq                 = srq;
-    attr.qp_type             = IBV_QPT_RC;
-    attr.sq_sig_all          = 0; // selective signalling
-    attr.cap.max_send_wr     = max_send_wr;
-    attr.cap.max_recv_wr     = srq ? 0 : 1;
-    attr.cap.max_send_sge    = max_send_sge;
-    attr.cap.max_recv_sge    = 1;
-    attr.cap.max_inline_data = *max_inline;
-    ibv_qp *qp = ibv_create_qp(pd, &attr);
-    if (qp == nullptr && *max_inline > 0) {
-        // Some providers refuse large inline sizes instead of clamping.
-        attr.cap.max_inline_data = 0;
-        qp = ibv_create_qp(pd, &attr);
-    }
-    if (qp == nullptr) {
-        set_msg(err, err_len, "ibv_create_qp(RC, send_wr=%u, sge=%u, inline=%u): %s",
-                max_send_wr, max_send_sge, *max_inline, std::strerror(errno));
-        return -1;
-    }
-    *max_inline = attr.cap.max_inline_data;
-    *qp_p       = qp;
-    return 0;
-}
-
-unsigned gdr_verbs_mtu_bytes(enum ibv_mtu mtu)
-{
-    switch (mtu) {
-    case IBV_MTU_256:  return 256;
-    case IBV_MTU_512:  return 512;
-    case IBV_MTU_1024: return 1024;
-    case IBV_MTU_2048: return 2048;
-    case IBV_MTU_4096: return 4096;
-    default:           return 0;
-    }
-}
-
-enum ibv_mtu gdr_verbs_mtu_from_bytes(unsigned bytes)
-{
-    if (bytes >= 4096) return IBV_MTU_4096;
-    if (bytes >= 2048) return IBV_MTU_2048;
-    if (bytes >= 1024) return IBV_MTU_1024;
-    if (bytes >= 512)  return IBV_MTU_512;
-    if (bytes >= 256)  return IBV_MTU_256;
-    return static_cast<enum ibv_mtu>(0);
-}
-
-int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_qp_local_t *local,
-                         const gdr_qp_remote_t *remote, char *err, size_t err_len)
+// RESET -> INIT -> RTR -> RTS (gdr_verbs_qp_connect)
+ucs_status_t connect_qp(ibv_qp *qp, const gdr_qp_local_t *local, const gdr_qp_remote_t *remote,
+                        gdr_reason_t *reason)
 {
     ibv_qp_attr attr{};
     attr.qp_state        = IBV_QPS_INIT;
@@ -312,8 +144,8 @@ int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_qp_local_t *local,
                            IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
     if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
                                  IBV_QP_ACCESS_FLAGS) != 0) {
-        set_msg(err, err_len, "modify_qp(INIT): %s", std::strerror(errno));
-        return -1;
+        return gdr_reason_set(reason, UCS_ERR_IO_ERROR, "modify_qp(INIT): %s",
+                              std::strerror(errno));
     }
 
     std::memset(&attr, 0, sizeof(attr));
@@ -336,11 +168,13 @@ int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_qp_local_t *local,
     if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
                                  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
-        set_msg(err, err_len, "modify_qp(RTR, dest_qpn=0x%x, mtu=%u, %s): %s",
-                remote->qp_num, gdr_verbs_mtu_bytes(attr.path_mtu),
-                remote->is_global ? gid_to_string(remote->gid).c_str() : "LID-routed",
-                std::strerror(errno));
-        return -1;
+        int error = errno;
+        return gdr_reason_set(reason, UCS_ERR_UNREACHABLE,
+                              "modify_qp(RTR, dest_qpn=0x%x, mtu=%u, %s): %s", remote->qp_num,
+                              gdr_verbs_mtu_bytes(attr.path_mtu),
+                              remote->is_global ? gid_to_string(remote->gid).c_str() :
+                                                  "LID-routed",
+                              std::strerror(error));
     }
 
     std::memset(&attr, 0, sizeof(attr));
@@ -353,17 +187,204 @@ int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_qp_local_t *local,
     if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
                                  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                  IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
-        set_msg(err, err_len, "modify_qp(RTS): %s", std::strerror(errno));
-        return -1;
+        return gdr_reason_set(reason, UCS_ERR_IO_ERROR, "modify_qp(RTS): %s",
+                              std::strerror(errno));
     }
-    return 0;
+    return UCS_OK;
 }
 
-int gdr_verbs_qp_to_error(struct ibv_qp *qp)
+} // namespace
+
+extern "C" {
+
+ucs_status_t gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned *count_p,
+                                gdr_reason_t *reason)
 {
-    ibv_qp_attr attr{};
-    attr.qp_state = IBV_QPS_ERR;
-    return ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+    *count_p = 0;
+    return gdr::guard(reason, [&] {
+        std::string skipped;
+        int num = 0;
+        ibv_device **list = ibv_get_device_list(&num);
+        if (list == nullptr) {
+            // no verbs at all (no kernel support) is "no devices"
+            return gdr_reason_set(reason, UCS_OK, "ibv_get_device_list: %s",
+                                  std::strerror(errno));
+        }
+        std::unique_ptr<ibv_device *, void (*)(ibv_device **)> list_guard(list,
+                                                                           ibv_free_device_list);
+
+        for (int i = 0; i < num && *count_p < max_devs; ++i) {
+            const char *name = ibv_get_device_name(list[i]);
+            context_ptr ctx(ibv_open_device(list[i]), ibv_close_device);
+            if (ctx == nullptr) {
+                skipped += std::string(name) + ": ibv_open_device: " + std::strerror(errno) +
+                           "; ";
+                continue;
+            }
+            gdr_device_t &dev = devs[*count_p];
+            std::memset(&dev, 0, sizeof(dev));
+            dev.ctx = ctx.get();
+            std::snprintf(dev.name, sizeof(dev.name), "%s", name);
+            std::snprintf(dev.pci_bdf, sizeof(dev.pci_bdf), "%s", pci_bdf_of(name).c_str());
+            if (ibv_query_device(dev.ctx, &dev.attr) != 0) {
+                skipped += std::string(name) + ": ibv_query_device failed; ";
+                continue;
+            }
+            for (uint8_t p = 1; p <= dev.attr.phys_port_cnt &&
+                                dev.num_ports < GDR_VERBS_MAX_PORTS; ++p) {
+                ibv_port_attr pa{};
+                if (ibv_query_port(dev.ctx, p, &pa) != 0 || pa.state != IBV_PORT_ACTIVE) {
+                    continue;
+                }
+                if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND &&
+                    pa.link_layer != IBV_LINK_LAYER_ETHERNET &&
+                    pa.link_layer != IBV_LINK_LAYER_UNSPECIFIED) {
+                    continue;
+                }
+                fill_port(dev, p, pa);
+            }
+            if (dev.num_ports == 0) {
+                continue; // no ACTIVE port: not a resource, not an error
+            }
+            dev.pd = ibv_alloc_pd(dev.ctx);
+            if (dev.pd == nullptr) {
+                skipped += std::string(name) + ": ibv_alloc_pd: " + std::strerror(errno) + "; ";
+                continue;
+            }
+            ctx.release(); // the device's now: gdr_verbs_close() closes it
+            ++*count_p;
+        }
+        return gdr_reason_set(reason, UCS_OK, "%s", skipped.c_str());
+    });
+}
+
+void gdr_verbs_close(gdr_device_t *dev) GDR_NOEXCEPT
+{
+    if (dev->pd != nullptr) {
+        ibv_dealloc_pd(dev->pd);
+        dev->pd = nullptr;
+    }
+    if (dev->ctx != nullptr) {
+        ibv_close_device(dev->ctx);
+        dev->ctx = nullptr;
+    }
+}
+
+const gdr_port_info_t *gdr_verbs_port(const gdr_device_t *dev, uint8_t port_num) GDR_NOEXCEPT
+{
+    for (unsigned i = 0; i < dev->num_ports; ++i) {
+        if (dev->ports[i].port_num == port_num) {
+            return &dev->ports[i];
+        }
+    }
+    return nullptr;
+}
+
+ucs_status_t gdr_verbs_port_gid(const gdr_device_t *dev, uint8_t port_num, int forced_index,
+                                union ibv_gid *gid, int *index_p, gdr_reason_t *reason)
+{
+    return gdr::guard(reason, [&] {
+        const gdr_port_info_t *port = gdr_verbs_port(dev, port_num);
+        if (port == nullptr) {
+            return gdr_reason_set(reason, UCS_ERR_NO_DEVICE, "%s: port %u is not active",
+                                  dev->name, port_num);
+        }
+        if (forced_index < 0) {
+            if (port->gid_index < 0) {
+                return gdr_reason_set(reason, UCS_ERR_NO_ELEM, "%s:%u: %s", dev->name,
+                                      port_num, port->gid_reason);
+            }
+            *gid     = port->gid;
+            *index_p = port->gid_index;
+            return UCS_OK;
+        }
+        ibv_gid_entry entry{};
+        if (ibv_query_gid_ex(dev->ctx, port_num, forced_index, &entry, 0) != 0 ||
+            gid_is_zero(entry.gid)) {
+            return gdr_reason_set(reason, UCS_ERR_INVALID_PARAM,
+                                  "%s:%u: GID index %d is empty or invalid", dev->name,
+                                  port_num, forced_index);
+        }
+        *gid     = entry.gid;
+        *index_p = forced_index;
+        return UCS_OK;
+    });
+}
+
+ucs_status_t gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq,
+                                 struct ibv_cq *recv_cq, struct ibv_srq *srq,
+                                 uint32_t max_send_wr, uint32_t max_send_sge,
+                                 uint32_t *max_inline, struct ibv_qp **qp_p,
+                                 gdr_reason_t *reason)
+{
+    return gdr::guard(reason, [&] {
+        ibv_qp_init_attr attr{};
+        attr.send_cq             = send_cq;
+        attr.recv_cq             = recv_cq;
+        attr.srq                 = srq;
+        attr.qp_type             = IBV_QPT_RC;
+        attr.sq_sig_all          = 0; // selective signalling
+        attr.cap.max_send_wr     = max_send_wr;
+        attr.cap.max_recv_wr     = srq ? 0 : 1;
+        attr.cap.max_send_sge    = max_send_sge;
+        attr.cap.max_recv_sge    = 1;
+        attr.cap.max_inline_data = *max_inline;
+        ibv_qp *qp = ibv_create_qp(pd, &attr);
+        if (qp == nullptr && *max_inline > 0) {
+            // Some providers refuse large inline sizes instead of clamping.
+            attr.cap.max_inline_data = 0;
+            qp = ibv_create_qp(pd, &attr);
+        }
+        if (qp == nullptr) {
+            return gdr_reason_set(reason, UCS_ERR_IO_ERROR,
+                                  "ibv_create_qp(RC, send_wr=%u, sge=%u, inline=%u): %s",
+                                  max_send_wr, max_send_sge, *max_inline, std::strerror(errno));
+        }
+        *max_inline = attr.cap.max_inline_data;
+        *qp_p       = qp;
+        return UCS_OK;
+    });
+}
+
+unsigned gdr_verbs_mtu_bytes(enum ibv_mtu mtu) GDR_NOEXCEPT
+{
+    switch (mtu) {
+    case IBV_MTU_256:  return 256;
+    case IBV_MTU_512:  return 512;
+    case IBV_MTU_1024: return 1024;
+    case IBV_MTU_2048: return 2048;
+    case IBV_MTU_4096: return 4096;
+    default:           return 0;
+    }
+}
+
+enum ibv_mtu gdr_verbs_mtu_from_bytes(unsigned bytes) GDR_NOEXCEPT
+{
+    if (bytes >= 4096) return IBV_MTU_4096;
+    if (bytes >= 2048) return IBV_MTU_2048;
+    if (bytes >= 1024) return IBV_MTU_1024;
+    if (bytes >= 512)  return IBV_MTU_512;
+    if (bytes >= 256)  return IBV_MTU_256;
+    return static_cast<enum ibv_mtu>(0);
+}
+
+ucs_status_t gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_qp_local_t *local,
+                                  const gdr_qp_remote_t *remote, gdr_reason_t *reason)
+{
+    return gdr::guard(reason, [&] { return connect_qp(qp, local, remote, reason); });
+}
+
+ucs_status_t gdr_verbs_qp_to_error(struct ibv_qp *qp, gdr_reason_t *reason)
+{
+    return gdr::guard(reason, [&] {
+        ibv_qp_attr attr{};
+        attr.qp_state = IBV_QPS_ERR;
+        if (ibv_modify_qp(qp, &attr, IBV_QP_STATE) != 0) {
+            return gdr_reason_set(reason, UCS_ERR_IO_ERROR, "modify_qp(qpn 0x%x, ERR): %s",
+                                  qp->qp_num, std::strerror(errno));
+        }
+        return UCS_OK;
+    });
 }
 
 } // extern "C"

@@ -5,9 +5,15 @@
  * (gdr_verbs.cpp); the UCT glue in ../ucx/ only sees these plain structs and
  * calls.  Nothing here is on the data path: posting work requests and polling
  * completion queues stay in the glue, inline, where UCX's helpers are.
+ *
+ * Errors follow gdr_status.h: a ucs_status_t, and one line saying why in
+ * `reason` (which may be NULL) for the glue to log; no C++ exception leaves an
+ * entry point (the lookups and conversions without a status are GDR_NOEXCEPT).
  */
 #ifndef GDR_VERBS_H_
 #define GDR_VERBS_H_
+
+#include "gdr_status.h"
 
 #include <infiniband/verbs.h>
 #include <stddef.h>
@@ -20,7 +26,7 @@ extern "C" {
 #define GDR_VERBS_MAX_DEVICES  32
 #define GDR_VERBS_MAX_PORTS    4
 #define GDR_VERBS_NAME_MAX     64
-#define GDR_VERBS_REASON_MAX   256
+#define GDR_VERBS_GID_REASON_MAX 256
 
 /** One usable (ACTIVE, InfiniBand or Ethernet) port. */
 typedef struct gdr_port_info {
@@ -33,7 +39,7 @@ typedef struct gdr_port_info {
     double        bandwidth;       /**< bytes/s, from active width x speed */
     int           gid_index;       /**< auto-selected GID index, -1 if none */
     union ibv_gid gid;             /**< GID at gid_index */
-    char          gid_reason[GDR_VERBS_REASON_MAX]; /**< why that GID */
+    char          gid_reason[GDR_VERBS_GID_REASON_MAX]; /**< why that GID */
 } gdr_port_info_t;
 
 /** An opened verbs device with its protection domain. */
@@ -49,31 +55,36 @@ typedef struct gdr_device {
 
 /**
  * Open every verbs device that has at least one ACTIVE InfiniBand or Ethernet
- * port.  "No devices" is not an error (*count_p = 0).  Devices that cannot be
- * opened are skipped with a reason in @a skipped (may be NULL).
+ * port.  "No devices" is not an error (UCS_OK, *count_p = 0).  Devices that
+ * cannot be opened are skipped, and @a reason names them and why ("" when none
+ * was).  On an error (UCS_ERR_NO_MEMORY) the *count_p devices opened so far
+ * are still open: the caller closes them.
  */
-int gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned *count_p,
-                       char *skipped, size_t skipped_len);
+ucs_status_t gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned *count_p,
+                                gdr_reason_t *reason);
 
-/** Close what gdr_verbs_open_all() opened for one device. */
-void gdr_verbs_close(gdr_device_t *dev);
+/** Close what gdr_verbs_open_all() opened for one device (cannot fail). */
+void gdr_verbs_close(gdr_device_t *dev) GDR_NOEXCEPT;
 
 /** The port with number @a port_num, or NULL. */
-const gdr_port_info_t *gdr_verbs_port(const gdr_device_t *dev, uint8_t port_num);
+const gdr_port_info_t *gdr_verbs_port(const gdr_device_t *dev, uint8_t port_num) GDR_NOEXCEPT;
 
 /**
- * Resolve the GID to use on a port: @a forced_index >= 0 takes that entry
- * (error if empty/invalid), otherwise the port's auto-selected one.
+ * Resolve the GID to use on a port: @a forced_index >= 0 takes that entry,
+ * otherwise the port's auto-selected one.  UCS_ERR_NO_DEVICE: the port is not
+ * active; UCS_ERR_NO_ELEM: it has no usable GID (auto); UCS_ERR_INVALID_PARAM:
+ * the forced entry is empty or invalid.
  */
-int gdr_verbs_port_gid(const gdr_device_t *dev, uint8_t port_num, int forced_index,
-                       union ibv_gid *gid, int *index_p, char *err, size_t err_len);
+ucs_status_t gdr_verbs_port_gid(const gdr_device_t *dev, uint8_t port_num, int forced_index,
+                                union ibv_gid *gid, int *index_p, gdr_reason_t *reason);
 
-/** RC QP creation. @a max_inline is in/out: asked for, then what the QP gives. */
-int gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq,
-                        struct ibv_cq *recv_cq, struct ibv_srq *srq,
-                        uint32_t max_send_wr, uint32_t max_send_sge,
-                        uint32_t *max_inline, struct ibv_qp **qp_p,
-                        char *err, size_t err_len);
+/** RC QP creation. @a max_inline is in/out: asked for, then what the QP gives.
+ *  UCS_ERR_IO_ERROR when the device refuses the QP. */
+ucs_status_t gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq,
+                                 struct ibv_cq *recv_cq, struct ibv_srq *srq,
+                                 uint32_t max_send_wr, uint32_t max_send_sge,
+                                 uint32_t *max_inline, struct ibv_qp **qp_p,
+                                 gdr_reason_t *reason);
 
 /** What a peer tells us to connect an RC QP to it. */
 typedef struct gdr_qp_remote {
@@ -101,18 +112,20 @@ typedef struct gdr_qp_local {
     uint8_t      max_rd_atomic;    /**< both as initiator and as target */
 } gdr_qp_local_t;
 
-/** RESET -> INIT -> RTR -> RTS. Path MTU = min(ours, peer's). */
-int gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_qp_local_t *local,
-                         const gdr_qp_remote_t *remote, char *err, size_t err_len);
+/** RESET -> INIT -> RTR -> RTS. Path MTU = min(ours, peer's).  UCS_ERR_UNREACHABLE
+ *  when the peer cannot be reached as addressed (RTR refused), UCS_ERR_IO_ERROR
+ *  when the device refuses another transition. */
+ucs_status_t gdr_verbs_qp_connect(struct ibv_qp *qp, const gdr_qp_local_t *local,
+                                  const gdr_qp_remote_t *remote, gdr_reason_t *reason);
 
 /** Move a QP to the error state: every posted WR completes with FLUSH_ERR. */
-int gdr_verbs_qp_to_error(struct ibv_qp *qp);
+ucs_status_t gdr_verbs_qp_to_error(struct ibv_qp *qp, gdr_reason_t *reason);
 
 /** Bytes of an MTU enum (IBV_MTU_1024 -> 1024), 0 if invalid. */
-unsigned gdr_verbs_mtu_bytes(enum ibv_mtu mtu);
+unsigned gdr_verbs_mtu_bytes(enum ibv_mtu mtu) GDR_NOEXCEPT;
 
 /** MTU enum for a byte count (rounded down to a valid one), 0 if < 256. */
-enum ibv_mtu gdr_verbs_mtu_from_bytes(unsigned bytes);
+enum ibv_mtu gdr_verbs_mtu_from_bytes(unsigned bytes) GDR_NOEXCEPT;
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@
  * call most of them unconditionally, so a member left NULL is a crash in some
  * later code path, not a missing feature.
  */
-#include "../gdr_uct.h"
+#include "../gdr_ep.h"
 
 #include <ucs/sys/string.h>
 #include <string.h>

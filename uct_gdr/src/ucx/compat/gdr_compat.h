@@ -4,9 +4,9 @@
  * UCT's internal interfaces change in every minor release: the md ops (query,
  * mem_reg, mkey_pack, mem_query, mem_alloc...), the component's rkey ops, the
  * iface's internal ops, the registration cache and memory pool APIs.  The rest
- * of the glue (gdr_md.c, gdr_iface.c, gdr_ep.c, gdr_component.c) is written
- * against version-neutral entry points (gdr_uct.h, "Version-neutral entry
- * points"); this directory adapts them to the UCX being built against:
+ * of the glue (the .c files of src/ucx/) is written against version-neutral entry
+ * points (gdr_md.h, gdr_iface.h, gdr_ep.h: "Version-neutral entry points");
+ * this directory adapts them to the UCX being built against:
  *
  *   gdr_compat.h   small inline helpers the glue calls (this file), and
  *   gdr_compat_ucs.h  those that need only UCS's installed headers (tests use

@@ -1,0 +1,135 @@
+"""The command line of perf/compare/run, and the run: measure here or in the VM, then report."""
+
+import argparse
+import datetime
+import json
+import os
+import shlex
+import socket
+import sys
+import time
+
+from . import __doc__ as PACKAGE_DOC
+from .devices import DOCTOR, DeviceError, device_names, doctor_report
+from .plan import SECTIONS
+from .render import render
+from .session import Session
+from .tools import find_tool
+from .vm import measure_in_vm
+
+
+def parse_args():
+    summary = " ".join(PACKAGE_DOC.split("\n\n")[0].split())  # the first paragraph, one line
+    p = argparse.ArgumentParser(description=summary,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--section", action="append", choices=SECTIONS,
+                   help="run only this section (repeatable; default: all)")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer iterations (a few minutes in the VM)")
+    p.add_argument("--out", help="results directory (default ./results/compare-<date>)")
+    p.add_argument("--device",
+                   help="DEV[:PORT] (default: $RXE_DEV or the first RDMA device, port 1)")
+    p.add_argument("--gid-index", type=int,
+                   help="GID index instead of gdr_rc's rule, judged by gdr-doctor (default: the "
+                        "index gdr-doctor says gdr_rc uses); perftest gets it as -x on RoCE")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run each pair N times and report the median (default 1)")
+    p.add_argument("--timeout", type=int,
+                   help="seconds per peer process (default 90 quick, 600 full)")
+    p.add_argument("--base-port", type=int, default=20000,
+                   help="first TCP port for the pairs' OOB exchange")
+    p.add_argument("--vm", choices=("auto", "always", "never"), default="auto",
+                   help="run inside tests/rxe-vm/run: auto = when no RDMA device is present")
+    p.add_argument("--require-gdr", action="store_true",
+                   help="exit 1 if any gdr_rc, wrapper or coll result is n/a (default: only "
+                        "uct/ucp/raw baseline failures fail)")
+    p.add_argument("--gdr-doctor", metavar="PATH",
+                   help="gdr-doctor, whose --json names the devices, ports and GID (default: "
+                        "<build>/perf/doctor/gdr-doctor of GDR_PLUGIN=<build>/lib/libuct_gdr.so, "
+                        "else PATH)")
+    p.add_argument("--gdr-perftest", metavar="PATH",
+                   help="gdr_perftest for wrapper/coll (default: <build>/perf/gdr_perftest/"
+                        "gdr_perftest of GDR_PLUGIN=<build>/lib/libuct_gdr.so, else PATH)")
+    p.add_argument("--coll-bench", metavar="PATH",
+                   help="coll_bench for coll (default: <build>/perf/coll_bench/coll_bench, else "
+                        "PATH)")
+    p.add_argument("--coll-ranks", type=lambda t: [int(x) for x in t.split(",")],
+                   metavar="N[,N...]",
+                   help="ranks of the coll section (default 2 with --quick, else 2,4)")
+    p.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--render", metavar="DIR", help="only print/plot an existing results directory")
+    return p.parse_args()
+
+
+def machine_report(args):
+    """gdr-doctor's report of this machine; the run stops (exit 1) without one."""
+    doctor, why = find_tool(args.gdr_doctor, os.environ.get("GDR_PLUGIN", ""), DOCTOR,
+                            "--gdr-doctor")
+    try:
+        if doctor is None:
+            raise DeviceError(why)
+        return doctor_report(doctor, args.gid_index)
+    except DeviceError as e:
+        sys.exit(f"compare: {e}")
+
+
+def ours(row):
+    """Rows whose n/a fails the run only with --require-gdr: gdr_rc's, and the wrapper and coll
+    sections' (the project's own tools, which a build may lack)."""
+    return row["transport"] == "gdr_rc" or row["section"] in ("wrapper", "coll")
+
+
+def update_results(path, **meta):
+    with open(path) as f:
+        doc = json.load(f)
+    doc["meta"].update(meta)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    return doc
+
+
+def main():
+    args = parse_args()
+    if args.render:
+        render(args.render)
+        return 0
+    sections = args.section or list(SECTIONS)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    args.out = os.path.abspath(args.out or os.path.join("results", f"compare-{stamp}"))
+    os.makedirs(args.out, exist_ok=True)
+    inside_vm = bool(os.environ.get("RXE_VM"))
+    report = None if args.vm == "always" and not inside_vm else machine_report(args)
+    use_vm = not inside_vm and (args.vm == "always" or
+                                (args.vm == "auto" and not device_names(report)))
+    results = os.path.join(args.out, "results.json")
+
+    t0 = time.monotonic()
+    load_start = os.getloadavg()  # TCG results swing with the host's load: keep it with them
+    if use_vm:
+        rc = measure_in_vm(args, sections)
+        if rc != 0 or not os.path.exists(results):
+            print(f"compare: the VM run failed (exit status {rc})", file=sys.stderr)
+            return rc or 1
+    else:
+        session = Session(args, report)
+        meta = session.run(sections)
+        meta.update(date=stamp, host=socket.gethostname(), quick=args.quick, sections=sections,
+                    command=shlex.join(sys.argv))
+        with open(results, "w") as f:
+            json.dump(dict(meta=meta, rows=session.results.rows), f, indent=1)
+        if args.measure_only:
+            return 0
+    wall = round(time.monotonic() - t0, 1)
+    doc = update_results(results, total_wall_s=wall, command=shlex.join(sys.argv),
+                         host_loadavg_start=load_start, host_loadavg_end=os.getloadavg())
+    render(args.out)
+    print(f"compare: total wall {wall} s")
+    failed = [r for r in doc["rows"] if r["value"] is None and not ours(r)]
+    gdr_missing = [r for r in doc["rows"] if r["value"] is None and ours(r)]
+    if failed:
+        print(f"compare: {len(failed)} baseline measurement(s) failed (see the n/a notes)",
+              file=sys.stderr)
+    if gdr_missing and args.require_gdr:
+        print(f"compare: {len(gdr_missing)} gdr_rc/wrapper/coll result(s) n/a and --require-gdr "
+              "given", file=sys.stderr)
+    return 1 if failed or (gdr_missing and args.require_gdr) else 0

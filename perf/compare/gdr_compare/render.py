@@ -1,0 +1,65 @@
+"""A results directory from its results.json: the report on stdout, the comparison tables added
+to results.json, results.csv and the plots (also `run --render DIR`, again at any time)."""
+
+import csv
+import json
+import os
+
+from .plots import write_plots
+from .report import print_report
+
+CSV_FIELDS = ["section", "test", "size", "metric", "transport", "tool", "ranks", "value",
+              "status", "reason", "samples", "wall_s", "log"]
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w.writeheader()
+        for r in rows:
+            out = {k: r.get(k) for k in CSV_FIELDS}
+            out["samples"] = " ".join(f"{v:g}" for v in r.get("samples") or [])
+            w.writerow(out)
+
+
+def value(row):
+    return row["value"] if row else None
+
+
+def comparisons(table, wrapper, colls):
+    """The three tables with values instead of rows, as results.json stores them."""
+    return dict(
+        comparison=[
+            dict(section=t["section"], test=t["test"], size=t["size"], metric=t["metric"],
+                 rc_verbs=value(t["rc_verbs"]), gdr_rc=value(t["gdr_rc"]),
+                 gdr_over_rc=t["gdr_over_rc"], raw_tool=t["raw_tool"], raw=value(t["raw"]),
+                 rc_over_raw=t["rc_over_raw"], gdr_over_raw=t["gdr_over_raw"])
+            for t in table],
+        comparison_wrapper=[
+            dict(test=t["test"], ucx_test=t["ucx_test"], size=t["size"], metric=t["metric"],
+                 transport=t["transport"], gdr_perftest=value(t["gdr_perftest"]),
+                 ucx_perftest=value(t["ucx_perftest"]), wrapper_over_ucx=t["wrapper_over_ucx"])
+            for t in wrapper],
+        comparison_coll=[
+            dict(op=t["op"], ranks=t["ranks"], size=t["size"], block=t["block"],
+                 transport=t["transport"], ours_time_us=value(t["ours_time"]),
+                 mpi_time_us=value(t["mpi_time"]), time_ratio=t["time_ratio"],
+                 ours_busbw_GBps=value(t["ours_busbw"]), mpi_busbw_GBps=value(t["mpi_busbw"]),
+                 busbw_ratio=t["busbw_ratio"],
+                 coll_bench_ours_time_us=value(t["coll_bench_time"]),
+                 coll_bench_over_mpi=t["coll_bench_over_mpi"])
+            for t in colls])
+
+
+def render(outdir):
+    path = os.path.join(outdir, "results.json")
+    with open(path) as f:
+        doc = json.load(f)
+    table, wrapper, colls = print_report(doc)
+    write_csv(os.path.join(outdir, "results.csv"), doc["rows"])
+    doc.update(comparisons(table, wrapper, colls))
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    plots = write_plots(outdir, table, wrapper, colls)
+    print(f"compare: wrote {outdir}/{{results.json,results.csv"
+          f"{''.join(',' + p for p in plots)}}}, logs/")

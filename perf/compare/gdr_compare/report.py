@@ -1,0 +1,124 @@
+"""The terminal report: the header of the run and the three tables, each only when its sections
+ran, with an n/a cell pointing to a numbered footnote that says why."""
+
+import os
+
+from .plan import UCP_TLS
+from .tables import comparison_rows, coll_rows, wrapper_rows
+from .units import UNIT, size_label
+
+
+def fmt(row):
+    if row is None:
+        return "-"
+    return f"{row['value']:.2f}" if row["value"] is not None else "n/a"
+
+
+def fmt_ratio(r):
+    return f"{r:.2f}" if r is not None else "n/a"
+
+
+def print_table(head, lines):
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip())
+    print("  ".join("-" * w for w in widths))
+    for line in lines:
+        print("  ".join(str(x).ljust(w) for x, w in zip(line, widths)).rstrip())
+
+
+class Notes:
+    """The footnotes of n/a cells: one number per distinct reason."""
+
+    def __init__(self):
+        self.reasons = []
+
+    def cell(self, row):
+        text = fmt(row)
+        if row is not None and row["value"] is None:
+            if row["reason"] not in self.reasons:
+                self.reasons.append(row["reason"])
+            text += f" [{self.reasons.index(row['reason']) + 1}]"
+        return text
+
+    def bandwidth_cell(self, row):
+        """busbw: 4 significant digits (two decimals read 0.00 for small collectives)."""
+        text = self.cell(row)
+        return f"{row['value']:.4g}" if row is not None and row["value"] is not None else text
+
+
+def print_header(meta):
+    vm = "  (Soft-RoCE VM, TCG: compare ratios only)" if meta["in_rxe_vm"] else ""
+    print(f"device {meta['device']}  GID index {meta['gid_index']}  UCX {meta['ucx_version']}  "
+          f"kernel {meta['kernel']}{vm}")
+    if meta.get("host_loadavg_start"):
+        print(f"host load average (1 min) at start {meta['host_loadavg_start'][0]:.1f}, at end "
+              f"{meta['host_loadavg_end'][0]:.1f} on {os.cpu_count()} CPUs")
+
+
+def print_transports(table, rows, notes):
+    cell = notes.cell
+    lines = []
+    for t in table:
+        raw = t["raw_tool"]
+        lines.append([t["section"], t["test"], size_label(t["size"]), UNIT[t["metric"]],
+                      cell(t["rc_verbs"]), cell(t["gdr_rc"]), fmt_ratio(t["gdr_over_rc"]),
+                      raw or "-", cell(t["raw"]) if raw else "-",
+                      fmt_ratio(t["rc_over_raw"]) if raw else "-",
+                      fmt_ratio(t["gdr_over_raw"]) if raw else "-"])
+    for r in rows:
+        if r["section"] == "raw":
+            lines.append(["raw", r["test"], size_label(r["size"]), UNIT[r["metric"]], "-", "-",
+                          "-", r["test"], cell(r), "-", "-"])
+    if lines:
+        print_table(["section", "test", "size", "unit", "rc_verbs", "gdr_rc", "gdr/rc",
+                     "raw verbs", "raw", "rc/raw", "gdr/raw"], lines)
+        print("latency: median one-way us (ratio < 1: faster); bandwidth: MiB/s (ratio > 1: "
+              "faster)")
+
+
+def print_wrapper(wrapper, notes):
+    cell = notes.cell
+    print()
+    print("wrapper: gdr_perftest (ucp_cpp) vs ucx_perftest, same UCX_TLS, sizes and iterations")
+    print_table(["test", "ucx_perftest test", "size", "unit", "UCX_TLS", "gdr_perftest",
+                 "ucx_perftest", "wrapper/ucx"],
+                [[t["test"], t["ucx_test"], size_label(t["size"]), UNIT[t["metric"]],
+                  UCP_TLS[t["transport"]], cell(t["gdr_perftest"]), cell(t["ucx_perftest"]),
+                  fmt_ratio(t["wrapper_over_ucx"])] for t in wrapper])
+    print("latency: median half round trip, us (ratio < 1: the wrapper is faster); bandwidth: "
+          "MiB/s = 2^20 B/s (ratio > 1: the wrapper is faster)")
+
+
+def print_coll(colls, notes):
+    cell, bw = notes.cell, notes.bandwidth_cell
+    print()
+    print("coll: gdr_perftest (ucp_cpp::coll) vs MPI (coll_bench), same mpirun, ranks and UCX_TLS")
+    print_table(["op", "ranks", "size", "block", "UCX_TLS", "ours us", "MPI us", "ours/MPI",
+                 "ours GB/s", "MPI GB/s", "ours/MPI", "cb ours us", "cb/MPI"],
+                [[t["op"], t["ranks"], size_label(t["size"]), size_label(t["block"]),
+                  UCP_TLS[t["transport"]], cell(t["ours_time"]), cell(t["mpi_time"]),
+                  fmt_ratio(t["time_ratio"]), bw(t["ours_busbw"]), bw(t["mpi_busbw"]),
+                  fmt_ratio(t["busbw_ratio"]), cell(t["coll_bench_time"]),
+                  fmt_ratio(t["coll_bench_over_mpi"])] for t in colls])
+    print("time per call, max over ranks, us (ours/MPI <= 1: ours faster); busbw GB/s = "
+          "10^9 B/s, nccl-tests factors (ours/MPI >= 1: ours faster);\nsize: nccl-tests size "
+          "(gdr_perftest -s), block: coll_bench bytes; cb ours: ucp_cpp::coll timed by "
+          "coll_bench in MPI's job, cb/MPI its ratio")
+
+
+def print_report(doc):
+    """The three tables (transports, wrapper, collectives), each only when its sections ran.
+    Returns (transport table, wrapper table, collectives table)."""
+    rows = doc["rows"]
+    table, wrapper, colls = comparison_rows(rows), wrapper_rows(rows), coll_rows(rows)
+    notes = Notes()
+    print()
+    print_header(doc["meta"])
+    print_transports(table, rows, notes)
+    if wrapper:
+        print_wrapper(wrapper, notes)
+    if colls:
+        print_coll(colls, notes)
+    for i, note in enumerate(notes.reasons, 1):
+        print(f"[{i}] {note}")
+    return table, wrapper, colls

@@ -1,0 +1,8 @@
+"""One module per section; each run_<section>(session) measures its rows into session.results.
+rc_verbs and gdr_rc (or the two tools of a section) alternate test by test, so that both see the
+same moment of a host whose load drifts (a TCG guest's speed follows it closely)."""
+
+from . import coll, raw, ucx, wrapper
+
+RUNNERS = {"uct": ucx.run_uct, "ucp": ucx.run_ucp, "raw": raw.run_raw,
+           "wrapper": wrapper.run_wrapper, "coll": coll.run_coll}

@@ -1,0 +1,88 @@
+"""The comparison tables, joined from the rows: transports (rc_verbs, gdr_rc, raw verbs), wrapper
+(gdr_perftest vs ucx_perftest) and collectives (ours vs MPI), with their ratios.  A ratio with an
+n/a side is None: no ratio is ever made up."""
+
+from .plan import COLL_GATHERS, RAW_PEER, UCX_TEST_OF
+from .units import BUSBW, BW, TIME
+
+
+def value_of(rows, **key):
+    for r in rows:
+        if all(r.get(k, 2 if k == "ranks" else None) == v for k, v in key.items()):
+            return r
+    return None
+
+
+def ratio(a, b):
+    if a is None or b is None or a["value"] is None or b["value"] in (None, 0):
+        return None
+    return a["value"] / b["value"]
+
+
+def comparison_rows(rows):
+    """One line per (section, test, size): rc_verbs, gdr_rc, gdr_rc/rc_verbs, and for UCT the raw
+    verbs equivalent with rc_verbs/raw and gdr_rc/raw."""
+    table = []
+    seen = []
+    for r in rows:
+        key = (r["section"], r["test"], r["size"], r["metric"])
+        if r["section"] not in ("uct", "ucp") or key in seen:
+            continue
+        seen.append(key)
+        section, test, size, metric = key
+        rc = value_of(rows, section=section, test=test, size=size, transport="rc_verbs")
+        gdr = value_of(rows, section=section, test=test, size=size, transport="gdr_rc")
+        raw_tool = RAW_PEER.get(test) if section == "uct" else None
+        raw = value_of(rows, section="raw", test=raw_tool, size=size if metric == BW else 8) \
+            if raw_tool else None
+        table.append(dict(section=section, test=test, size=size, metric=metric, rc_verbs=rc,
+                          gdr_rc=gdr, gdr_over_rc=ratio(gdr, rc), raw_tool=raw_tool, raw=raw,
+                          rc_over_raw=ratio(rc, raw), gdr_over_raw=ratio(gdr, raw)))
+    return table
+
+
+def wrapper_rows(rows):
+    """One line per (test, size, transport): gdr_perftest, ucx_perftest, and
+    wrapper/ucx_perftest."""
+    table, seen = [], []
+    for r in rows:
+        key = (r["test"], r["size"], r["metric"], r["transport"])
+        if r["section"] != "wrapper" or key in seen:
+            continue
+        seen.append(key)
+        test, size, metric, transport = key
+
+        def get(tool):
+            return value_of(rows, section="wrapper", test=test, size=size, transport=transport,
+                            tool=tool)
+        ours, ucx = get("gdr_perftest"), get("ucx_perftest")
+        table.append(dict(test=test, ucx_test=UCX_TEST_OF.get(test, test), size=size,
+                          metric=metric, transport=transport, gdr_perftest=ours,
+                          ucx_perftest=ucx, wrapper_over_ucx=ratio(ours, ucx)))
+    return table
+
+
+def coll_rows(rows):
+    """One line per (op, ranks, size, transport): time per call and busbw of gdr_perftest (ours)
+    and MPI, ours/MPI for both, and coll_bench's own timing of ucp_cpp::coll with its ratio to
+    MPI: the same library, in the same job as MPI's numbers (ours is a separate mpirun launch)."""
+    table, seen = [], []
+    for r in rows:
+        key = (r["test"], r.get("ranks", 2), r["size"], r["transport"])
+        if r["section"] != "coll" or key in seen:
+            continue
+        seen.append(key)
+        op, ranks, size, transport = key
+
+        def get(tool, metric):
+            return value_of(rows, section="coll", test=op, ranks=ranks, size=size,
+                            transport=transport, tool=tool, metric=metric)
+        ours_t, mpi_t, cb_t = get("gdr_perftest", TIME), get("mpi", TIME), get("coll_bench", TIME)
+        ours_b, mpi_b = get("gdr_perftest", BUSBW), get("mpi", BUSBW)
+        table.append(dict(op=op, ranks=ranks, size=size,
+                          block=size // ranks if op in COLL_GATHERS else size,
+                          transport=transport, ours_time=ours_t, mpi_time=mpi_t,
+                          time_ratio=ratio(ours_t, mpi_t), ours_busbw=ours_b, mpi_busbw=mpi_b,
+                          busbw_ratio=ratio(ours_b, mpi_b), coll_bench_time=cb_t,
+                          coll_bench_over_mpi=ratio(cb_t, mpi_t)))
+    return table

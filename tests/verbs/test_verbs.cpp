@@ -1,0 +1,41 @@
+// gdr_verbs without a device: the conversions, and opening "every device" where there may be none.
+#include "gdr_verbs.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace {
+
+TEST(Mtu, BytesAndBackAgree)
+{
+    for (unsigned bytes : {256u, 512u, 1024u, 2048u, 4096u}) {
+        EXPECT_EQ(gdr_verbs_mtu_bytes(gdr_verbs_mtu_from_bytes(bytes)), bytes);
+        EXPECT_EQ(gdr_verbs_mtu_bytes(gdr_verbs_mtu_from_bytes(bytes + 1)), bytes)
+            << "rounds down";
+    }
+    EXPECT_EQ(gdr_verbs_mtu_bytes(gdr_verbs_mtu_from_bytes(8192)), 4096u);
+    EXPECT_EQ(gdr_verbs_mtu_from_bytes(255), static_cast<enum ibv_mtu>(0));
+    EXPECT_EQ(gdr_verbs_mtu_bytes(static_cast<enum ibv_mtu>(0)), 0u);
+    EXPECT_EQ(gdr_verbs_mtu_bytes(static_cast<enum ibv_mtu>(9)), 0u);
+}
+
+// No device (or no verbs in the kernel) is not an error: UCS_OK and whatever there is
+TEST(OpenAll, NoDeviceIsNotAnError)
+{
+    std::vector<gdr_device_t> devs(GDR_VERBS_MAX_DEVICES);
+    unsigned count = ~0u;
+    gdr_reason_t why;
+
+    ASSERT_EQ(gdr_verbs_open_all(devs.data(), devs.size(), &count, &why), UCS_OK) << why.text;
+    EXPECT_LE(count, devs.size());
+    for (unsigned i = 0; i < count; ++i) {
+        EXPECT_GT(devs[i].num_ports, 0u) << devs[i].name << ": opened without an active port";
+        gdr_verbs_close(&devs[i]);
+    }
+    EXPECT_EQ(gdr_verbs_open_all(devs.data(), 0, &count, nullptr), UCS_OK)
+        << "a NULL reason is allowed";
+    EXPECT_EQ(count, 0u);
+}
+
+} // namespace

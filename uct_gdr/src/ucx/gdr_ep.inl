@@ -1,0 +1,280 @@
+/**
+ * gdr_ep.inl - the inline helpers every endpoint operation is built from: resources, rkeys,
+ * SGEs, ops, and gdr_ep_post(), through which every work request goes.
+ *
+ * Private to the endpoint's files (gdr_ep*.c).  Everything here is inlined into the
+ * operation that uses it, so splitting the operations over files costs the data path no call.
+ */
+#ifndef GDR_EP_INL_
+#define GDR_EP_INL_
+
+#include "gdr_ep.h"
+
+#include <uct/base/uct_iov.inl>
+#include <ucs/debug/log.h>
+
+
+static UCS_F_ALWAYS_INLINE gdr_iface_t *gdr_ep_iface(gdr_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, gdr_iface_t);
+}
+
+static UCS_F_ALWAYS_INLINE int gdr_ep_has_tx_resources(gdr_iface_t *iface,
+                                                       gdr_ep_t *ep)
+{
+    return (ep->flags & GDR_EP_FLAG_CONNECTED) && (ep->tx.available > 0) &&
+           (iface->tx.cq_available > 0);
+}
+
+/* Failed endpoints fail fast; full ones ask to be retried (pending) */
+static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_check_tx(gdr_iface_t *iface,
+                                                        gdr_ep_t *ep)
+{
+    if (ucs_unlikely(ep->flags & GDR_EP_FLAG_FAILED)) {
+        return ep->error;
+    }
+    if (ucs_unlikely(!gdr_ep_has_tx_resources(iface, ep))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return UCS_OK;
+}
+
+/* Slow path of gdr_ep_rkey(): a key we cannot use.  A zero-length RDMA
+ * operation touches no remote memory and the HCA checks no key for it, so
+ * UCX's convention of passing UCT_INVALID_RKEY (or 0) with length 0 is legal;
+ * anything else gets an error here rather than a dereference of the value.
+ * Not inline: a call on the slow path keeps the fast path short.  (Each file
+ * that uses it has its own copy, so the call stays a local one.) */
+static UCS_V_UNUSED ucs_status_t
+gdr_ep_rkey_unusable(const gdr_ep_t *ep, uct_rkey_t uct_rkey, size_t length,
+                     uint32_t *rkey_p)
+{
+    if ((uct_rkey == UCT_INVALID_RKEY) || (uct_rkey == 0)) {
+        if (length == 0) {
+            *rkey_p = 0;
+            return UCS_OK;
+        }
+        ucs_error("gdr_rc: %zu-byte remote access with %s remote key", length,
+                  (uct_rkey == 0) ? "a NULL" : "UCT_INVALID_RKEY as");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ucs_error("gdr_rc: remote key %p has no key for peer device %u",
+              (void*)uct_rkey, ep->remote_dev_index);
+    return UCS_ERR_INVALID_PARAM;
+}
+
+/* The rkey of the peer's device our QP talks to, for @a length bytes */
+static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rkey(const gdr_ep_t *ep,
+                                                    uct_rkey_t uct_rkey,
+                                                    size_t length,
+                                                    uint32_t *rkey_p)
+{
+    const gdr_rkey_t *rkey = (const gdr_rkey_t*)uct_rkey;
+
+    /* 0 and UCT_INVALID_RKEY (all ones) both wrap to <= 1: one comparison */
+    UCS_STATIC_ASSERT(UCT_INVALID_RKEY == (uct_rkey_t)-1);
+    if (ucs_unlikely(((uct_rkey_t)(uct_rkey + 1) <= 1) ||
+                     (ep->remote_dev_index >= rkey->count))) {
+        return gdr_ep_rkey_unusable(ep, uct_rkey, length, rkey_p);
+    }
+    *rkey_p = rkey->rkeys[ep->remote_dev_index];
+    return UCS_OK;
+}
+
+/* The common start of every RMA and atomic op: resources, then the rkey */
+static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rma_begin(gdr_iface_t *iface,
+                                                         gdr_ep_t *ep,
+                                                         uct_rkey_t uct_rkey,
+                                                         size_t length,
+                                                         uint32_t *rkey_p)
+{
+    ucs_status_t status = gdr_ep_check_tx(iface, ep);
+
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    return gdr_ep_rkey(ep, uct_rkey, length, rkey_p);
+}
+
+/* The SGE of an op's bounce buffer */
+static UCS_F_ALWAYS_INLINE void gdr_op_sge(gdr_tx_op_t *op, size_t length,
+                                           struct ibv_sge *sge)
+{
+    sge->addr   = (uintptr_t)gdr_tx_op_data(op);
+    sge->length = length;
+    sge->lkey   = op->lkey;
+}
+
+/* An RDMA write or read work request */
+static UCS_F_ALWAYS_INLINE void gdr_wr_rdma(struct ibv_send_wr *wr,
+                                            enum ibv_wr_opcode opcode,
+                                            struct ibv_sge *sge, int num_sge,
+                                            uint64_t remote_addr, uint32_t rkey,
+                                            int send_flags)
+{
+    wr->opcode              = opcode;
+    wr->sg_list             = sge;
+    wr->num_sge             = num_sge;
+    wr->send_flags          = send_flags;
+    wr->wr.rdma.remote_addr = remote_addr;
+    wr->wr.rdma.rkey        = rkey;
+}
+
+/* Post one WR; queue @a op (may be NULL) to finish when it completes */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+gdr_ep_post(gdr_iface_t *iface, gdr_ep_t *ep, struct ibv_send_wr *wr, int signal,
+            gdr_tx_op_t *op)
+{
+    uint16_t sn = ep->tx.posted_sn + 1;
+    struct ibv_send_wr *bad_wr;
+    int ret;
+
+    wr->wr_id = sn;
+    wr->next  = NULL;
+    if (ucs_unlikely((ep->flags & GDR_EP_FLAG_FENCE) ||
+                     (ep->fence_beat != iface->tx.fence_beat))) {
+        wr->send_flags |= IBV_SEND_FENCE;
+        ep->flags      &= ~GDR_EP_FLAG_FENCE;
+        ep->fence_beat  = iface->tx.fence_beat;
+    }
+    if (signal || (++ep->tx.unsignaled >= iface->tx.moderation)) {
+        wr->send_flags    |= IBV_SEND_SIGNALED;
+        ep->tx.unsignaled  = 0;
+        ep->tx.signaled_sn = sn;
+    }
+
+    ret = ibv_post_send(ep->qp, wr, &bad_wr);
+    if (ucs_unlikely(ret != 0)) {
+        ucs_error("gdr_rc: ibv_post_send(qpn 0x%x, opcode %d) failed: %s",
+                  ep->qp->qp_num, wr->opcode, strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+
+    ep->tx.posted_sn = sn;
+    --ep->tx.available;
+    --iface->tx.cq_available;
+    if (op != NULL) {
+        op->sn = sn;
+        ucs_queue_push(&ep->tx.outstanding, &op->queue);
+    }
+    return UCS_OK;
+}
+
+/* Post with an op and, on failure, give the op back (nobody else will);
+ * @a success is what the operation returns once posted */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+gdr_ep_post_op(gdr_iface_t *iface, gdr_ep_t *ep, struct ibv_send_wr *wr, int signal,
+               gdr_tx_op_t *op, ucs_status_t success)
+{
+    ucs_status_t status = gdr_ep_post(iface, ep, wr, signal, op);
+
+    if (ucs_unlikely(status != UCS_OK)) {
+        ucs_mpool_put_inline(op);
+        return status;
+    }
+    return success;
+}
+
+/* uct_iov_t[] -> ibv_sge[]; zero-length entries are skipped */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+gdr_ep_iov_to_sge(gdr_iface_t *iface, const uct_iov_t *iov, size_t iovcnt,
+                  struct ibv_sge *sge, int *num_sge_p)
+{
+    int num_sge = 0;
+    size_t i, length;
+
+    for (i = 0; i < iovcnt; ++i) {
+        length = uct_iov_get_length(&iov[i]);
+        if (length == 0) {
+            continue;
+        }
+        if (ucs_unlikely(iov[i].memh == UCT_MEM_HANDLE_NULL)) {
+            ucs_error("gdr_rc: zcopy iov[%zu] (%p, %zu bytes) is not registered",
+                      i, iov[i].buffer, length);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        sge[num_sge].addr   = (uintptr_t)iov[i].buffer;
+        sge[num_sge].length = length;
+        sge[num_sge].lkey   = gdr_memh_lkey(iface, iov[i].memh);
+        ++num_sge;
+    }
+    *num_sge_p = num_sge;
+    return UCS_OK;
+}
+
+/* An op to finish later; with a bounce buffer when @a desc */
+static UCS_F_ALWAYS_INLINE gdr_tx_op_t *
+gdr_ep_op_get(gdr_iface_t *iface, int desc, gdr_tx_op_handler_t handler,
+              uct_completion_t *comp)
+{
+    gdr_tx_op_t *op = ucs_mpool_get_inline(desc ? &iface->tx.desc_mp :
+                                                  &iface->tx.op_mp);
+
+    if (ucs_likely(op != NULL)) {
+        op->handler = handler;
+        op->comp    = comp;
+    }
+    return op;
+}
+
+/* The start of an RMA or atomic op that finishes later: resources, the rkey,
+ * and an op with a bounce buffer (for the data it reads) */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+gdr_ep_rma_desc_begin(gdr_iface_t *iface, gdr_ep_t *ep, uct_rkey_t uct_rkey,
+                      size_t length, gdr_tx_op_handler_t handler,
+                      uct_completion_t *comp, uint32_t *rkey_p, gdr_tx_op_t **op_p)
+{
+    ucs_status_t status = gdr_ep_rma_begin(iface, ep, uct_rkey, length, rkey_p);
+
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    *op_p = gdr_ep_op_get(iface, 1, handler, comp);
+    return ucs_likely(*op_p != NULL) ? UCS_OK : UCS_ERR_NO_RESOURCE;
+}
+
+/* A bounce buffer filled by @a pack_cb (put/am bcopy), released once sent */
+static UCS_F_ALWAYS_INLINE gdr_tx_op_t *
+gdr_ep_bcopy_op(gdr_iface_t *iface, uct_pack_callback_t pack_cb, void *arg,
+                struct ibv_sge *sge)
+{
+    gdr_tx_op_t *op = gdr_ep_op_get(iface, 1, gdr_op_release, NULL);
+    size_t length;
+
+    if (ucs_likely(op != NULL)) {
+        length = pack_cb(gdr_tx_op_data(op), arg);
+        ucs_assertv(length <= iface->seg_size, "length=%zu", length);
+        gdr_op_sge(op, length, sge);
+    }
+    return op;
+}
+
+/* The start of a bcopy (put or AM): resources, then the bounce buffer; @a sge
+ * describes it */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+gdr_ep_bcopy_begin(gdr_iface_t *iface, gdr_ep_t *ep, uct_pack_callback_t pack_cb,
+                   void *arg, struct ibv_sge *sge, gdr_tx_op_t **op_p)
+{
+    ucs_status_t status = gdr_ep_check_tx(iface, ep);
+
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    *op_p = gdr_ep_bcopy_op(iface, pack_cb, arg, sge);
+    if (ucs_unlikely(*op_p == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return UCS_OK;
+}
+
+/* Post a bcopy's bounce buffer (@a sge): the bytes it carries, or the error */
+static UCS_F_ALWAYS_INLINE ssize_t
+gdr_ep_bcopy_post(gdr_iface_t *iface, gdr_ep_t *ep, struct ibv_send_wr *wr,
+                  gdr_tx_op_t *op, const struct ibv_sge *sge)
+{
+    ucs_status_t status = gdr_ep_post_op(iface, ep, wr, op->comp != NULL, op, UCS_OK);
+
+    return (status == UCS_OK) ? (ssize_t)sge->length : status;
+}
+
+#endif

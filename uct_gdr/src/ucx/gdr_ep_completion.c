@@ -1,0 +1,91 @@
+/**
+ * gdr_ep_completion.c - send completions of an endpoint: the ops they finish, and the
+ * endpoint's failure when one reports an error.
+ */
+#include "gdr_ep.inl"
+
+
+void gdr_op_release(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
+{
+    ucs_mpool_put_inline(op);
+}
+
+void gdr_op_complete(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
+{
+    if (op->comp != NULL) {
+        uct_invoke_completion(op->comp, status);
+    }
+    ucs_mpool_put_inline(op);
+}
+
+static void gdr_ep_complete_ops(gdr_ep_t *ep, uint16_t sn, int inclusive,
+                                ucs_status_t status)
+{
+    gdr_tx_op_t *op;
+
+    while (!ucs_queue_is_empty(&ep->tx.outstanding)) {
+        op = ucs_queue_head_elem_non_empty(&ep->tx.outstanding, gdr_tx_op_t, queue);
+        if (inclusive ? UCS_CIRCULAR_COMPARE16(op->sn, >, sn) :
+                        UCS_CIRCULAR_COMPARE16(op->sn, >=, sn)) {
+            break;
+        }
+        ucs_queue_pull_non_empty(&ep->tx.outstanding);
+        op->handler(op, ep, status);
+    }
+}
+
+void gdr_ep_purge_ops(gdr_ep_t *ep, ucs_status_t status)
+{
+    gdr_tx_op_t *op;
+
+    while (!ucs_queue_is_empty(&ep->tx.outstanding)) {
+        op = ucs_queue_pull_elem_non_empty(&ep->tx.outstanding, gdr_tx_op_t, queue);
+        op->handler(op, ep, status);
+    }
+}
+
+/* The QP is in the error state: fail everything, tell UCP once */
+static void gdr_ep_fail(gdr_iface_t *iface, gdr_ep_t *ep, ucs_status_t status)
+{
+    ucs_status_t handled;
+
+    if (ep->flags & GDR_EP_FLAG_FLUSH_CANCEL) {
+        status = UCS_ERR_CANCELED;
+    }
+    ep->flags |= GDR_EP_FLAG_FAILED;
+    ep->error  = status;
+    gdr_ep_purge_ops(ep, status);
+    if (ep->flags & GDR_EP_FLAG_FLUSH_CANCEL) {
+        return; /* the user asked for it: no error to report */
+    }
+    handled = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super, status);
+    if (handled != UCS_OK) {
+        ucs_error("gdr_rc: endpoint %p (qpn 0x%x) failed: %s", ep, ep->qp->qp_num,
+                  ucs_status_string(status));
+    }
+}
+
+/*
+ * One CQE covers every WR since the previous one (unsignaled included).
+ * The user's completions run *before* the credits come back, as in UCX's rc
+ * transports: a send issued from a completion callback then finds no room
+ * while requests wait on the pending queue, and cannot overtake them; the
+ * caller dispatches the pending queue right after this.
+ */
+void gdr_ep_tx_completed(gdr_ep_t *ep, uint16_t sn, ucs_status_t status)
+{
+    gdr_iface_t *iface = gdr_ep_iface(ep);
+    uint16_t count     = sn - ep->tx.completed_sn;
+
+    ep->tx.completed_sn = sn;
+    if (ucs_likely(status == UCS_OK) || (ep->flags & GDR_EP_FLAG_FAILED)) {
+        gdr_ep_complete_ops(ep, sn, 1, (ep->flags & GDR_EP_FLAG_FAILED) ?
+                                       ep->error : UCS_OK);
+    } else {
+        gdr_ep_complete_ops(ep, sn, 0, UCS_OK); /* WRs before it succeeded */
+        gdr_ep_fail(iface, ep, status);
+    }
+    ep->tx.available       += count;
+    iface->tx.cq_available += count;
+    ucs_arbiter_group_schedule(&iface->tx.arbiter, &ep->arb_group);
+}

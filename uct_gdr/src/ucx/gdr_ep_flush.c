@@ -1,0 +1,187 @@
+/**
+ * gdr_ep_flush.c - what orders and checks the work an endpoint posted: flush (also of the
+ * whole iface), fence (likewise), and the keepalive check of the peer.
+ */
+#include "gdr_ep.inl"
+
+
+/* @a op finishes when the last WR posted so far completes */
+static void gdr_ep_op_behind_last_wr(gdr_ep_t *ep, gdr_tx_op_t *op)
+{
+    op->sn = ep->tx.posted_sn;
+    ucs_queue_push(&ep->tx.outstanding, &op->queue);
+}
+
+/* A flush is done when every WR before it completed and no CAS loop will post
+ * more: a loop still running moves the flush behind its next WR */
+static void gdr_op_flush(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
+{
+    if ((status == UCS_OK) && (ep->tx.cas_loops > 0) &&
+        (ep->tx.posted_sn != ep->tx.completed_sn)) {
+        gdr_ep_op_behind_last_wr(ep, op);
+        return;
+    }
+    gdr_op_complete(op, ep, status);
+}
+
+/* Moves the QP to the error state: every outstanding WR completes flushed.
+ * Not inline: the reason buffer stays off the frame of flush. */
+static UCS_F_NOINLINE ucs_status_t gdr_ep_qp_to_error(gdr_ep_t *ep)
+{
+    ucs_status_t status;
+    gdr_reason_t why;
+
+    status = gdr_verbs_qp_to_error(ep->qp, &why);
+    if (status != UCS_OK) {
+        ucs_error("gdr_rc: cannot move qpn 0x%x to the error state: %s", ep->qp->qp_num,
+                  why.text);
+    }
+    return status;
+}
+
+/* A zero-length RDMA write: no rkey check, completes after all before it */
+static ucs_status_t gdr_ep_post_nop(gdr_iface_t *iface, gdr_ep_t *ep)
+{
+    struct ibv_send_wr wr;
+
+    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, NULL, 0, 0, 0, 0);
+    return gdr_ep_post(iface, ep, &wr, 1, NULL);
+}
+
+ucs_status_t gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
+{
+    gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
+    gdr_iface_t *iface = gdr_ep_iface(ep);
+    ucs_status_t status;
+    gdr_tx_op_t *op;
+
+    if (ep->tx.posted_sn == ep->tx.completed_sn) {
+        return UCS_OK;
+    }
+
+    if (!(ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_FLUSH_CANCEL))) {
+        /* The last WR is unsignaled: add one that will produce a completion,
+         * also before a cancel.  An unsignaled WR that the HCA already
+         * executed leaves no trace in the send queue, so moving the QP to the
+         * error state would flush nothing for it, and only a later CQE (this
+         * NOP's, successful or flushed) can tell that it is done.  A failed
+         * QP needs none: every WR after the failed one completes flushed. */
+        if (ep->tx.signaled_sn != ep->tx.posted_sn) {
+            if (!gdr_ep_has_tx_resources(iface, ep)) {
+                return UCS_ERR_NO_RESOURCE;
+            }
+            status = gdr_ep_post_nop(iface, ep);
+            if (status != UCS_OK) {
+                return status;
+            }
+        }
+        if (flags & UCT_FLUSH_FLAG_CANCEL) {
+            /* every outstanding WR completes flushed, ops get CANCELED */
+            ep->flags |= GDR_EP_FLAG_FLUSH_CANCEL;
+            status     = gdr_ep_qp_to_error(ep);
+            if (status != UCS_OK) {
+                return status;
+            }
+        }
+    }
+
+    if (comp != NULL) {
+        op = gdr_ep_op_get(iface, 0, gdr_op_flush, comp);
+        if (op == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        gdr_ep_op_behind_last_wr(ep, op);
+    }
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t gdr_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    gdr_ep_t *ep = ucs_derived_of(tl_ep, gdr_ep_t);
+
+    ep->flags |= GDR_EP_FLAG_FENCE;
+    return UCS_OK;
+}
+
+/* A check whose answer is a completion (UCX >= 1.20 passes one; earlier ones
+ * require NULL): known now when the ep failed or is not connected yet,
+ * otherwise when a signaled NOP completes, successfully or not */
+static ucs_status_t gdr_ep_check_with_completion(gdr_iface_t *iface, gdr_ep_t *ep,
+                                                 uct_completion_t *comp)
+{
+    ucs_status_t status;
+    gdr_tx_op_t *op;
+
+    if (ep->flags & GDR_EP_FLAG_FAILED) {
+        return ep->error;
+    }
+    if (!(ep->flags & GDR_EP_FLAG_CONNECTED)) {
+        return UCS_OK;
+    }
+    if (!gdr_ep_has_tx_resources(iface, ep)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    op = gdr_ep_op_get(iface, 0, gdr_op_flush, comp);
+    if (op == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    status = gdr_ep_post_nop(iface, ep);
+    if (status != UCS_OK) {
+        ucs_mpool_put(op);
+        return status;
+    }
+    gdr_ep_op_behind_last_wr(ep, op);
+    return UCS_INPROGRESS;
+}
+
+/* Keepalive: a signaled NOP to a dead peer ends in a retry-exceeded error,
+ * which reaches UCP through the error handler.  Skipped only while a
+ * *signaled* WR is in flight (its completion tells the same): unsignaled WRs
+ * produce no completion, so "something posted, nothing completed" alone
+ * (e.g. a rendezvous RTS sent unsignaled, then silence) would never be
+ * checked. */
+ucs_status_t gdr_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
+{
+    gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
+    gdr_iface_t *iface = gdr_ep_iface(ep);
+
+    UCT_CHECK_PARAM(flags == 0, "Unsupported flags: %x", flags);
+    if (comp != NULL) {
+        return gdr_ep_check_with_completion(iface, ep, comp);
+    }
+    if ((ep->flags & GDR_EP_FLAG_FAILED) || !(ep->flags & GDR_EP_FLAG_CONNECTED) ||
+        UCS_CIRCULAR_COMPARE16(ep->tx.signaled_sn, >, ep->tx.completed_sn)) {
+        return UCS_OK;
+    }
+    if (!gdr_ep_has_tx_resources(iface, ep)) {
+        return UCS_ERR_NO_RESOURCE; /* UCP's keepalive retries it */
+    }
+    return gdr_ep_post_nop(iface, ep);
+}
+
+ucs_status_t gdr_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                             uct_completion_t *comp)
+{
+    gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
+    ucs_status_t status, result = UCS_OK;
+    gdr_ep_t *ep;
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        status = gdr_ep_flush(&ep->super.super, flags, NULL);
+        if ((status == UCS_INPROGRESS) || (status == UCS_ERR_NO_RESOURCE)) {
+            result = UCS_INPROGRESS;
+        }
+    }
+    return result;
+}
+
+ucs_status_t gdr_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
+
+    ++iface->tx.fence_beat; /* every ep fences its next WR */
+    return UCS_OK;
+}

@@ -1,0 +1,183 @@
+/**
+ * gdr_iface_progress.c - the iface's progress: receives (active messages into the user's
+ * callbacks, the SRQ refilled), send completions (handed to their endpoints), and the
+ * pending queue, dispatched as credits come back.
+ */
+#include "gdr_ep.h"
+
+#include <ucs/debug/log.h>
+#include <arpa/inet.h>
+
+static UCS_F_ALWAYS_INLINE void *gdr_rx_desc_payload(gdr_iface_t *iface,
+                                                     gdr_rx_desc_t *desc)
+{
+    return UCS_PTR_BYTE_OFFSET(desc + 1, iface->rx.headroom);
+}
+
+/* Refill the SRQ; batched so that one ibv_post_srq_recv covers many buffers */
+void gdr_iface_post_recv(gdr_iface_t *iface)
+{
+    struct ibv_recv_wr wrs[32], *bad_wr;
+    struct ibv_sge sges[32];
+    gdr_rx_desc_t *desc;
+    unsigned count;
+    int ret;
+
+    iface->rx.starved = 0;
+    while (iface->rx.available > 0) {
+        for (count = 0; (count < ucs_static_array_size(wrs)) &&
+                        (count < iface->rx.available); ++count) {
+            desc = ucs_mpool_get_inline(&iface->rx.mp);
+            if (desc == NULL) {
+                /* every buffer is posted or held by the user (RX_MAX_BUFS):
+                 * progress retries until the user releases some */
+                iface->rx.starved = 1;
+                break;
+            }
+            sges[count].addr   = (uintptr_t)gdr_rx_desc_payload(iface, desc);
+            sges[count].length = iface->seg_size;
+            sges[count].lkey   = desc->lkey;
+            wrs[count].wr_id   = (uintptr_t)desc;
+            wrs[count].sg_list = &sges[count];
+            wrs[count].num_sge = 1;
+            wrs[count].next    = &wrs[count + 1];
+        }
+        if (count == 0) {
+            return;
+        }
+        wrs[count - 1].next = NULL;
+        ret = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
+        if (ret != 0) {
+            ucs_error("gdr_rc: ibv_post_srq_recv failed: %s", strerror(ret));
+            for (; bad_wr != NULL; bad_wr = bad_wr->next) {
+                ucs_mpool_put_inline((void*)bad_wr->wr_id);
+                --count;
+            }
+            iface->rx.available -= count;
+            return;
+        }
+        iface->rx.available -= count;
+    }
+}
+
+/* Take CQEs polled by event_arm first, then the CQ itself */
+static UCS_F_ALWAYS_INLINE int gdr_iface_poll(struct ibv_cq *cq, struct ibv_wc *wc,
+                                              unsigned max, struct ibv_wc *stash,
+                                              unsigned *stash_count)
+{
+    int count;
+
+    if (ucs_unlikely(*stash_count > 0)) {
+        count = *stash_count;
+        memcpy(wc, stash, count * sizeof(*wc));
+        *stash_count = 0;
+        return count;
+    }
+    count = ibv_poll_cq(cq, max, wc);
+    if (ucs_unlikely(count < 0)) {
+        ucs_error("gdr_rc: ibv_poll_cq failed: %d", count);
+        return 0;
+    }
+    return count;
+}
+
+static unsigned gdr_iface_progress_rx(gdr_iface_t *iface)
+{
+    struct ibv_wc wc[16];
+    gdr_rx_desc_t *desc;
+    ucs_status_t status;
+    uint32_t am_id;
+    int i, count;
+
+    count = gdr_iface_poll(iface->recv_cq, wc, iface->rx.max_poll,
+                           iface->stash_rx.wc, &iface->stash_rx.count);
+    for (i = 0; i < count; ++i) {
+        desc = (gdr_rx_desc_t*)wc[i].wr_id;
+        ++iface->rx.available;
+        if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
+            if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+                ucs_debug("gdr_rc: receive completion with error: %s (qpn 0x%x)",
+                          ibv_wc_status_str(wc[i].status), wc[i].qp_num);
+            }
+            ucs_mpool_put_inline(desc);
+            continue;
+        }
+        am_id = ntohl(wc[i].imm_data);
+        if (ucs_unlikely(!(wc[i].wc_flags & IBV_WC_WITH_IMM) ||
+                         (am_id >= UCT_AM_ID_MAX))) {
+            ucs_error("gdr_rc: dropping a message without a valid AM id "
+                      "(imm %u, %u bytes, qpn 0x%x)", am_id, wc[i].byte_len,
+                      wc[i].qp_num);
+            ucs_mpool_put_inline(desc);
+            continue;
+        }
+        status = uct_iface_invoke_am(&iface->super, am_id,
+                                     gdr_rx_desc_payload(iface, desc),
+                                     wc[i].byte_len, UCT_CB_PARAM_FLAG_DESC);
+        if (status == UCS_OK) {
+            ucs_mpool_put_inline(desc);
+        } /* else UCS_INPROGRESS: the user releases it with uct_iface_release_desc */
+    }
+    if ((count > 0) || ucs_unlikely(iface->rx.starved)) {
+        gdr_iface_post_recv(iface);
+    }
+    return count;
+}
+
+static ucs_status_t gdr_wc_status(enum ibv_wc_status status)
+{
+    switch (status) {
+    case IBV_WC_SUCCESS:
+        return UCS_OK;
+    case IBV_WC_REM_ACCESS_ERR:
+    case IBV_WC_REM_OP_ERR:
+    case IBV_WC_REM_INV_REQ_ERR:
+        return UCS_ERR_CONNECTION_RESET;
+    case IBV_WC_RETRY_EXC_ERR:
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+    case IBV_WC_REM_ABORT_ERR:
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    case IBV_WC_WR_FLUSH_ERR:
+        return UCS_ERR_CANCELED;
+    default:
+        return UCS_ERR_IO_ERROR;
+    }
+}
+
+static unsigned gdr_iface_progress_tx(gdr_iface_t *iface)
+{
+    struct ibv_wc wc[16];
+    khiter_t it;
+    int i, count;
+
+    count = gdr_iface_poll(iface->send_cq, wc, iface->tx.max_poll,
+                           iface->stash_tx.wc, &iface->stash_tx.count);
+    for (i = 0; i < count; ++i) {
+        it = kh_get(gdr_qp_ep, &iface->eps, wc[i].qp_num);
+        if (ucs_unlikely(it == kh_end(&iface->eps))) {
+            continue; /* endpoint already destroyed */
+        }
+        if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS) &&
+            (wc[i].status != IBV_WC_WR_FLUSH_ERR)) {
+            ucs_debug("gdr_rc: send completion with error: %s (qpn 0x%x wr sn %u "
+                      "vendor_err 0x%x)", ibv_wc_status_str(wc[i].status),
+                      wc[i].qp_num, (unsigned)wc[i].wr_id, wc[i].vendor_err);
+        }
+        gdr_ep_tx_completed(kh_value(&iface->eps, it), (uint16_t)wc[i].wr_id,
+                            gdr_wc_status(wc[i].status));
+        /* pending requests go before sends of the next CQE's callbacks */
+        ucs_arbiter_dispatch(&iface->tx.arbiter, 1, gdr_ep_arbiter_dispatch_cb, NULL);
+    }
+    if (count == 0) {
+        /* after connect_to_ep, before anything completed */
+        ucs_arbiter_dispatch(&iface->tx.arbiter, 1, gdr_ep_arbiter_dispatch_cb, NULL);
+    }
+    return count;
+}
+
+unsigned gdr_iface_progress(uct_iface_h tl_iface)
+{
+    gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
+
+    return gdr_iface_progress_rx(iface) + gdr_iface_progress_tx(iface);
+}
