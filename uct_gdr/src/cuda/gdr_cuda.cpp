@@ -417,7 +417,7 @@ void query_memory(const void *addr, size_t length, gdr_cuda_mem_info_t *info)
 
 extern "C" {
 
-const char *gdr_cuda_reg_method_name(gdr_cuda_reg_method_t method)
+const char *gdr_cuda_reg_method_name(gdr_cuda_reg_method_t method) GDR_NOEXCEPT
 {
     switch (method) {
     case GDR_CUDA_REG_DMABUF: return "dma-buf";
@@ -426,7 +426,7 @@ const char *gdr_cuda_reg_method_name(gdr_cuda_reg_method_t method)
     }
 }
 
-const char *gdr_cuda_policy_name(gdr_cuda_policy_t policy)
+const char *gdr_cuda_policy_name(gdr_cuda_policy_t policy) GDR_NOEXCEPT
 {
     switch (policy) {
     case GDR_CUDA_POLICY_NO: return "no";
@@ -479,7 +479,7 @@ ucs_status_t gdr_cuda_buffer_id(const void *addr, uint64_t *buffer_id)
     });
 }
 
-int gdr_cuda_region_is_stale(const void *addr, uint64_t buffer_id)
+int gdr_cuda_region_is_stale(const void *addr, uint64_t buffer_id) GDR_NOEXCEPT
 {
     if (buffer_id == 0) {
         return 0;

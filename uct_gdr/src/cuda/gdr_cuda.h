@@ -3,8 +3,8 @@
  * CUDA memory for the gdr md: detection, dma-buf export, registration with an HCA, and the md-open
  * probe.  A C API with no CUDA headers.  Errors follow the sub-libraries' one convention
  * (gdr_status.h): a ucs_status_t, and a gdr_reason_t line for the failures a user must read; no
- * C++ exception leaves a function of this API.  The md glue maps gdr_cuda_mem_kind_t to
- * ucs_memory_type_t.
+ * C++ exception leaves a function of this API (those without a status are GDR_NOEXCEPT).  The md
+ * glue maps gdr_cuda_mem_kind_t to ucs_memory_type_t.
  *
  * Statuses: UCS_OK; UCS_ERR_UNSUPPORTED (refused: the reason says why); UCS_ERR_INVALID_PARAM
  * (bad argument, contradictory settings); UCS_ERR_INVALID_ADDR (not CUDA memory of the kind
@@ -95,9 +95,9 @@ typedef enum gdr_cuda_reg_method {
                                 GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_PEERMEM))
 
 /** "dma-buf", "peermem" or "none". */
-const char *gdr_cuda_reg_method_name(gdr_cuda_reg_method_t method);
+const char *gdr_cuda_reg_method_name(gdr_cuda_reg_method_t method) GDR_NOEXCEPT;
 /** "no", "yes" or "try". */
-const char *gdr_cuda_policy_name(gdr_cuda_policy_t policy);
+const char *gdr_cuda_policy_name(gdr_cuda_policy_t policy) GDR_NOEXCEPT;
 
 /**
  * @brief Loads libcuda on first call and says whether CUDA can be used.
@@ -130,7 +130,7 @@ ucs_status_t gdr_cuda_buffer_id(const void *addr, uint64_t *buffer_id);
  *         allocation was freed, or freed and another one now lives at addr), else 0.  Always 0
  *         for buffer_id 0 (host memory: UCX's own memory hooks invalidate those).
  */
-int gdr_cuda_region_is_stale(const void *addr, uint64_t buffer_id);
+int gdr_cuda_region_is_stale(const void *addr, uint64_t buffer_id) GDR_NOEXCEPT;
 
 /**
  * @brief Exports [addr, addr+length) of CUDA device memory as a dma-buf.  The exported range is
