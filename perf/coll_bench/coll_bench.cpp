@@ -39,11 +39,10 @@ struct options {
     coll::algorithm algo = coll::algorithm::automatic;
 };
 
+/// The algorithm called @p name (a name of the algorithm table, or automatic); exits on others.
 coll::algorithm parse_algorithm(const std::string &name)
 {
-    for (int a = 0; a <= int(coll::algorithm::rabenseifner); ++a) {
-        if (name == coll::name_of(coll::algorithm(a))) return coll::algorithm(a);
-    }
+    if (const auto known = coll::algorithm_named(name)) return *known;
     std::fprintf(stderr, "coll_bench: unknown algorithm %s\n", name.c_str());
     std::exit(2);
 }

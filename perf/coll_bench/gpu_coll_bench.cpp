@@ -173,11 +173,15 @@ void allreduce_table(const gpu::driver &cu, const options &o)
         });
     }
     for (auto &t : threads) t.join();
-    const char *staging = std::getenv("UCP_CPP_COLL_GPU_STAGING");
-    std::printf("\nallreduce float32 sum, %d ranks (threads, one worker each), UCX TLS=%s, staging=%s, "
-                "segment=%s, median of %d\n",
-                o.ranks, o.tls.c_str(), staging ? staging : "auto",
-                std::getenv("UCP_CPP_COLL_GPU_SEGMENT") ? std::getenv("UCP_CPP_COLL_GPU_SEGMENT") : "1048576", o.iters);
+    const coll::config &settings = comms[0].config();  // UCP_CPP_COLL_GPU_STAGING / _SEGMENT
+    const gpu::staging staging = settings.gpu_staging();
+    std::printf("\nallreduce float32 sum, %d ranks (threads, one worker each), UCX TLS=%s, "
+                "staging=%s, segment=%zu, median of %d\n",
+                o.ranks, o.tls.c_str(),
+                staging == gpu::staging::automatic ? "auto"
+                : staging == gpu::staging::always  ? "yes"
+                                                   : "no",
+                settings.gpu_segment_bytes(), o.iters);
     std::printf("%10s %14s %14s %8s\n", "bytes", "host GB/s", "cuda GB/s", "ratio");
     const double factor = 2.0 * (o.ranks - 1) / o.ranks;
     for (size_t s = 0; s < sizes.size(); ++s) {

@@ -20,9 +20,10 @@ sys.dont_write_bytecode = True  # keep the source tree clean of __pycache__
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
 
-from gdr_compare import cli, devices, launch, parsers, plan, report, tables, tools  # noqa: E402
+from gdr_compare import callgrind, cli, devices, launch, parsers, plan  # noqa: E402
+from gdr_compare import report, tables, tools  # noqa: E402
 from gdr_compare.measure import Results  # noqa: E402
-from gdr_compare.sections import wrapper  # noqa: E402
+from gdr_compare.sections import cost, wrapper  # noqa: E402
 from gdr_compare.units import BUSBW, BW, LAT, MiB, TIME  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "fixtures")
@@ -104,6 +105,64 @@ class Comparison(unittest.TestCase):
         self.assertAlmostEqual(lat["rc_over_raw"], 1.2)
         self.assertIsNone(lat["gdr_over_rc"])  # n/a stays n/a: no ratio is made up
         self.assertNotIn(("ib_write_bw", 65536), table)  # raw rows are peers, not comparison rows
+
+
+class CostSection(unittest.TestCase):
+    """callgrind output -> per-operation counts (testdata: rc_verbs put_short, 200 calls, the
+    client of ucx_perftest -t put_lat -s 8 -D short -n 200 -w 0 under --toggle-collect)."""
+    RXE = "/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"
+    OPS = f"post_send {RXE} 0x3cc0\npost_recv {RXE} 0x4a10\npoll_cq {RXE} 0x2f00\n"
+
+    def profile(self):
+        return callgrind.parse(captured("callgrind-rc_verbs-put_short.out"))
+
+    def test_totals_are_self_costs_only(self):
+        p = self.profile()
+        self.assertEqual(p.total, 66400)  # the file's "summary:", calls' inclusive lines left out
+        self.assertEqual(dict(callgrind.split_by_class(p)),
+                         {"transport": 13400, "provider": 38800, "libc": 14200})
+
+    def test_per_operation_is_the_difference_of_two_runs(self):
+        provider = cost.provider_functions(self.OPS)
+        self.assertEqual(provider["post_send"], (self.RXE, "0x0000000000003cc0"))
+        large = cost.totals(self.profile(), "uct_rc_verbs_ep_put_short", provider)
+        self.assertEqual(large["ops"], 200)
+        self.assertEqual(large["syscalls_per_op"], 200)  # rxe's doorbell: one write() per post
+        # the n=100 run of the same op, as callgrind's totals would be plus one-time work (1000
+        # instructions) that the difference cancels
+        small = {k: v / 2 for k, v in large.items()}
+        small["instr_per_op"] += 1000
+        large["instr_per_op"] += 1000
+        per_op = cost.per_operation(small, large)
+        self.assertEqual(per_op["instr_per_op"], 332)
+        self.assertEqual(per_op["syscalls_per_op"], 1)
+        self.assertEqual(per_op["post_send_per_op"], 1)
+        self.assertEqual(per_op["post_recv_per_op"], 0)
+        self.assertEqual(per_op["poll_cq_per_op"], 0)
+        self.assertEqual(per_op["split_provider"], 194)
+        self.assertNotIn("ops", per_op)
+
+    def test_no_call_of_the_op_function_is_no_row(self):
+        empty = cost.totals(self.profile(), "gdr_ep_put_short", {})
+        self.assertIsNone(cost.per_operation(empty, empty))
+
+    def test_object_classes(self):
+        for path, cls in (("/usr/lib/x86_64-linux-gnu/ucx/libuct_ib.so.0.0.0", "transport"),
+                          ("/b/lib/ucx-gdr/libuct_gdr_impl.so", "transport"),
+                          ("/usr/lib/x86_64-linux-gnu/libucs.so.0", "ucx_core"),
+                          ("/usr/lib/x86_64-linux-gnu/libibverbs.so.1.14", "provider"),
+                          ("/usr/lib/x86_64-linux-gnu/libc.so.6", "libc"),
+                          ("/usr/bin/ucx_perftest", "other")):
+            self.assertEqual(callgrind.object_class(path), cls, path)
+
+    def test_cost_rows_get_a_ratio_per_metric(self):
+        rows = [row("cost", "put_short", 8, "instr_per_op", "rc_verbs", 332.0),
+                row("cost", "put_short", 8, "instr_per_op", "gdr_rc", 343.0),
+                row("cost", "put_short", 8, "syscalls_per_op", "rc_verbs", 1.0),
+                row("cost", "put_short", 8, "syscalls_per_op", "gdr_rc", 1.0)]
+        table = {t["metric"]: t for t in tables.comparison_rows(rows)}
+        self.assertAlmostEqual(table["instr_per_op"]["gdr_over_rc"], 343 / 332)
+        self.assertAlmostEqual(table["syscalls_per_op"]["gdr_over_rc"], 1.0)
 
 
 class ToolParsers(unittest.TestCase):

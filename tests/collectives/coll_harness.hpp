@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -30,7 +31,8 @@ inline std::string test_tls()
     return tls ? tls : "tcp,self";
 }
 
-inline std::shared_ptr<ucp_cpp::context> make_context(std::map<std::string, std::string> extra_config = {})
+inline std::shared_ptr<ucp_cpp::context> make_context(
+    std::map<std::string, std::string> extra_config = {})
 {
     ucp_cpp::context_params params;
     params.config         = std::move(extra_config);
@@ -41,10 +43,12 @@ inline std::shared_ptr<ucp_cpp::context> make_context(std::map<std::string, std:
     return ucp_cpp::context::create(params);
 }
 
-/// `size` ranks in this process, one worker each, connected by from_addresses().
+/// `size` ranks in this process, one worker each, connected by from_addresses(), with
+/// @p settings (nullopt: the communicators read the environment).
 class local_world {
 public:
-    explicit local_world(int size) : context_(make_context())
+    explicit local_world(int size, std::optional<coll::config> settings = std::nullopt)
+        : context_(make_context())
     {
         std::vector<ucp_cpp::worker_address> addresses;
         for (int r = 0; r < size; ++r) {
@@ -53,8 +57,11 @@ public:
             workers_.push_back(ucp_cpp::worker::create(context_, params));
             addresses.push_back(workers_.back()->address());
         }
+        coll::communicator_params params;
+        params.config = std::move(settings);
         for (int r = 0; r < size; ++r) {
-            comms_.push_back(coll::communicator::from_addresses(workers_[size_t(r)], r, addresses));
+            comms_.push_back(
+                coll::communicator::from_addresses(workers_[size_t(r)], r, addresses, params));
         }
     }
 
@@ -78,13 +85,19 @@ public:
     std::vector<coll::communicator> &comms() { return comms_; }
 
     /// Issues @p issue(rank) on every rank, then drives all requests to completion; throws the
-    /// first failure (ucx_error) or fails on timeout.
-    void run(const std::function<coll::request(int rank)> &issue, std::chrono::seconds timeout = 60s)
+    /// first failure (ucx_error) or fails on timeout.  ran() says what algorithms ran.
+    void run(const std::function<coll::request(int rank)> &issue,
+             std::chrono::seconds timeout = 60s)
     {
         std::vector<coll::request> requests;
         for (int r = 0; r < size(); ++r) requests.push_back(issue(r));
+        ran_.clear();
+        for (const auto &req : requests) ran_.push_back(req.algorithm());
         drive(requests, timeout);
     }
+
+    /// The algorithm of every rank's request of the last run().
+    const std::vector<coll::algorithm> &ran() const { return ran_; }
 
     static void drive(std::vector<coll::request> &requests, std::chrono::seconds timeout = 60s)
     {
@@ -94,7 +107,8 @@ public:
             all_done = true;
             for (auto &req : requests) all_done = req.test() && all_done;
             if (!all_done && std::chrono::steady_clock::now() > deadline) {
-                throw ucp_cpp::ucx_error(UCS_ERR_TIMED_OUT, "coll_test: collectives did not complete");
+                throw ucp_cpp::ucx_error(UCS_ERR_TIMED_OUT,
+                                         "coll_test: collectives did not complete");
             }
         }
         for (auto &req : requests) req.wait(0s);  // throws the failure, if any
@@ -104,6 +118,7 @@ private:
     std::shared_ptr<ucp_cpp::context> context_;
     std::vector<std::shared_ptr<ucp_cpp::worker>> workers_;
     std::vector<coll::communicator> comms_;
+    std::vector<coll::algorithm> ran_;
 };
 
 // ---------------------------------------------------------------- inputs and references
@@ -144,18 +159,21 @@ T reference(int size, size_t i, coll::op_kind op)
 }
 
 template <class T>
-::testing::AssertionResult equal_elements(const T *got, const T *expected, size_t count, const std::string &what)
+::testing::AssertionResult equal_elements(const T *got, const T *expected, size_t count,
+                                          const std::string &what)
 {
     for (size_t i = 0; i < count; ++i) {
         bool same;
         if constexpr (std::is_floating_point_v<T>) {
-            same = std::fabs(double(got[i]) - double(expected[i])) <= 1e-5 * (1.0 + std::fabs(double(expected[i])));
+            same = std::fabs(double(got[i]) - double(expected[i])) <=
+                   1e-5 * (1.0 + std::fabs(double(expected[i])));
         } else {
             same = got[i] == expected[i];
         }
         if (!same) {
-            return ::testing::AssertionFailure() << what << ": element " << i << " is " << double(got[i])
-                                                 << ", expected " << double(expected[i]);
+            return ::testing::AssertionFailure()
+                   << what << ": element " << i << " is " << double(got[i]) << ", expected "
+                   << double(expected[i]);
         }
     }
     return ::testing::AssertionSuccess();

@@ -189,26 +189,23 @@ bool same_bits(T a, T b)
     return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
-/// Runs @p body once per algorithm of @p collective (by its environment variable; names the
-/// library does not know are skipped), and once with the automatic choice.
+/// Runs @p body once with the automatic choice, then once per algorithm of @p names (names
+/// the library does not know are skipped).
 template <class F>
-void for_each_algorithm(const char *collective, const std::vector<const char *> &names, F &&body)
+void for_each_algorithm(const std::vector<const char *> &names, F &&body)
 {
-    std::string variable = "UCP_CPP_COLL_";
-    for (const char *c = collective; *c; ++c) variable += char(std::toupper(static_cast<unsigned char>(*c)));
-    variable += "_ALGORITHM";
     body("automatic");
     for (const char *name : names) {
-        setenv(variable.c_str(), name, 1);
-        try {
-            body(name);
-        } catch (const ucp_cpp::ucx_error &e) {
-            unsetenv(variable.c_str());
-            if (std::string(e.what()).find("unknown algorithm") != std::string::npos) continue;
-            throw;
-        }
-        unsetenv(variable.c_str());
+        if (coll::algorithm_named(name)) body(name);
     }
+}
+
+/// The call options that run algorithm @p name (known to the library).
+coll::call_options run_with(const char *name)
+{
+    coll::call_options options;
+    options.algo = *coll::algorithm_named(name);
+    return options;
 }
 
 std::string what(const char *collective, const char *type, coll::op_kind op, size_t count, int p, const char *algo)
@@ -250,7 +247,8 @@ protected:
         }
         world_->run([&](int r) {
             T *out = recv[size_t(r)]->get();
-            return world_->comm(r).iallreduce(in_place ? out : send[size_t(r)]->get(), out, count, op_object(op));
+            return world_->comm(r).iallreduce(in_place ? out : send[size_t(r)]->get(), out, count,
+                                              op_object(op), run_with(algo));
         });
         for (int r = 0; r < p(); ++r) {
             const auto got = recv[size_t(r)]->download();
@@ -275,7 +273,7 @@ protected:
         device_array<T> out(cu(), std::vector<T>(count + 1, sentinel<T>()));
         world_->run([&](int r) {
             return world_->comm(r).ireduce(send[size_t(r)]->get(), r == root ? out.get() : nullptr, count,
-                                           op_object(op), root);
+                                           op_object(op), root, run_with(algo));
         });
         const auto got = out.download();
         const auto label = what("reduce", coll::name_of(coll::datatype_of<T>()), op, count, p(), algo) + " root " +
@@ -323,7 +321,9 @@ protected:
             if (r == root) std::copy(theirs.begin(), theirs.end(), mine.begin());
             buf.push_back(std::make_unique<device_array<T>>(cu(), mine));
         }
-        world_->run([&](int r) { return world_->comm(r).ibcast(buf[size_t(r)]->get(), count, root); });
+        world_->run([&](int r) {
+            return world_->comm(r).ibcast(buf[size_t(r)]->get(), count, root, run_with(algo));
+        });
         for (int r = 0; r < p(); ++r) {
             const auto got = buf[size_t(r)]->download();
             const auto label = what("bcast", coll::name_of(coll::datatype_of<T>()), coll::op_kind::sum, count, p(), algo) +
@@ -354,10 +354,11 @@ protected:
         world_->run([&](int r) {
             T *s = send[size_t(r)]->get(), *o = recv[size_t(r)]->get();
             auto &c = world_->comm(r);
-            if (kind == "allgather") return c.iallgather(s, o, count);
-            if (kind == "gather") return c.igather(s, r == root ? o : nullptr, count, root);
-            if (kind == "scatter") return c.iscatter(r == root ? s : nullptr, o, count, root);
-            return c.ialltoall(s, o, count);
+            const coll::call_options options = run_with(algo);
+            if (kind == "allgather") return c.iallgather(s, o, count, options);
+            if (kind == "gather") return c.igather(s, r == root ? o : nullptr, count, root, options);
+            if (kind == "scatter") return c.iscatter(r == root ? s : nullptr, o, count, root, options);
+            return c.ialltoall(s, o, count, options);
         });
         for (int r = 0; r < p(); ++r) {
             if (kind == "gather" && r != root) continue;
@@ -385,25 +386,25 @@ protected:
         const int last = p() - 1;
         for (size_t count : counts<T>()) {
             for (coll::op_kind op : ops) {
-                for_each_algorithm("allreduce", {"recursive_doubling", "ring", "knomial", "rabenseifner"},
+                for_each_algorithm({"recursive_doubling", "ring", "knomial", "rabenseifner"},
                                    [&](const char *algo) { allreduce<T>(op, count, algo, false); });
                 if (HasFatalFailure()) return;
                 allreduce<T>(op, count, "automatic", true);
-                for_each_algorithm("reduce", {"binomial", "reduce_scatter_gather"}, [&](const char *algo) {
+                for_each_algorithm({"binomial", "reduce_scatter_gather"}, [&](const char *algo) {
                     reduce<T>(op, count, algo, 0);
                     reduce<T>(op, count, algo, last);
                 });
                 reduce_scatter<T>(op, count);
                 if (HasFatalFailure()) return;
             }
-            for_each_algorithm("bcast", {"binomial", "scatter_allgather"},
+            for_each_algorithm({"binomial", "scatter_allgather"},
                                [&](const char *algo) { bcast<T>(count, algo, last / 2 + (p() > 2)); });
             const bool pof2 = (p() & (p() - 1)) == 0;
             // (a vector: an initializer_list's array would not outlive this statement)
             const std::vector<const char *> allgather_algos =
                 pof2 ? std::vector<const char *>{"ring", "bruck", "recursive_doubling"}
                      : std::vector<const char *>{"ring", "bruck"};
-            for_each_algorithm("allgather", allgather_algos,
+            for_each_algorithm(allgather_algos,
                                [&](const char *algo) { movement<T>("allgather", count, algo, 0); });
             movement<T>("gather", count, "binomial", last);
             movement<T>("scatter", count, "binomial", last);

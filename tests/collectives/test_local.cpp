@@ -2,7 +2,7 @@
 // one at 64 MiB, for 1, 2, 3, 4, 5 and 8 ranks, each checked against a reference computed here.
 // Ranks are workers of this process driven by one thread (see coll_harness.hpp).  CollSchedule
 // runs the allreduce schedules of 1..40 ranks without UCX (a message-matching simulator).
-#include "coll_harness.hpp"
+#include "coll_checks.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -24,100 +24,16 @@ void for_each_type(F &&f)
 constexpr coll::op_kind all_ops[] = {coll::op_kind::sum, coll::op_kind::prod, coll::op_kind::min,
                                      coll::op_kind::max};
 
-/// Sets (radix > 0) or clears UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX for its lifetime.
-struct knomial_radix {
-    explicit knomial_radix(int radix)
-    {
-        if (radix > 0) ::setenv("UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX", std::to_string(radix).c_str(), 1);
-    }
-    ~knomial_radix() { ::unsetenv("UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX"); }
-};
-
-/// The k-nomial radices every allreduce matrix runs (0: the default).
-constexpr int knomial_radices[] = {0, 2, 3, 8};
-
-coll::call_options with(coll::algorithm a)
+/// A world of @p size ranks whose k-nomial allreduce has radix @p radix (the radix is a
+/// setting of the communicator).
+std::unique_ptr<local_world> knomial_world(int size, int radix)
 {
-    coll::call_options options;
-    options.algo = a;
-    return options;
+    return std::make_unique<local_world>(size, coll::config().knomial_radix(radix));
 }
 
-std::string describe(const char *what, const char *type, coll::op_kind op, size_t count, coll::algorithm a, int extra = -1)
-{
-    std::string text = std::string(what) + " " + type + " " + op_name(op) + " count=" + std::to_string(count) +
-                       " algo=" + coll::name_of(a);
-    if (extra >= 0) text += " root=" + std::to_string(extra);
-    return text;
-}
+/// The k-nomial radices every allreduce matrix runs besides the default (4).
+constexpr int other_knomial_radices[] = {2, 3, 8};
 
-// ---------------------------------------------------------------- reductions
-
-template <class T>
-void check_allreduce(local_world &world, size_t count, coll::op_kind op, coll::algorithm algo, bool in_place)
-{
-    const int p = world.size();
-    std::vector<std::vector<T>> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p), std::vector<T>(count + 1, T(99)));
-    std::vector<T> expected(count);
-    for (size_t i = 0; i < count; ++i) expected[i] = reference<T>(p, i, op);
-    for (int r = 0; r < p; ++r) {
-        for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(input<T>(r, i, op));
-        if (in_place) std::copy(send[size_t(r)].begin(), send[size_t(r)].end(), recv[size_t(r)].begin());
-    }
-    world.run([&](int r) {
-        T *out = recv[size_t(r)].data();
-        return world.comm(r).iallreduce(in_place ? out : send[size_t(r)].data(), out, count, op_object(op), with(algo));
-    });
-    for (int r = 0; r < p; ++r) {
-        const auto what = describe(in_place ? "allreduce(in place)" : "allreduce", coll::name_of(coll::datatype_of<T>()),
-                                   op, count, algo) + " rank " + std::to_string(r);
-        ASSERT_TRUE(equal_elements(recv[size_t(r)].data(), expected.data(), count, what));
-        ASSERT_EQ(recv[size_t(r)][count], T(99)) << what << ": wrote past the end";
-    }
-}
-
-template <class T>
-void check_reduce(local_world &world, size_t count, coll::op_kind op, coll::algorithm algo, int root)
-{
-    const int p = world.size();
-    std::vector<std::vector<T>> send(static_cast<size_t>(p));
-    std::vector<T> recv(count + 1, T(99)), expected(count);
-    for (size_t i = 0; i < count; ++i) expected[i] = reference<T>(p, i, op);
-    for (int r = 0; r < p; ++r) {
-        for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(input<T>(r, i, op));
-    }
-    world.run([&](int r) {
-        return world.comm(r).ireduce(send[size_t(r)].data(), r == root ? recv.data() : nullptr, count,
-                                     op_object(op), root, with(algo));
-    });
-    const auto what = describe("reduce", coll::name_of(coll::datatype_of<T>()), op, count, algo, root);
-    ASSERT_TRUE(equal_elements(recv.data(), expected.data(), count, what));
-    ASSERT_EQ(recv[count], T(99)) << what;
-}
-
-template <class T>
-void check_reduce_scatter(local_world &world, size_t count, coll::op_kind op, bool in_place)
-{
-    const int p = world.size();
-    const size_t total = count * size_t(p);
-    std::vector<std::vector<T>> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p));
-    for (int r = 0; r < p; ++r) {
-        for (size_t i = 0; i < total; ++i) send[size_t(r)].push_back(input<T>(r, i, op));
-        recv[size_t(r)] = in_place ? send[size_t(r)] : std::vector<T>(count + 1, T(99));
-    }
-    world.run([&](int r) {
-        T *out = recv[size_t(r)].data();
-        return world.comm(r).ireduce_scatter(in_place ? out : send[size_t(r)].data(), out, count, op_object(op));
-    });
-    for (int r = 0; r < p; ++r) {
-        std::vector<T> expected(count);
-        for (size_t i = 0; i < count; ++i) expected[i] = reference<T>(p, size_t(r) * count + i, op);
-        ASSERT_TRUE(equal_elements(recv[size_t(r)].data(), expected.data(), count,
-                                   describe("reduce_scatter", coll::name_of(coll::datatype_of<T>()), op, count,
-                                            coll::algorithm::ring) +
-                                       (in_place ? " in place" : "") + " rank " + std::to_string(r)));
-    }
-}
 
 class CollLocal : public ::testing::TestWithParam<int> {
 protected:
@@ -128,19 +44,24 @@ protected:
 
 TEST_P(CollLocal, AllreduceEveryTypeOpAlgorithm)
 {
+    std::vector<std::unique_ptr<local_world>> radix_worlds;
+    for (int radix : other_knomial_radices) {
+        radix_worlds.push_back(knomial_world(GetParam(), radix));
+    }
     for_each_type([&](auto t) {
         using T = decltype(t);
         for (coll::op_kind op : all_ops) {
             for (size_t count : small_counts()) {
-                for (auto algo : {coll::algorithm::automatic, coll::algorithm::recursive_doubling, coll::algorithm::ring,
-                                  coll::algorithm::rabenseifner}) {
+                for (auto algo : {coll::algorithm::automatic, coll::algorithm::recursive_doubling,
+                                  coll::algorithm::ring, coll::algorithm::rabenseifner,
+                                  coll::algorithm::knomial}) {
                     check_allreduce<T>(world, count, op, algo, false);
                 }
-                for (int radix : knomial_radices) {
-                    knomial_radix scoped(radix);
-                    check_allreduce<T>(world, count, op, coll::algorithm::knomial, false);
+                for (auto &other : radix_worlds) {
+                    check_allreduce<T>(*other, count, op, coll::algorithm::knomial, false);
                 }
-                for (auto algo : {coll::algorithm::automatic, coll::algorithm::knomial, coll::algorithm::rabenseifner}) {
+                for (auto algo : {coll::algorithm::automatic, coll::algorithm::knomial,
+                                  coll::algorithm::rabenseifner}) {
                     check_allreduce<T>(world, count, op, algo, true);
                 }
             }
@@ -151,12 +72,15 @@ TEST_P(CollLocal, AllreduceEveryTypeOpAlgorithm)
 TEST_P(CollLocal, AllreduceAutomaticAcrossThresholds)
 {
     // Each side of the allreduce cut-overs at this size, float and int64.
-    const size_t cuts[] = {coll::thresholds::allreduce_rabenseifner,
-                           std::max(coll::thresholds::allreduce_ring(world.size()), coll::thresholds::allreduce_rabenseifner)};
+    const coll::thresholds cut;
+    const size_t cuts[] = {cut.allreduce_rabenseifner,
+                           std::max(cut.allreduce_ring(world.size()), cut.allreduce_rabenseifner)};
     for (size_t cut : cuts) {
         for (size_t bytes : {cut - 8, cut, cut + 8}) {
-            check_allreduce<float>(world, bytes / sizeof(float), coll::op_kind::sum, coll::algorithm::automatic, false);
-            check_allreduce<int64_t>(world, bytes / sizeof(int64_t), coll::op_kind::max, coll::algorithm::automatic, true);
+            check_allreduce<float>(world, bytes / sizeof(float), coll::op_kind::sum,
+                                   coll::algorithm::automatic, false);
+            check_allreduce<int64_t>(world, bytes / sizeof(int64_t), coll::op_kind::max,
+                                     coll::algorithm::automatic, true);
         }
     }
 }
@@ -168,8 +92,11 @@ TEST_P(CollLocal, ReduceEveryTypeOpAlgorithmRoot)
         using T = decltype(t);
         for (coll::op_kind op : all_ops) {
             for (size_t count : small_counts()) {
-                for (auto algo : {coll::algorithm::binomial, coll::algorithm::reduce_scatter_gather}) {
-                    for (int root : {0, p - 1, p / 2}) check_reduce<T>(world, count, op, algo, root);
+                for (auto algo :
+                     {coll::algorithm::binomial, coll::algorithm::reduce_scatter_gather}) {
+                    for (int root : {0, p - 1, p / 2}) {
+                        check_reduce<T>(world, count, op, algo, root);
+                    }
                 }
             }
         }
@@ -191,102 +118,6 @@ TEST_P(CollLocal, ReduceScatterEveryTypeOp)
 
 // ---------------------------------------------------------------- data movement
 
-template <class T>
-void check_bcast(local_world &world, size_t count, int root, coll::algorithm algo)
-{
-    const int p = world.size();
-    std::vector<std::vector<T>> buf(static_cast<size_t>(p), std::vector<T>(count + 1, T(99)));
-    for (size_t i = 0; i < count; ++i) buf[size_t(root)][i] = payload<T>(root, i);
-    world.run([&](int r) { return world.comm(r).ibcast(buf[size_t(r)].data(), count, root, with(algo)); });
-    for (int r = 0; r < p; ++r) {
-        ASSERT_EQ(buf[size_t(r)], buf[size_t(root)]) << "bcast " << coll::name_of(algo) << " count=" << count
-                                                     << " root=" << root << " rank " << r;
-    }
-}
-
-template <class T>
-void check_allgather(local_world &world, size_t count, coll::algorithm algo, bool in_place)
-{
-    const int p = world.size();
-    std::vector<T> expected;
-    for (int q = 0; q < p; ++q) {
-        for (size_t i = 0; i < count; ++i) expected.push_back(payload<T>(q, i));
-    }
-    std::vector<std::vector<T>> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p), std::vector<T>(count * size_t(p), T(99)));
-    for (int r = 0; r < p; ++r) {
-        for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(payload<T>(r, i));
-        if (in_place) std::copy(send[size_t(r)].begin(), send[size_t(r)].end(), recv[size_t(r)].begin() + long(count) * r);
-    }
-    world.run([&](int r) {
-        T *out = recv[size_t(r)].data();
-        return world.comm(r).iallgather(in_place ? out + count * size_t(r) : send[size_t(r)].data(), out, count,
-                                        with(algo));
-    });
-    for (int r = 0; r < p; ++r) {
-        ASSERT_EQ(recv[size_t(r)], expected) << "allgather " << coll::name_of(algo) << " count=" << count
-                                             << (in_place ? " in place" : "") << " rank " << r;
-    }
-}
-
-template <class T>
-void check_alltoall(local_world &world, size_t count, bool in_place)
-{
-    const int p = world.size();
-    auto element = [count](int from, int to, size_t i) { return payload<T>(from * 16 + to, i + count); };
-    std::vector<std::vector<T>> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p), std::vector<T>(count * size_t(p), T(99)));
-    for (int r = 0; r < p; ++r) {
-        for (int to = 0; to < p; ++to) {
-            for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(element(r, to, i));
-        }
-        if (in_place) recv[size_t(r)] = send[size_t(r)];
-    }
-    world.run([&](int r) {
-        T *out = recv[size_t(r)].data();
-        return world.comm(r).ialltoall(in_place ? out : send[size_t(r)].data(), out, count);
-    });
-    for (int r = 0; r < p; ++r) {
-        for (int from = 0; from < p; ++from) {
-            for (size_t i = 0; i < count; ++i) {
-                ASSERT_EQ(recv[size_t(r)][size_t(from) * count + i], element(from, r, i))
-                    << "alltoall count=" << count << (in_place ? " in place" : "") << " rank " << r << " from " << from;
-            }
-        }
-    }
-}
-
-template <class T>
-void check_gather_scatter(local_world &world, size_t count, int root, bool in_place)
-{
-    const int p = world.size();
-    std::vector<T> all;
-    for (int q = 0; q < p; ++q) {
-        for (size_t i = 0; i < count; ++i) all.push_back(payload<T>(q, i));
-    }
-    // gather: rank q contributes block q; the root receives `all`.
-    std::vector<std::vector<T>> mine(static_cast<size_t>(p));
-    for (int r = 0; r < p; ++r) mine[size_t(r)].assign(all.begin() + long(count) * r, all.begin() + long(count) * (r + 1));
-    std::vector<T> gathered(count * size_t(p), T(99));
-    if (in_place) std::copy(mine[size_t(root)].begin(), mine[size_t(root)].end(), gathered.begin() + long(count) * root);
-    world.run([&](int r) {
-        const T *send = (in_place && r == root) ? gathered.data() + count * size_t(root) : mine[size_t(r)].data();
-        return world.comm(r).igather(send, r == root ? gathered.data() : nullptr, count, root);
-    });
-    ASSERT_EQ(gathered, all) << "gather count=" << count << " root=" << root << (in_place ? " in place" : "");
-    // scatter: the root's `all` is split back into blocks.
-    std::vector<std::vector<T>> parts(static_cast<size_t>(p), std::vector<T>(count + 1, T(99)));
-    std::vector<T> source = all;
-    world.run([&](int r) {
-        T *out = (in_place && r == root) ? source.data() + count * size_t(root) : parts[size_t(r)].data();
-        return world.comm(r).iscatter(r == root ? source.data() : nullptr, out, count, root);
-    });
-    for (int r = 0; r < p; ++r) {
-        const T *got = (in_place && r == root) ? source.data() + count * size_t(root) : parts[size_t(r)].data();
-        ASSERT_TRUE(equal_elements(got, mine[size_t(r)].data(), count,
-                                   "scatter count=" + std::to_string(count) + " root=" + std::to_string(root) +
-                                       " rank " + std::to_string(r)));
-        if (!(in_place && r == root)) ASSERT_EQ(parts[size_t(r)][count], T(99)) << "scatter wrote past the end";
-    }
-}
 
 TEST_P(CollLocal, DataMovementEveryTypeAlgorithmRoot)
 {
@@ -296,16 +127,23 @@ TEST_P(CollLocal, DataMovementEveryTypeAlgorithmRoot)
         using T = decltype(t);
         for (size_t count : small_counts()) {
             for (int root : {0, p - 1, p / 2}) {
-                for (auto algo : {coll::algorithm::automatic, coll::algorithm::binomial, coll::algorithm::scatter_allgather}) {
+                for (auto algo : {coll::algorithm::automatic, coll::algorithm::binomial,
+                                  coll::algorithm::scatter_allgather}) {
                     check_bcast<T>(world, count, root, algo);
                 }
-                for (bool in_place : {false, true}) check_gather_scatter<T>(world, count, root, in_place);
+                for (bool in_place : {false, true}) {
+                    check_gather<T>(world, count, root, in_place);
+                    check_scatter<T>(world, count, root, in_place);
+                }
             }
             for (bool in_place : {false, true}) {
-                for (auto algo : {coll::algorithm::automatic, coll::algorithm::ring, coll::algorithm::bruck}) {
+                for (auto algo :
+                     {coll::algorithm::automatic, coll::algorithm::ring, coll::algorithm::bruck}) {
                     check_allgather<T>(world, count, algo, in_place);
                 }
-                if (pof2) check_allgather<T>(world, count, coll::algorithm::recursive_doubling, in_place);
+                if (pof2) {
+                    check_allgather<T>(world, count, coll::algorithm::recursive_doubling, in_place);
+                }
                 check_alltoall<T>(world, count, in_place);
             }
         }
@@ -321,7 +159,9 @@ TEST_P(CollLocal, BarrierWaitsForEveryRank)
         // Without the last rank nobody may leave (progress all the others for a while).
         const auto until = std::chrono::steady_clock::now() + 50ms;
         while (std::chrono::steady_clock::now() < until) {
-            for (auto &req : early) ASSERT_FALSE(req.test()) << "barrier completed before rank " << p - 1 << " entered";
+            for (auto &req : early) {
+                ASSERT_FALSE(req.test()) << "barrier completed before rank " << p - 1 << " entered";
+            }
         }
         early.push_back(world.comm(p - 1).ibarrier());
         local_world::drive(early);
@@ -331,19 +171,24 @@ TEST_P(CollLocal, BarrierWaitsForEveryRank)
 TEST_P(CollLocal, OneMiBSelectedCombinations)
 {
     const size_t mib = size_t(1) << 20;
-    check_allreduce<float>(world, mib / sizeof(float), coll::op_kind::sum, coll::algorithm::automatic, false);
-    check_allreduce<int32_t>(world, mib / sizeof(int32_t), coll::op_kind::max, coll::algorithm::recursive_doubling, true);
-    check_allreduce<double>(world, mib / sizeof(double) + 3, coll::op_kind::sum, coll::algorithm::rabenseifner, true);
-    {
-        knomial_radix scoped(3);
-        check_allreduce<uint16_t>(world, mib / sizeof(uint16_t) + 1, coll::op_kind::sum, coll::algorithm::knomial, false);
-    }
-    check_reduce<double>(world, mib / sizeof(double), coll::op_kind::min, coll::algorithm::automatic, world.size() - 1);
-    check_reduce_scatter<int64_t>(world, mib / sizeof(int64_t) / size_t(world.size()), coll::op_kind::sum, false);
+    check_allreduce<float>(world, mib / sizeof(float), coll::op_kind::sum,
+                           coll::algorithm::automatic, false);
+    check_allreduce<int32_t>(world, mib / sizeof(int32_t), coll::op_kind::max,
+                             coll::algorithm::recursive_doubling, true);
+    check_allreduce<double>(world, mib / sizeof(double) + 3, coll::op_kind::sum,
+                            coll::algorithm::rabenseifner, true);
+    check_allreduce<uint16_t>(*knomial_world(world.size(), 3), mib / sizeof(uint16_t) + 1,
+                              coll::op_kind::sum, coll::algorithm::knomial, false);
+    check_reduce<double>(world, mib / sizeof(double), coll::op_kind::min,
+                         coll::algorithm::automatic, world.size() - 1);
+    check_reduce_scatter<int64_t>(world, mib / sizeof(int64_t) / size_t(world.size()),
+                                  coll::op_kind::sum, false);
     check_bcast<uint8_t>(world, mib + 3, world.size() / 2, coll::algorithm::automatic);
-    check_allgather<uint32_t>(world, mib / sizeof(uint32_t) / size_t(world.size()) + 1, coll::algorithm::automatic, false);
+    check_allgather<uint32_t>(world, mib / sizeof(uint32_t) / size_t(world.size()) + 1,
+                              coll::algorithm::automatic, false);
     check_alltoall<uint16_t>(world, mib / sizeof(uint16_t) / size_t(world.size()), false);
-    check_gather_scatter<int16_t>(world, mib / sizeof(int16_t) / size_t(world.size()), 0, false);
+    check_gather<int16_t>(world, mib / sizeof(int16_t) / size_t(world.size()), 0, false);
+    check_scatter<int16_t>(world, mib / sizeof(int16_t) / size_t(world.size()), 0, false);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CollLocal, ::testing::Values(1, 2, 3, 4, 5, 8),
@@ -354,8 +199,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, CollLocal, ::testing::Values(1, 2, 3, 4, 5, 8),
 TEST(CollLocalLarge, Allreduce64MiBThreeRanks)
 {
     local_world world(3);
-    check_allreduce<float>(world, (size_t(64) << 20) / sizeof(float), coll::op_kind::sum, coll::algorithm::automatic,
-                           false);
+    check_allreduce<float>(world, (size_t(64) << 20) / sizeof(float), coll::op_kind::sum,
+                           coll::algorithm::automatic, false);
 }
 
 TEST(CollLocalLarge, AllreduceSixAndSevenRanks)
@@ -364,21 +209,24 @@ TEST(CollLocalLarge, AllreduceSixAndSevenRanks)
     // k-nomial shapes 4+2 extras / 3x2 / 7, live over UCX; the simulator covers 1..40 ranks.
     for (int p : {6, 7}) {
         local_world world(p);
+        auto radix3 = knomial_world(p, 3), radix8 = knomial_world(p, 8);
         for (size_t count : {size_t(1), size_t(7), size_t(1000) + size_t(p)}) {
-            for (auto algo : {coll::algorithm::automatic, coll::algorithm::recursive_doubling, coll::algorithm::ring,
-                              coll::algorithm::rabenseifner}) {
+            for (auto algo : {coll::algorithm::automatic, coll::algorithm::recursive_doubling,
+                              coll::algorithm::ring, coll::algorithm::rabenseifner}) {
                 check_allreduce<int32_t>(world, count, coll::op_kind::sum, algo, false);
                 check_allreduce<float>(world, count, coll::op_kind::max, algo, true);
             }
-            for (int radix : {0, 3, 8}) {
-                knomial_radix scoped(radix);
-                check_allreduce<int32_t>(world, count, coll::op_kind::sum, coll::algorithm::knomial, false);
-                check_allreduce<double>(world, count, coll::op_kind::min, coll::algorithm::knomial, true);
+            for (local_world *radix_world : {&world, radix3.get(), radix8.get()}) {
+                check_allreduce<int32_t>(*radix_world, count, coll::op_kind::sum,
+                                         coll::algorithm::knomial, false);
+                check_allreduce<double>(*radix_world, count, coll::op_kind::min,
+                                        coll::algorithm::knomial, true);
             }
         }
-        for (size_t kib : {20, 128}) {  // automatic: Rabenseifner at 20 KiB (6, 7 ranks), ring at 128 KiB
-            check_allreduce<float>(world, (kib << 10) / sizeof(float) + 1, coll::op_kind::sum, coll::algorithm::automatic,
-                                   false);
+        for (size_t kib :
+             {20, 128}) {  // automatic: Rabenseifner at 20 KiB (6, 7 ranks), ring at 128 KiB
+            check_allreduce<float>(world, (kib << 10) / sizeof(float) + 1, coll::op_kind::sum,
+                                   coll::algorithm::automatic, false);
         }
     }
 }
@@ -389,7 +237,9 @@ TEST(CollLocalApi, CustomReductionAndTypeMismatch)
     auto bit_or = coll::reduction::custom<uint32_t>([](uint32_t a, uint32_t b) { return a | b; });
     std::vector<std::vector<uint32_t>> buf(3);
     for (int r = 0; r < 3; ++r) buf[size_t(r)] = {1u << r, 0x100u << r, 0};
-    world.run([&](int r) { return world.comm(r).iallreduce(buf[size_t(r)].data(), buf[size_t(r)].data(), 3, bit_or); });
+    world.run([&](int r) {
+        return world.comm(r).iallreduce(buf[size_t(r)].data(), buf[size_t(r)].data(), 3, bit_or);
+    });
     for (int r = 0; r < 3; ++r) EXPECT_EQ(buf[size_t(r)], (std::vector<uint32_t>{7u, 0x700u, 0u}));
     float f = 1;
     try {
@@ -414,38 +264,36 @@ TEST(CollLocalApi, BadArgumentsAreClearErrors)
         }
     };
     expect_invalid([&] { (void)world.comm(0).ibcast(&value, 1, 3); }, "root 3");
-    expect_invalid([&] { (void)world.comm(0).iallreduce(&value, &value, 1, coll::sum, with(coll::algorithm::bruck)); },
-                   "does not implement");
-    expect_invalid([&] { (void)world.comm(0).iallgather(&value, &value, 1, with(coll::algorithm::recursive_doubling)); },
-                   "power-of-two");
-    ::setenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM", "fastest", 1);
-    expect_invalid([&] { (void)world.comm(0).iallreduce(&value, &value, 1, coll::sum); }, "unknown algorithm");
-    ::unsetenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM");
-    expect_invalid([&] { (void)world.comm(0).iallgather(&value, &value, 1, with(coll::algorithm::knomial)); },
-                   "does not implement");
-    for (const char *bad : {"1", "four", "4x"}) {
-        ::setenv("UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX", bad, 1);
-        expect_invalid([&] { (void)world.comm(0).iallreduce(&value, &value, 1, coll::sum, with(coll::algorithm::knomial)); },
-                       "not a radix");
-    }
-    ::unsetenv("UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX");
+    expect_invalid(
+        [&] {
+            (void)world.comm(0).iallreduce(&value, &value, 1, coll::sum,
+                                           with(coll::algorithm::bruck));
+        },
+        "does not implement");
+    expect_invalid(
+        [&] {
+            (void)world.comm(0).iallgather(&value, &value, 1,
+                                           with(coll::algorithm::recursive_doubling));
+        },
+        "power-of-two");
+    expect_invalid(
+        [&] { (void)world.comm(0).iallgather(&value, &value, 1, with(coll::algorithm::knomial)); },
+        "does not implement");
     expect_invalid([&] { (void)coll::communicator().rank(); }, "not a valid communicator");
 }
 
-TEST(CollLocalApi, EnvironmentSelectsAlgorithm)
+TEST(CollLocalApi, ConfiguredAlgorithmRunsOnOddSizes)
 {
-    // Forcing ring for a one-element allreduce on 5 ranks (empty blocks) must still be right.
-    local_world world(5);
-    ::setenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM", "ring", 1);
-    check_allreduce<int32_t>(world, 1, coll::op_kind::sum, coll::algorithm::automatic, false);
-    // The new names parse; the radix variable reaches the k-nomial schedule.
-    for (const char *name : {"knomial", "rabenseifner"}) {
-        ::setenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM", name, 1);
-        knomial_radix scoped(5);
+    // Ring for a one-element allreduce on 5 ranks (empty blocks) must still be right; the
+    // radix reaches the k-nomial schedule.
+    for (auto algo : {coll::algorithm::ring, coll::algorithm::knomial,
+                      coll::algorithm::rabenseifner}) {
+        local_world world(5,
+                          coll::config().use(coll::collective::allreduce, algo).knomial_radix(5));
         check_allreduce<int32_t>(world, 1, coll::op_kind::sum, coll::algorithm::automatic, false);
         check_allreduce<double>(world, 13, coll::op_kind::sum, coll::algorithm::automatic, true);
+        EXPECT_EQ(world.ran(), std::vector<coll::algorithm>(5, algo)) << coll::name_of(algo);
     }
-    ::unsetenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM");
 }
 
 TEST(CollLocalApi, CountMismatchFailsInsteadOfHanging)
@@ -463,23 +311,6 @@ TEST(CollLocalApi, CountMismatchFailsInsteadOfHanging)
     }
 }
 
-/// Runs @p body(rank) on one thread per rank (for the blocking calls: split, dup).
-void on_rank_threads(int size, const std::function<void(int)> &body)
-{
-    std::vector<std::thread> threads;
-    std::vector<std::string> errors(static_cast<size_t>(size));
-    for (int r = 0; r < size; ++r) {
-        threads.emplace_back([&, r] {
-            try {
-                body(r);
-            } catch (const std::exception &e) {
-                errors[size_t(r)] = e.what();
-            }
-        });
-    }
-    for (auto &t : threads) t.join();
-    for (int r = 0; r < size; ++r) EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
-}
 
 TEST(CollLocalApi, SplitDupAndConcurrentCollectives)
 {
@@ -507,9 +338,12 @@ TEST(CollLocalApi, SplitDupAndConcurrentCollectives)
     std::vector<coll::request> requests;
     for (int r = 0; r < 5; ++r) {
         world_sum[size_t(r)] = half_sum[size_t(r)] = copy_max[size_t(r)] = r;
-        requests.push_back(world.comm(r).iallreduce(&world_sum[size_t(r)], &world_sum[size_t(r)], 1, coll::sum));
-        requests.push_back(copies[size_t(r)].iallreduce(&copy_max[size_t(r)], &copy_max[size_t(r)], 1, coll::max));
-        requests.push_back(halves[size_t(r)].iallreduce(&half_sum[size_t(r)], &half_sum[size_t(r)], 1, coll::sum));
+        requests.push_back(
+            world.comm(r).iallreduce(&world_sum[size_t(r)], &world_sum[size_t(r)], 1, coll::sum));
+        requests.push_back(
+            copies[size_t(r)].iallreduce(&copy_max[size_t(r)], &copy_max[size_t(r)], 1, coll::max));
+        requests.push_back(
+            halves[size_t(r)].iallreduce(&half_sum[size_t(r)], &half_sum[size_t(r)], 1, coll::sum));
     }
     local_world::drive(requests);
     for (int r = 0; r < 5; ++r) {
@@ -542,7 +376,8 @@ TEST(CollLocalApi, NonblockingOverlapsUserTaggedTraffic)
     for (int r = 0; r < 3; ++r) {
         for (int i = 0; i < 100; ++i) a[size_t(r * 100 + i)] = r + i;
         for (int i = 0; i < 100; ++i) b[size_t(r * 100 + i)] = r * i;
-        requests.push_back(world.comm(r).iallreduce(&a[size_t(r * 100)], &a[size_t(r * 100)], 100, coll::sum));
+        requests.push_back(
+            world.comm(r).iallreduce(&a[size_t(r * 100)], &a[size_t(r * 100)], 100, coll::sum));
         requests.push_back(world.comm(r).ibcast(&b[size_t(r * 100)], 100, 2));
     }
     // User traffic from rank 1 to rank 0 in the middle of it, on its own endpoint.
@@ -558,7 +393,9 @@ TEST(CollLocalApi, NonblockingOverlapsUserTaggedTraffic)
         for (auto &req : user_sends) done = req.test() && done;
         return done;
     };
-    while (!all_user_done()) ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "user traffic stuck";
+    while (!all_user_done()) {
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "user traffic stuck";
+    }
     EXPECT_EQ(user_recvs[0].sender_tag(), 42u);
     EXPECT_EQ(user_recvs[1].sender_tag(), 43u);
     EXPECT_EQ(user_in, user_out);
@@ -601,9 +438,10 @@ namespace detail = ucp_cpp::coll::detail;
                 for (const detail::transfer &t : plan.rounds[next[size_t(r)]].transfers) {
                     const key k = t.is_send ? key{r, t.peer, t.step} : key{t.peer, r, t.step};
                     if (!(t.is_send ? seen_sends : seen_recvs).insert(k).second) {
-                        return ::testing::AssertionFailure() << "rank " << r << ": a second " << (t.is_send ? "send" : "receive")
-                                                             << " from " << std::get<0>(k) << " to " << std::get<1>(k)
-                                                             << " with step " << std::get<2>(k);
+                        return ::testing::AssertionFailure()
+                               << "rank " << r << ": a second " << (t.is_send ? "send" : "receive")
+                               << " from " << std::get<0>(k) << " to " << std::get<1>(k)
+                               << " with step " << std::get<2>(k);
                     }
                     auto &others = t.is_send ? open_recvs : open_sends;
                     auto match = others.find(k);
@@ -612,11 +450,13 @@ namespace detail = ucp_cpp::coll::detail;
                         ++outstanding[size_t(r)];
                         continue;
                     }
-                    const detail::transfer &send = t.is_send ? t : *match->second, &recv = t.is_send ? *match->second : t;
+                    const detail::transfer &send = t.is_send ? t : *match->second,
+                                           &recv = t.is_send ? *match->second : t;
                     if (send.bytes != recv.bytes) {
-                        return ::testing::AssertionFailure() << "step " << std::get<2>(k) << " from " << std::get<0>(k) << " to "
-                                                             << std::get<1>(k) << ": " << send.bytes << " bytes sent, "
-                                                             << recv.bytes << " expected";
+                        return ::testing::AssertionFailure()
+                               << "step " << std::get<2>(k) << " from " << std::get<0>(k) << " to "
+                               << std::get<1>(k) << ": " << send.bytes << " bytes sent, "
+                               << recv.bytes << " expected";
                     }
                     if (send.bytes) std::memcpy(recv.buffer, send.buffer, send.bytes);
                     --outstanding[size_t(match->second == &send ? std::get<0>(k) : std::get<1>(k))];
@@ -633,48 +473,60 @@ namespace detail = ucp_cpp::coll::detail;
     }
     for (int r = 0; r < p; ++r) {
         if (next[size_t(r)] != plans[size_t(r)].rounds.size() || busy[size_t(r)]) {
-            return ::testing::AssertionFailure() << "deadlock: rank " << r << " stuck in round " << next[size_t(r)] << " of "
-                                                 << plans[size_t(r)].rounds.size();
+            return ::testing::AssertionFailure()
+                   << "deadlock: rank " << r << " stuck in round " << next[size_t(r)] << " of "
+                   << plans[size_t(r)].rounds.size();
         }
     }
-    if (!open_sends.empty() || !open_recvs.empty()) return ::testing::AssertionFailure() << "unmatched transfers left";
+    if (!open_sends.empty() || !open_recvs.empty()) {
+        return ::testing::AssertionFailure() << "unmatched transfers left";
+    }
     return ::testing::AssertionSuccess();
 }
 
-/// Builds @p algo's allreduce schedule of every rank of @p p on buffers[r] and simulates it.
+/// Builds @p algo's allreduce schedule (the algorithm table's builder, in place) of every rank
+/// of @p p on buffers[r] and simulates it.
 template <class T>
-::testing::AssertionResult simulate_allreduce(std::vector<std::vector<T>> &buffers, coll::algorithm algo, int radix)
+::testing::AssertionResult simulate_allreduce(std::vector<std::vector<T>> &buffers,
+                                              coll::algorithm algo, int radix)
 {
     const int p = int(buffers.size());
-    const size_t count = buffers[0].size();
     std::vector<detail::schedule> plans(static_cast<size_t>(p));
+    const detail::builder build = detail::row_of(algo).builder_for(coll::collective::allreduce);
     for (int r = 0; r < p; ++r) {
         detail::context c{plans[size_t(r)], r, p, coll::datatype_of<T>(), sizeof(T)};
-        auto *buf = reinterpret_cast<std::byte *>(buffers[size_t(r)].data());
-        switch (algo) {
-        case coll::algorithm::ring: detail::allreduce_ring(c, buf, count, coll::sum); break;
-        case coll::algorithm::rabenseifner: detail::allreduce_rabenseifner(c, buf, count, coll::sum); break;
-        case coll::algorithm::knomial: detail::allreduce_knomial(c, buf, count, coll::sum, radix); break;
-        default: detail::allreduce_recursive_doubling(c, buf, count, coll::sum); break;
-        }
+        detail::arguments call;
+        call.recv = reinterpret_cast<std::byte *>(buffers[size_t(r)].data());
+        call.send = call.recv;
+        call.count = buffers[0].size();
+        call.op = &coll::sum;
+        call.knomial_radix = radix;
+        build(c, call);
     }
     return simulate(plans);
 }
 
 TEST(CollSchedule, AllreduceAnySizeAndRadixMatchesAndIsBitIdentical)
 {
-    // Steps unique per pair, sizes agree, no deadlock, exact int64 sums, and double sums
-    // bit-identical on every rank (values whose sum depends on the association order).
-    std::vector<std::pair<coll::algorithm, int>> variants = {
-        {coll::algorithm::recursive_doubling, 0}, {coll::algorithm::ring, 0}, {coll::algorithm::rabenseifner, 0}};
-    for (int radix = 2; radix <= 9; ++radix) variants.emplace_back(coll::algorithm::knomial, radix);
+    // Every allreduce algorithm of the table (k-nomial at radix 2..9): steps unique per pair,
+    // sizes agree, no deadlock, exact int64 sums, and double sums bit-identical on every rank
+    // (values whose sum depends on the association order).
+    std::vector<std::pair<coll::algorithm, int>> variants;
+    for (coll::algorithm algo : coll::algorithms_of(coll::collective::allreduce)) {
+        for (int radix = 2; radix <= (algo == coll::algorithm::knomial ? 9 : 2); ++radix) {
+            variants.emplace_back(algo, radix);
+        }
+    }
     for (int p = 1; p <= 40; ++p) {
         for (const auto &[algo, radix] : variants) {
             for (size_t count : {size_t(1), size_t(5), size_t(2 * p + 3)}) {
-                const std::string what = std::string(coll::name_of(algo)) + " radix " + std::to_string(radix) + " p=" +
-                                         std::to_string(p) + " count=" + std::to_string(count);
-                std::vector<std::vector<int64_t>> ints(static_cast<size_t>(p), std::vector<int64_t>(count));
-                std::vector<std::vector<double>> reals(static_cast<size_t>(p), std::vector<double>(count));
+                const std::string what = std::string(coll::name_of(algo)) + " radix " +
+                                         std::to_string(radix) + " p=" + std::to_string(p) +
+                                         " count=" + std::to_string(count);
+                std::vector<std::vector<int64_t>> ints(static_cast<size_t>(p),
+                                                       std::vector<int64_t>(count));
+                std::vector<std::vector<double>> reals(static_cast<size_t>(p),
+                                                       std::vector<double>(count));
                 for (int r = 0; r < p; ++r) {
                     for (size_t i = 0; i < count; ++i) {
                         ints[size_t(r)][i]  = int64_t(r + 1) * 1000 + int64_t(i);
@@ -685,11 +537,14 @@ TEST(CollSchedule, AllreduceAnySizeAndRadixMatchesAndIsBitIdentical)
                 ASSERT_TRUE(simulate_allreduce(reals, algo, radix)) << what;
                 for (int r = 0; r < p; ++r) {
                     for (size_t i = 0; i < count; ++i) {
-                        ASSERT_EQ(ints[size_t(r)][i], int64_t(p) * (p + 1) / 2 * 1000 + int64_t(p) * int64_t(i))
+                        ASSERT_EQ(ints[size_t(r)][i],
+                                  int64_t(p) * (p + 1) / 2 * 1000 + int64_t(p) * int64_t(i))
                             << what << " rank " << r << " element " << i;
-                        ASSERT_EQ(std::memcmp(&reals[size_t(r)][i], &reals[0][i], sizeof(double)), 0)
-                            << what << ": rank " << r << " element " << i << " differs from rank 0 ("
-                            << reals[size_t(r)][i] << " vs " << reals[0][i] << ")";
+                        ASSERT_EQ(std::memcmp(&reals[size_t(r)][i], &reals[0][i], sizeof(double)),
+                                  0)
+                            << what << ": rank " << r << " element " << i
+                            << " differs from rank 0 (" << reals[size_t(r)][i] << " vs "
+                            << reals[0][i] << ")";
                     }
                 }
             }
@@ -699,16 +554,16 @@ TEST(CollSchedule, AllreduceAnySizeAndRadixMatchesAndIsBitIdentical)
 
 TEST(CollSchedule, AllreduceRingCutOver)
 {
-    using coll::thresholds;
-    const size_t unit = thresholds::allreduce_alpha_beta;
-    EXPECT_EQ(thresholds::allreduce_ring(2), 0u);
-    EXPECT_EQ(thresholds::allreduce_ring(3), 0u);
-    EXPECT_EQ(thresholds::allreduce_ring(4), 16 * unit);
-    EXPECT_EQ(thresholds::allreduce_ring(5), unit);
-    EXPECT_EQ(thresholds::allreduce_ring(6), 2 * unit);
-    EXPECT_EQ(thresholds::allreduce_ring(8), 64 * unit);
-    EXPECT_EQ(thresholds::allreduce_ring(12), 7 * unit);
-    EXPECT_EQ(thresholds::allreduce_ring(16), 176 * unit);
+    const coll::thresholds cut;
+    const size_t unit = cut.allreduce_alpha_beta;
+    EXPECT_EQ(cut.allreduce_ring(2), 0u);
+    EXPECT_EQ(cut.allreduce_ring(3), 0u);
+    EXPECT_EQ(cut.allreduce_ring(4), 16 * unit);
+    EXPECT_EQ(cut.allreduce_ring(5), unit);
+    EXPECT_EQ(cut.allreduce_ring(6), 2 * unit);
+    EXPECT_EQ(cut.allreduce_ring(8), 64 * unit);
+    EXPECT_EQ(cut.allreduce_ring(12), 7 * unit);
+    EXPECT_EQ(cut.allreduce_ring(16), 176 * unit);
 }
 
 TEST(CollSchedule, KnomialShapes)
@@ -728,7 +583,8 @@ TEST(CollSchedule, KnomialShapes)
             for (int radix : s.radices) product *= radix;
             ASSERT_EQ(product, s.core);
             ASSERT_LE(s.core, p);
-            ASSERT_LE(p - s.core, s.core) << "p=" << p << " k=" << k << ": a core rank would proxy two extras";
+            ASSERT_LE(p - s.core, s.core)
+                << "p=" << p << " k=" << k << ": a core rank would proxy two extras";
         }
     }
 }

@@ -53,10 +53,13 @@ TEST_F(Verbs, PortGidStatusesSayWhy)
     EXPECT_NE(std::strstr(why.text, "port 99 is not active"), nullptr) << why.text;
 }
 
-TEST_F(Verbs, QpCreateAndErrorState)
+// A QP created, connected to itself (RC loopback: RESET -> INIT -> RTR -> RTS), moved to the error
+// state; and the reason line of a QP no device can create
+TEST_F(Verbs, QpCreateConnectAndErrorState)
 {
-    const gdr_device_t &dev = devs_[0];
-    struct ibv_cq *cq       = ibv_create_cq(dev.ctx, 16, nullptr, nullptr, 0);
+    const gdr_device_t &dev     = devs_[0];
+    const gdr_port_info_t &port = dev.ports[0];
+    struct ibv_cq *cq           = ibv_create_cq(dev.ctx, 16, nullptr, nullptr, 0);
     ASSERT_NE(cq, nullptr);
     struct ibv_qp *qp   = nullptr;
     uint32_t max_inline = 64;
@@ -67,7 +70,29 @@ TEST_F(Verbs, QpCreateAndErrorState)
     EXPECT_NE(std::strstr(why.text, "ibv_create_qp(RC, send_wr=1073741824"), nullptr) << why.text;
     ASSERT_EQ(gdr_verbs_qp_create(dev.pd, cq, cq, nullptr, 16, 1, &max_inline, &qp, &why), UCS_OK)
         << why.text;
+
+    gdr_qp_local_t local{};
+    local.port_num      = port.port_num;
+    local.gid_index     = (port.gid_index >= 0) ? port.gid_index : 0;
+    local.mtu           = port.active_mtu;
+    local.psn           = 0x123;
+    local.sl            = port.sm_sl;
+    local.hop_limit     = 64;
+    local.timeout       = 14;
+    local.retry_count   = 7;
+    local.rnr_retry     = 7;
+    local.min_rnr_timer = 12;
+    local.max_rd_atomic = 1;
+    gdr_qp_remote_t self{};
+    self.qp_num    = qp->qp_num;
+    self.psn       = local.psn;
+    self.lid       = port.lid;
+    self.is_global = (port.link_layer == IBV_LINK_LAYER_ETHERNET);
+    self.mtu       = port.active_mtu;
+    self.gid       = port.gid;
+    EXPECT_EQ(gdr_verbs_qp_connect(qp, &local, &self, &why), UCS_OK) << why.text;
     EXPECT_EQ(gdr_verbs_qp_to_error(qp, &why), UCS_OK) << why.text;
+    EXPECT_STREQ(why.text, "");
     ibv_destroy_qp(qp);
     ibv_destroy_cq(cq);
 }

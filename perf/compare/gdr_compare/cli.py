@@ -11,7 +11,7 @@ import time
 
 from . import __doc__ as PACKAGE_DOC
 from .devices import DOCTOR, DeviceError, device_names, doctor_report
-from .plan import SECTIONS
+from .plan import NOT_QUICK, SECTIONS
 from .render import render
 from .session import Session
 from .tools import find_tool
@@ -23,7 +23,8 @@ def parse_args():
     p = argparse.ArgumentParser(description=summary,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--section", action="append", choices=SECTIONS,
-                   help="run only this section (repeatable; default: all)")
+                   help="run only this section (repeatable; default: all, without cost"
+                   " with --quick)")
     p.add_argument("--quick", action="store_true",
                    help="fewer iterations (a few minutes in the VM)")
     p.add_argument("--out", help="results directory (default ./results/compare-<date>)")
@@ -50,6 +51,9 @@ def parse_args():
     p.add_argument("--gdr-perftest", metavar="PATH",
                    help="gdr_perftest for wrapper/coll (default: <build>/perf/gdr_perftest/"
                         "gdr_perftest of GDR_PLUGIN=<build>/lib/libuct_gdr.so, else PATH)")
+    p.add_argument("--provider-ops", metavar="PATH",
+                   help="perf/cost/provider_ops for the cost section (default: next to the"
+                   " plugin's build, or on PATH)")
     p.add_argument("--coll-bench", metavar="PATH",
                    help="coll_bench for coll (default: <build>/perf/coll_bench/coll_bench, else "
                         "PATH)")
@@ -93,7 +97,7 @@ def main():
     if args.render:
         render(args.render)
         return 0
-    sections = args.section or list(SECTIONS)
+    sections = args.section or [s for s in SECTIONS if not (args.quick and s in NOT_QUICK)]
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     args.out = os.path.abspath(args.out or os.path.join("results", f"compare-{stamp}"))
     os.makedirs(args.out, exist_ok=True)

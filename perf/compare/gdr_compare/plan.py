@@ -3,7 +3,9 @@ bus-bandwidth conventions that make the collectives of the two tools comparable.
 
 from .units import BW, KiB, LAT, MiB
 
-SECTIONS = ("uct", "ucp", "raw", "wrapper", "coll")
+SECTIONS = ("uct", "ucp", "raw", "wrapper", "coll", "cost")
+# callgrind makes the cost section minutes long per row: a full run has it, --quick does not
+NOT_QUICK = ("cost",)
 
 # Which program produced a row (results.json/CSV field "tool"); "coll_bench" = ucp_cpp::coll timed
 # by perf/coll_bench, "mpi" = the MPI library's collective timed by perf/coll_bench.

@@ -74,6 +74,9 @@ def print_transports(table, rows, notes):
                      "raw verbs", "raw", "rc/raw", "gdr/raw"], lines)
         print("latency: median one-way us (ratio < 1: faster); bandwidth: MiB/s (ratio > 1: "
               "faster)")
+        if any(t["section"] == "cost" for t in table):
+            print("cost: exact counts per operation, posting side (callgrind; ratio < 1: "
+                  "cheaper)")
 
 
 def print_wrapper(wrapper, notes):

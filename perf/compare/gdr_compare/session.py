@@ -42,6 +42,9 @@ class Session:
             "--gdr-perftest")
         self.coll_bench, self.coll_bench_missing = find_tool(
             args.coll_bench, self.gdr_plugin, ("perf", "coll_bench", "coll_bench"), "--coll-bench")
+        self.provider_ops, self.provider_ops_missing = find_tool(
+            args.provider_ops, self.gdr_plugin, ("perf", "cost", "provider_ops"),
+            "--provider-ops")
         self.coll_ranks = args.coll_ranks or ([2] if args.quick else [2, 4])
 
     def base_env(self, transport):

@@ -26,12 +26,14 @@ def comparison_rows(rows):
     seen = []
     for r in rows:
         key = (r["section"], r["test"], r["size"], r["metric"])
-        if r["section"] not in ("uct", "ucp") or key in seen:
+        if r["section"] not in ("uct", "ucp", "cost") or key in seen:
             continue
         seen.append(key)
         section, test, size, metric = key
-        rc = value_of(rows, section=section, test=test, size=size, transport="rc_verbs")
-        gdr = value_of(rows, section=section, test=test, size=size, transport="gdr_rc")
+        rc = value_of(rows, section=section, test=test, size=size, metric=metric,
+                      transport="rc_verbs")
+        gdr = value_of(rows, section=section, test=test, size=size, metric=metric,
+                       transport="gdr_rc")
         raw_tool = RAW_PEER.get(test) if section == "uct" else None
         raw = value_of(rows, section="raw", test=raw_tool, size=size if metric == BW else 8) \
             if raw_tool else None

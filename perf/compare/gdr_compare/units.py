@@ -5,6 +5,11 @@ KiB, MiB = 1024, 1024 * 1024
 LAT, BW = "latency_us", "bandwidth_MiBps"
 TIME, BUSBW = "time_us", "busbw_GBps"  # collectives: time per call; bus bandwidth, 1 GB = 10^9 B
 UNIT = {LAT: "us", BW: "MiB/s", TIME: "us", BUSBW: "GB/s"}
+# cost section (exact counts per operation, callgrind): instructions, and calls of the system call
+# wrappers and of the verbs provider's post_send / post_recv / poll_cq
+COST_METRICS = ("instr_per_op", "syscalls_per_op", "post_send_per_op", "post_recv_per_op",
+                "poll_cq_per_op")
+UNIT.update({m: m[:-len("_per_op")] + "/op" for m in COST_METRICS})
 
 
 def size_label(size):

@@ -26,6 +26,8 @@ def measure_in_vm(args, sections):
                      ("--gdr-doctor", args.gdr_doctor and os.path.abspath(args.gdr_doctor)),
                      ("--gdr-perftest", args.gdr_perftest and os.path.abspath(args.gdr_perftest)),
                      ("--coll-bench", args.coll_bench and os.path.abspath(args.coll_bench)),
+                     ("--provider-ops",
+                      args.provider_ops and os.path.abspath(args.provider_ops)),
                      ("--coll-ranks", args.coll_ranks and ",".join(map(str, args.coll_ranks)))):
         if val is not None:
             cmd += [opt, str(val)]

@@ -120,9 +120,14 @@ void fill_port(gdr_device_t &dev, uint8_t port_num, const ibv_port_attr &pa)
     auto table     = read_gid_table(dev.ctx, port_num, pa.gid_tbl_len);
     gdr_gid_selection_t sel{};
     gdr_reason_t why;
-    // no usable GID is a fact of the port (index -1, and why), not an error here
-    (void)gdr_select_gid_from_table(table.data(), table.size(),
-                                    p.link_layer == IBV_LINK_LAYER_ETHERNET, -1, &sel, &why);
+    ucs_status_t status = gdr_select_gid_from_table(table.data(), table.size(),
+                                                    p.link_layer == IBV_LINK_LAYER_ETHERNET, -1,
+                                                    &sel, &why);
+    // no usable GID is a fact of the port (index -1, and why); any other failure (out of
+    // memory) is the caller's: gdr_verbs_open_all's guard returns it
+    if (status != UCS_OK && status != UCS_ERR_NO_ELEM) {
+        throw gdr::error(status, why.text);
+    }
     p.gid_index = sel.index;
     std::memcpy(p.gid.raw, sel.raw, sizeof(p.gid.raw));
     std::snprintf(p.gid_reason, sizeof(p.gid_reason), "%.*s", int(sizeof(p.gid_reason) - 1),

@@ -2,7 +2,8 @@
 rc_verbs and gdr_rc (or the two tools of a section) alternate test by test, so that both see the
 same moment of a host whose load drifts (a TCG guest's speed follows it closely)."""
 
-from . import coll, raw, ucx, wrapper
+from . import coll, cost, raw, ucx, wrapper
 
 RUNNERS = {"uct": ucx.run_uct, "ucp": ucx.run_ucp, "raw": raw.run_raw,
-           "wrapper": wrapper.run_wrapper, "coll": coll.run_coll}
+           "wrapper": wrapper.run_wrapper, "coll": coll.run_coll,
+           "cost": cost.run_cost}

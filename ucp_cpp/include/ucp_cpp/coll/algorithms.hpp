@@ -1,6 +1,14 @@
 /**
  * @file coll/algorithms.hpp
- * @brief Schedules of the collective algorithms (host memory), for any communicator size.
+ * @brief The collective algorithms: their schedules, for any communicator size, and the table
+ *        that names them and says which collectives each implements.
+ *
+ * The algorithm table (detail::algorithm_table, at the end) is the one place that knows an
+ * algorithm: a row {id, name, implementations}, each implementation a collective and the
+ * builder of its schedule.  Adding an algorithm is its id (coll::algorithm) and its row; the
+ * configuration variables, their error messages and the communicator take it from there.  The
+ * collective table (detail::collective_table) names the collectives and holds their automatic
+ * choice, whose cut-overs are coll::thresholds.
  *
  * Every builder appends rounds to a detail::schedule for the calling rank.  Conventions:
  * p = communicator size, r = own rank, "relative rank" vr = (r - root) mod p for rooted
@@ -15,7 +23,7 @@
  * CUDA memory (coll/gpu.hpp).  Scratch comes from c.plan.allocate(), which allocates in the
  * collective's memory.  Example:
  *   rd.then = [x = c.actions(), &op, incoming, buf, count] { x.reduce(op, incoming, buf, count); };
- * (copy_bytes() and reduction::apply() are host-only: do not call them from a schedule.)
+ * (reduction::apply() is host-only: do not call it from a schedule.)
  */
 #pragma once
 
@@ -23,7 +31,9 @@
 #include <ucp_cpp/coll/types.hpp>
 
 #include <algorithm>
-#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace ucp_cpp::coll::detail {
@@ -66,12 +76,6 @@ inline int subtree_span(int vr, int p)
     int span = 1;
     while (span < p) span <<= 1;
     return span;
-}
-
-/// Host memmove (host-only: schedules use context::actions().copy instead).
-inline void copy_bytes(void *dst, const void *src, size_t bytes)
-{
-    if (dst != src && bytes != 0) std::memmove(dst, src, bytes);
 }
 
 struct context {
@@ -119,7 +123,8 @@ inline void ring_reduce_scatter(context &c, std::byte *buf, const block_layout &
     for (int s = 0; s < p - 1; ++s) {
         const int send_block = mod(index - s - 1, p), recv_block = mod(index - s - 2, p);
         round &rd = c.plan.add_round();
-        c.send(rd, right, buf + layout.offset(send_block), layout.bytes(send_block), step_base + uint32_t(s));
+        c.send(rd, right, buf + layout.offset(send_block), layout.bytes(send_block),
+               step_base + uint32_t(s));
         c.recv(rd, left, incoming, layout.bytes(recv_block), step_base + uint32_t(s));
         rd.then = [x = c.actions(), &op, incoming, target = buf + layout.offset(recv_block),
                    n = layout.elements(recv_block)] { x.reduce(op, incoming, target, n); };
@@ -128,14 +133,17 @@ inline void ring_reduce_scatter(context &c, std::byte *buf, const block_layout &
 
 /// Ring allgather over `layout` on `buf`, where this rank already holds block `index`.
 /// Steps [step_base, step_base + p - 1).
-inline void ring_allgather(context &c, std::byte *buf, const block_layout &layout, int index, uint32_t step_base)
+inline void ring_allgather(context &c, std::byte *buf, const block_layout &layout, int index,
+                           uint32_t step_base)
 {
     const int p = c.size, right = mod(c.rank + 1, p), left = mod(c.rank - 1, p);
     for (int s = 0; s < p - 1; ++s) {
         const int send_block = mod(index - s, p), recv_block = mod(index - s - 1, p);
         round &rd = c.plan.add_round();
-        c.send(rd, right, buf + layout.offset(send_block), layout.bytes(send_block), step_base + uint32_t(s));
-        c.recv(rd, left, buf + layout.offset(recv_block), layout.bytes(recv_block), step_base + uint32_t(s));
+        c.send(rd, right, buf + layout.offset(send_block), layout.bytes(send_block),
+               step_base + uint32_t(s));
+        c.recv(rd, left, buf + layout.offset(recv_block), layout.bytes(recv_block),
+               step_base + uint32_t(s));
     }
 }
 
@@ -143,7 +151,8 @@ inline void ring_allgather(context &c, std::byte *buf, const block_layout &layou
 
 /// Recursive doubling; the 2*(p - 2^floor(log2 p)) lowest ranks first fold pairwise (even into
 /// odd) and get the result back at the end (MPICH's scheme), so any p works.
-inline void allreduce_recursive_doubling(context &c, std::byte *buf, size_t count, const reduction &op)
+inline void allreduce_recursive_doubling(context &c, std::byte *buf, size_t count,
+                                         const reduction &op)
 {
     const int p = c.size, r = c.rank;
     const size_t bytes = count * c.elem;
@@ -151,7 +160,9 @@ inline void allreduce_recursive_doubling(context &c, std::byte *buf, size_t coun
     while (pof2 * 2 <= p) pof2 *= 2;
     const int rem = p - pof2;
     std::byte *incoming = c.plan.allocate(bytes);
-    auto reduce_incoming = [x = c.actions(), &op, incoming, buf, count] { x.reduce(op, incoming, buf, count); };
+    auto reduce_incoming = [x = c.actions(), &op, incoming, buf, count] {
+        x.reduce(op, incoming, buf, count);
+    };
     const uint32_t fold_step = 0, unfold_step = 1 + log2_of(unsigned(pof2));
 
     int vrank;
@@ -227,7 +238,8 @@ inline knomial_shape knomial_shape_of(int p, int radix)
 /// first and get the result back at the end.  A group reduces its k vectors in digit order
 /// (v0 op v1 op ... op v(k-1)), so every rank computes bit-identical floating-point results.
 /// Steps: fold 0, round i 1 + i, unfold 1 + rounds (two ranks meet in at most one round).
-inline void allreduce_knomial(context &c, std::byte *buf, size_t count, const reduction &op, int radix)
+inline void allreduce_knomial(context &c, std::byte *buf, size_t count, const reduction &op,
+                              int radix)
 {
     const int p = c.size, r = c.rank;
     const size_t bytes = count * c.elem;
@@ -241,12 +253,15 @@ inline void allreduce_knomial(context &c, std::byte *buf, size_t count, const re
         c.recv(unfold, r - shape.core, buf, bytes, unfold_step);
         return;
     }
-    const int widest = shape.radices.empty() ? 1 : *std::max_element(shape.radices.begin(), shape.radices.end());
+    const int widest =
+        shape.radices.empty() ? 1 : *std::max_element(shape.radices.begin(), shape.radices.end());
     std::byte *incoming = c.plan.allocate(bytes * size_t(widest - 1));
     if (r < extra) {
         round &fold = c.plan.add_round();
         c.recv(fold, r + shape.core, incoming, bytes, fold_step);
-        fold.then = [x = c.actions(), &op, incoming, buf, count] { x.reduce(op, incoming, buf, count); };
+        fold.then = [x = c.actions(), &op, incoming, buf, count] {
+            x.reduce(op, incoming, buf, count);
+        };
     }
     int stride = 1;
     for (size_t i = 0; i < shape.radices.size(); ++i) {
@@ -305,7 +320,9 @@ inline void allreduce_rabenseifner(context &c, std::byte *buf, size_t count, con
             vrank = -1;
         } else {
             c.recv(rd, r - 1, incoming, bytes, fold_step);
-            rd.then = [x = c.actions(), &op, incoming, buf, count] { x.reduce(op, incoming, buf, count); };
+            rd.then = [x = c.actions(), &op, incoming, buf, count] {
+                x.reduce(op, incoming, buf, count);
+            };
             vrank = r / 2;
         }
     } else {
@@ -317,20 +334,25 @@ inline void allreduce_rabenseifner(context &c, std::byte *buf, size_t count, con
         int low = 0;  // first block of the window this rank still reduces
         for (int mask = pof2 >> 1; mask > 0; mask >>= 1, ++step) {
             const int peer = real(vrank ^ mask);
-            const int keep = (vrank & mask) ? low + mask : low, give = (vrank & mask) ? low : low + mask;
+            const int keep = (vrank & mask) ? low + mask : low,
+                      give = (vrank & mask) ? low : low + mask;
             round &rd = c.plan.add_round();
             c.send(rd, peer, buf + layout.offset(give), layout.span(give, give + mask), step);
             c.recv(rd, peer, incoming, layout.span(keep, keep + mask), step);
             rd.then = [x = c.actions(), &op, incoming, target = buf + layout.offset(keep),
-                       n = layout.first(keep + mask) - layout.first(keep)] { x.reduce(op, incoming, target, n); };
+                       n = layout.first(keep + mask) - layout.first(keep)] {
+                x.reduce(op, incoming, target, n);
+            };
             low = keep;
         }
         for (int mask = 1; mask < pof2; mask <<= 1, ++step) {
             const int vpeer = vrank ^ mask;
             const int mine = vrank & ~(mask - 1), theirs = vpeer & ~(mask - 1);
             round &rd = c.plan.add_round();
-            c.send(rd, real(vpeer), buf + layout.offset(mine), layout.span(mine, mine + mask), step);
-            c.recv(rd, real(vpeer), buf + layout.offset(theirs), layout.span(theirs, theirs + mask), step);
+            c.send(rd, real(vpeer), buf + layout.offset(mine), layout.span(mine, mine + mask),
+                   step);
+            c.recv(rd, real(vpeer), buf + layout.offset(theirs), layout.span(theirs, theirs + mask),
+                   step);
         }
     }
     if (r < 2 * rem) {
@@ -397,13 +419,16 @@ inline void reduce_binomial(context &c, std::byte *acc, size_t count, const redu
         }
         if (vr + mask < p) {
             c.recv(rd, mod(vr + mask + root, p), incoming, bytes, log2_of(unsigned(mask)));
-            rd.then = [x = c.actions(), &op, incoming, acc, count] { x.reduce(op, incoming, acc, count); };
+            rd.then = [x = c.actions(), &op, incoming, acc, count] {
+                x.reduce(op, incoming, acc, count);
+            };
         }
     }
 }
 
 /// Ring reduce-scatter, then every rank sends its reduced block to the root (large messages).
-inline void reduce_scatter_gather(context &c, std::byte *acc, size_t count, const reduction &op, int root)
+inline void reduce_scatter_gather(context &c, std::byte *acc, size_t count, const reduction &op,
+                                  int root)
 {
     block_layout layout{count, c.size, c.elem};
     ring_reduce_scatter(c, acc, layout, c.rank, op, 0);
@@ -440,8 +465,8 @@ inline void allgather_bruck(context &c, std::byte *buf, size_t block_bytes)
     std::byte *rotated = c.plan.allocate(block_bytes * size_t(p));
     // The own block is copied in when the schedule starts (it may be written by the caller
     // up to that point): chain it before the existing prologue.
-    c.plan.prologue = [prev = c.plan.prologue, x = c.actions(), rotated, own = buf + size_t(r) * block_bytes,
-                       block_bytes] {
+    c.plan.prologue = [prev = c.plan.prologue, x = c.actions(), rotated,
+                       own = buf + size_t(r) * block_bytes, block_bytes] {
         if (prev) prev();
         x.copy(rotated, own, block_bytes);
     };
@@ -455,7 +480,8 @@ inline void allgather_bruck(context &c, std::byte *buf, size_t block_bytes)
     if (p == 1) return;  // the prologue already placed the only block
     c.plan.rounds.back().then = [x = c.actions(), rotated, buf, block_bytes, p, r] {
         for (int j = 0; j < p; ++j) {
-            x.copy(buf + size_t(mod(r + j, p)) * block_bytes, rotated + size_t(j) * block_bytes, block_bytes);
+            x.copy(buf + size_t(mod(r + j, p)) * block_bytes, rotated + size_t(j) * block_bytes,
+                   block_bytes);
         }
     };
 }
@@ -464,12 +490,15 @@ inline void allgather_bruck(context &c, std::byte *buf, size_t block_bytes)
 
 /// Binomial gather; `staging` holds blocks [vr, vr + subtree) in relative order, own block first.
 /// At the root the staging buffer is rotated into `recv` (block i = rank i).
-inline void gather_binomial(context &c, const std::byte *own, std::byte *recv, size_t block_bytes, int root)
+inline void gather_binomial(context &c, const std::byte *own, std::byte *recv, size_t block_bytes,
+                            int root)
 {
     const int p = c.size, vr = mod(c.rank - root, p), span = subtree_span(vr, p);
     const int end = std::min(vr + span, p);
     std::byte *staging = c.plan.allocate(block_bytes * size_t(end - vr));
-    c.plan.prologue = [x = c.actions(), staging, own, block_bytes] { x.copy(staging, own, block_bytes); };
+    c.plan.prologue = [x = c.actions(), staging, own, block_bytes] {
+        x.copy(staging, own, block_bytes);
+    };
     round &children = c.plan.add_round();
     for (int m = 1; m < span && vr + m < p; m <<= 1) {
         const int child_end = std::min(vr + 2 * m, p);
@@ -478,34 +507,39 @@ inline void gather_binomial(context &c, const std::byte *own, std::byte *recv, s
     }
     if (vr != 0) {
         round &up = c.plan.add_round();
-        c.send(up, mod(vr - span + root, p), staging, size_t(end - vr) * block_bytes, log2_of(unsigned(span)));
+        c.send(up, mod(vr - span + root, p), staging, size_t(end - vr) * block_bytes,
+               log2_of(unsigned(span)));
     } else {
         children.then = [x = c.actions(), staging, recv, block_bytes, p, root] {
             for (int j = 0; j < p; ++j) {
-                x.copy(recv + size_t(mod(j + root, p)) * block_bytes, staging + size_t(j) * block_bytes,
-                       block_bytes);
+                x.copy(recv + size_t(mod(j + root, p)) * block_bytes,
+                       staging + size_t(j) * block_bytes, block_bytes);
             }
         };
     }
 }
 
 /// Binomial scatter (mirror of gather_binomial).
-inline void scatter_binomial(context &c, const std::byte *send, std::byte *recv, size_t block_bytes, int root)
+inline void scatter_binomial(context &c, const std::byte *send, std::byte *recv, size_t block_bytes,
+                             int root)
 {
     const int p = c.size, vr = mod(c.rank - root, p), span = subtree_span(vr, p);
     const int end = std::min(vr + span, p);
     std::byte *staging = c.plan.allocate(block_bytes * size_t(end - vr));
-    auto deliver_own = [x = c.actions(), staging, recv, block_bytes] { x.copy(recv, staging, block_bytes); };
+    auto deliver_own = [x = c.actions(), staging, recv, block_bytes] {
+        x.copy(recv, staging, block_bytes);
+    };
     if (vr == 0) {
         c.plan.prologue = [x = c.actions(), staging, send, block_bytes, p, root] {
             for (int j = 0; j < p; ++j) {
-                x.copy(staging + size_t(j) * block_bytes, send + size_t(mod(j + root, p)) * block_bytes,
-                       block_bytes);
+                x.copy(staging + size_t(j) * block_bytes,
+                       send + size_t(mod(j + root, p)) * block_bytes, block_bytes);
             }
         };
     } else {
         round &down = c.plan.add_round();
-        c.recv(down, mod(vr - span + root, p), staging, size_t(end - vr) * block_bytes, log2_of(unsigned(span)));
+        c.recv(down, mod(vr - span + root, p), staging, size_t(end - vr) * block_bytes,
+               log2_of(unsigned(span)));
     }
     round &children = c.plan.add_round();
     for (int m = span >> 1; m > 0; m >>= 1) {
@@ -521,7 +555,8 @@ inline void scatter_binomial(context &c, const std::byte *send, std::byte *recv,
 // ---------------------------------------------------------------- alltoall
 
 /// Pairwise exchange: round i sends to r+i and receives from r-i (p-1 rounds).
-inline void alltoall_pairwise(context &c, const std::byte *send, std::byte *recv, size_t block_bytes)
+inline void alltoall_pairwise(context &c, const std::byte *send, std::byte *recv,
+                              size_t block_bytes)
 {
     const int p = c.size, r = c.rank;
     const std::byte *source = send;
@@ -544,4 +579,440 @@ inline void alltoall_pairwise(context &c, const std::byte *send, std::byte *recv
     }
 }
 
+// ---------------------------------------------------------------- the algorithm table
+
+/// What a collective call hands to the builder of its algorithm (communicator fills it in).
+struct arguments {
+    const std::byte *send = nullptr;  ///< the caller's input (null where there is none)
+    std::byte *recv = nullptr;        ///< the caller's output; bcast: the buffer
+    size_t count = 0;                 ///< elements, as the collective's signature counts them
+    const reduction *op = nullptr;    ///< reductions: the schedule's own copy
+    int root = 0;                     ///< rooted collectives
+    int knomial_radix = 0;            ///< the communicator's config::knomial_radix()
+};
+
+/// Compiles the schedule of one collective with one algorithm into c.plan.
+using builder = void (*)(context &c, const arguments &call);
+
+/// The builders of the table: the collective's own preparation (the copies that put the input
+/// where the algorithm works on it), then the algorithm above.
+namespace build {
+
+inline void barrier_dissemination(context &c, const arguments &)
+{
+    detail::barrier_dissemination(c);
+}
+
+inline void bcast_binomial(context &c, const arguments &a)
+{
+    detail::bcast_binomial(c, a.recv, a.count * c.elem, a.root);
+}
+
+inline void bcast_scatter_allgather(context &c, const arguments &a)
+{
+    detail::bcast_scatter_allgather(c, a.recv, a.count, a.root);
+}
+
+/// reduce works in an accumulator that starts as a copy of send: recv at the root, scratch
+/// elsewhere (recv is not theirs to write).
+inline std::byte *reduce_accumulator(context &c, const arguments &a)
+{
+    const size_t bytes = a.count * c.elem;
+    std::byte *acc = c.rank == a.root ? a.recv : c.plan.allocate(bytes);
+    c.plan.prologue = [x = c.actions(), acc, send = a.send, bytes] { x.copy(acc, send, bytes); };
+    return acc;
+}
+
+inline void reduce_binomial(context &c, const arguments &a)
+{
+    detail::reduce_binomial(c, reduce_accumulator(c, a), a.count, *a.op, a.root);
+}
+
+inline void reduce_scatter_gather(context &c, const arguments &a)
+{
+    detail::reduce_scatter_gather(c, reduce_accumulator(c, a), a.count, *a.op, a.root);
+}
+
+/// allreduce works in recv, which starts as a copy of send.
+inline std::byte *allreduce_buffer(context &c, const arguments &a)
+{
+    c.plan.prologue = [x = c.actions(), buf = a.recv, send = a.send, bytes = a.count * c.elem] {
+        x.copy(buf, send, bytes);
+    };
+    return a.recv;
+}
+
+inline void allreduce_recursive_doubling(context &c, const arguments &a)
+{
+    detail::allreduce_recursive_doubling(c, allreduce_buffer(c, a), a.count, *a.op);
+}
+
+inline void allreduce_ring(context &c, const arguments &a)
+{
+    detail::allreduce_ring(c, allreduce_buffer(c, a), a.count, *a.op);
+}
+
+inline void allreduce_knomial(context &c, const arguments &a)
+{
+    detail::allreduce_knomial(c, allreduce_buffer(c, a), a.count, *a.op, a.knomial_radix);
+}
+
+inline void allreduce_rabenseifner(context &c, const arguments &a)
+{
+    detail::allreduce_rabenseifner(c, allreduce_buffer(c, a), a.count, *a.op);
+}
+
+/// allgather: the own block goes to its place in recv first; returns the blocks of recv.
+inline block_layout allgather_in_place(context &c, const arguments &a)
+{
+    const size_t block = a.count * c.elem;
+    c.plan.prologue = [x = c.actions(), own = a.recv + size_t(c.rank) * block, send = a.send,
+                       block] { x.copy(own, send, block); };
+    return equal_blocks(a.count, c.size, c.elem);
+}
+
+inline void allgather_ring(context &c, const arguments &a)
+{
+    ring_allgather(c, a.recv, allgather_in_place(c, a), c.rank, 0);
+}
+
+inline void allgather_recursive_doubling(context &c, const arguments &a)
+{
+    const block_layout layout = allgather_in_place(c, a);
+    if ((c.size & (c.size - 1)) != 0) {
+        throw ucx_error(UCS_ERR_UNSUPPORTED, "coll::allgather: recursive_doubling needs a "
+                                             "power-of-two communicator size (use bruck)");
+    }
+    detail::allgather_recursive_doubling(c, a.recv, layout);
+}
+
+inline void allgather_bruck(context &c, const arguments &a)
+{
+    allgather_in_place(c, a);
+    detail::allgather_bruck(c, a.recv, a.count * c.elem);
+}
+
+/// Block reduce-scatter: the ring reduce-scatter in a scratch copy of send, then block rank to
+/// recv (which may alias send: the copy comes after the last round).
+inline void reduce_scatter_ring(context &c, const arguments &a)
+{
+    const size_t total = a.count * size_t(c.size) * c.elem;
+    std::byte *work = c.plan.allocate(total);
+    c.plan.prologue = [x = c.actions(), work, send = a.send, total] { x.copy(work, send, total); };
+    const block_layout layout = equal_blocks(a.count, c.size, c.elem);
+    ring_reduce_scatter(c, work, layout, c.rank, *a.op, 0);
+    auto deliver = [x = c.actions(), out = a.recv, mine = work + layout.offset(c.rank),
+                    bytes = layout.bytes(c.rank)] { x.copy(out, mine, bytes); };
+    if (c.plan.rounds.empty()) {
+        c.plan.prologue = [prologue = c.plan.prologue, deliver] {
+            prologue();
+            deliver();
+        };
+    } else {
+        c.plan.rounds.back().then = [then = c.plan.rounds.back().then, deliver] {
+            then();
+            deliver();
+        };
+    }
+}
+
+inline void alltoall_pairwise(context &c, const arguments &a)
+{
+    detail::alltoall_pairwise(c, a.send, a.recv, a.count * c.elem);
+}
+
+inline void gather_binomial(context &c, const arguments &a)
+{
+    detail::gather_binomial(c, a.send, a.recv, a.count * c.elem, a.root);
+}
+
+inline void scatter_binomial(context &c, const arguments &a)
+{
+    detail::scatter_binomial(c, a.send, a.recv, a.count * c.elem, a.root);
+}
+
+}  // namespace build
+
+/// One collective an algorithm implements, and the builder of its schedule.
+struct implementation {
+    collective serves;
+    builder build;  ///< null: an unused slot of algorithm_row::implementations
+};
+
+/// A row of the algorithm table.
+struct algorithm_row {
+    algorithm id;
+    const char *name;  ///< what UCP_CPP_COLL_<COLLECTIVE>_ALGORITHM and messages call it
+    implementation implementations[4];
+
+    /// The builder of @p which, or null when this algorithm does not implement it.
+    [[nodiscard]] constexpr builder builder_for(collective which) const
+    {
+        for (const implementation &i : implementations) {
+            if (i.build != nullptr && i.serves == which) return i.build;
+        }
+        return nullptr;
+    }
+};
+
+/// Every algorithm (algorithm::automatic, no algorithm, has no row).  The order is the order in
+/// which messages and documentation list them.
+inline constexpr algorithm_row algorithm_table[] = {
+    {algorithm::dissemination, "dissemination",
+     {{collective::barrier, build::barrier_dissemination}}},
+    {algorithm::binomial, "binomial",
+     {{collective::bcast, build::bcast_binomial},
+      {collective::reduce, build::reduce_binomial},
+      {collective::gather, build::gather_binomial},
+      {collective::scatter, build::scatter_binomial}}},
+    {algorithm::scatter_allgather, "scatter_allgather",
+     {{collective::bcast, build::bcast_scatter_allgather}}},
+    {algorithm::reduce_scatter_gather, "reduce_scatter_gather",
+     {{collective::reduce, build::reduce_scatter_gather}}},
+    {algorithm::recursive_doubling, "recursive_doubling",
+     {{collective::allreduce, build::allreduce_recursive_doubling},
+      {collective::allgather, build::allgather_recursive_doubling}}},
+    {algorithm::ring, "ring",
+     {{collective::allreduce, build::allreduce_ring},
+      {collective::allgather, build::allgather_ring},
+      {collective::reduce_scatter, build::reduce_scatter_ring}}},
+    {algorithm::knomial, "knomial", {{collective::allreduce, build::allreduce_knomial}}},
+    {algorithm::rabenseifner, "rabenseifner",
+     {{collective::allreduce, build::allreduce_rabenseifner}}},
+    {algorithm::bruck, "bruck", {{collective::allgather, build::allgather_bruck}}},
+    {algorithm::pairwise, "pairwise", {{collective::alltoall, build::alltoall_pairwise}}},
+};
+
+/// What can be checked at compile time: ids and names unique, automatic nobody's id, every
+/// row implements something and no collective twice.
+constexpr bool algorithm_table_is_consistent()
+{
+    const size_t rows = sizeof(algorithm_table) / sizeof(algorithm_table[0]);
+    for (size_t i = 0; i < rows; ++i) {
+        const algorithm_row &row = algorithm_table[i];
+        if (row.id == algorithm::automatic || row.implementations[0].build == nullptr) return false;
+        if (std::string_view(row.name) == "automatic") return false;
+        for (size_t j = i + 1; j < rows; ++j) {
+            if (algorithm_table[j].id == row.id) return false;
+            if (std::string_view(algorithm_table[j].name) == row.name) return false;
+        }
+        for (size_t a = 0; a < 4; ++a) {
+            for (size_t b = a + 1; b < 4; ++b) {
+                const implementation &x = row.implementations[a], &y = row.implementations[b];
+                if (x.build != nullptr && y.build != nullptr && x.serves == y.serves) return false;
+            }
+        }
+    }
+    return true;
+}
+static_assert(algorithm_table_is_consistent(),
+              "algorithm_table: an id or a name twice, automatic as a row, a row that implements "
+              "nothing, or a collective twice in one row");
+
+/// The row of @p id.  Throws ucx_error(UCS_ERR_INVALID_PARAM) for automatic or a value that
+/// is no id (a cast integer).
+[[nodiscard]] inline const algorithm_row &row_of(algorithm id)
+{
+    for (const algorithm_row &row : algorithm_table) {
+        if (row.id == id) return row;
+    }
+    throw ucx_error(UCS_ERR_INVALID_PARAM, "coll: algorithm id " + std::to_string(int(id)) +
+                                               " is no row of the algorithm table");
+}
+
 }  // namespace ucp_cpp::coll::detail
+
+namespace ucp_cpp::coll {
+
+/**
+ * @brief Cut-overs of the automatic algorithm choice, in bytes (ranks where said).
+ *
+ * The allreduce ones come from an alpha-beta cost model (docs/collectives.md, "Allreduce
+ * selection"), the others are first guesses from MPICH's and Open MPI's tuned cut-overs; none
+ * was tuned by measurement.  A communicator takes them from its config (config::thresholds()),
+ * that is from the environment or from code.
+ */
+struct thresholds {
+    /// allreduce: below this size, or with fewer elements than ranks, latency rules: recursive
+    /// doubling for powers of two below allreduce_knomial_ranks, k-nomial otherwise.  From
+    /// here: Rabenseifner, or the ring from allreduce_ring(p).
+    size_t allreduce_rabenseifner = 16 * 1024;
+    /// allreduce: powers of two from this many ranks take k-nomial for small messages.
+    int allreduce_knomial_ranks = 16;
+    /// allreduce: alpha/beta, the message size whose transfer time equals one latency
+    /// (~2 us at ~8 GB/s); allreduce_ring(p) derives from it.
+    size_t allreduce_alpha_beta = 16 * 1024;
+    /// bcast: van de Geijn's scatter + allgather from this size (and n >= p, p > 2).
+    size_t bcast_scatter_allgather = 128 * 1024;
+    /// reduce: ring reduce-scatter + gather from this size (and n >= p).
+    size_t reduce_scatter_gather = 64 * 1024;
+    /// allgather: the ring from this many gathered bytes (all ranks' blocks together).
+    size_t allgather_ring = 64 * 1024;
+
+    /**
+     * @brief The allreduce size from which the ring replaces Rabenseifner on @p p ranks.
+     *
+     * Powers of two (both move 2n(p-1)/p; the ring has 2(p-1-log2 p) more latencies, n/p
+     * scratch and neighbour-only traffic): once those latencies are <= 1/16 of its transfer
+     * time, 16 (p-1-log2 p) alpha/beta: p 4: 256 KiB, 8: 1 MiB, 16: 2.75 MiB.  Other sizes
+     * (Rabenseifner's fold adds ~2 whole-vector transfers, the ring 2(p-2-floor(log2 p))
+     * latencies): (p-2-floor(log2 p)) alpha/beta: p 3: always, 5: 16 KiB, 6: 32 KiB, 12: 112 KiB.
+     * @param p the communicator size (>= 1)
+     * @return bytes
+     */
+    [[nodiscard]] constexpr size_t allreduce_ring(int p) const
+    {
+        int log2p = 0;
+        while ((2 << log2p) <= p) ++log2p;
+        if ((p & (p - 1)) == 0) return 16 * size_t(p - 1 - log2p) * allreduce_alpha_beta;
+        return size_t(p - 2 - log2p) * allreduce_alpha_beta;
+    }
+};
+
+}  // namespace ucp_cpp::coll
+
+namespace ucp_cpp::coll::detail {
+
+// ---------------------------------------------------------------- the collective table
+
+/// The automatic choice of one collective for @p count elements of @p elem bytes on @p p ranks.
+using chooser = algorithm (*)(const thresholds &cut, size_t count, size_t elem, int p);
+
+/// The collectives with one algorithm.
+template <algorithm only>
+algorithm always(const thresholds &, size_t, size_t, int)
+{
+    return only;
+}
+
+inline algorithm choose_bcast(const thresholds &cut, size_t count, size_t elem, int p)
+{
+    const bool large = count * elem >= cut.bcast_scatter_allgather && count >= size_t(p) && p > 2;
+    return large ? algorithm::scatter_allgather : algorithm::binomial;
+}
+
+inline algorithm choose_reduce(const thresholds &cut, size_t count, size_t elem, int p)
+{
+    const bool large = count * elem >= cut.reduce_scatter_gather && count >= size_t(p);
+    return large ? algorithm::reduce_scatter_gather : algorithm::binomial;
+}
+
+inline algorithm choose_allreduce(const thresholds &cut, size_t count, size_t elem, int p)
+{
+    const size_t bytes = count * elem;
+    if (bytes < cut.allreduce_rabenseifner || count < size_t(p)) {
+        const bool pof2 = (p & (p - 1)) == 0;
+        return pof2 && p < cut.allreduce_knomial_ranks ? algorithm::recursive_doubling
+                                                       : algorithm::knomial;
+    }
+    return bytes >= cut.allreduce_ring(p) ? algorithm::ring : algorithm::rabenseifner;
+}
+
+inline algorithm choose_allgather(const thresholds &cut, size_t count, size_t elem, int p)
+{
+    if (count * elem * size_t(p) >= cut.allgather_ring) return algorithm::ring;
+    return (p & (p - 1)) == 0 ? algorithm::recursive_doubling : algorithm::bruck;
+}
+
+/// A row of the collective table.
+struct collective_row {
+    collective id;
+    const char *name;  ///< as UCP_CPP_COLL_<NAME>_ALGORITHM spells it, in lower case
+    chooser automatic;
+};
+
+/// Every collective, in the order of their ids.
+inline constexpr collective_row collective_table[] = {
+    {collective::barrier, "barrier", always<algorithm::dissemination>},
+    {collective::bcast, "bcast", choose_bcast},
+    {collective::reduce, "reduce", choose_reduce},
+    {collective::allreduce, "allreduce", choose_allreduce},
+    {collective::allgather, "allgather", choose_allgather},
+    {collective::reduce_scatter, "reduce_scatter", always<algorithm::ring>},
+    {collective::alltoall, "alltoall", always<algorithm::pairwise>},
+    {collective::gather, "gather", always<algorithm::binomial>},
+    {collective::scatter, "scatter", always<algorithm::binomial>},
+};
+
+/// How many collectives there are.
+inline constexpr size_t collective_count = sizeof(collective_table) / sizeof(collective_table[0]);
+
+/// Row i is collective i, so ids index the table (and per-collective arrays of this size).
+constexpr bool collective_table_is_indexed_by_id()
+{
+    for (size_t i = 0; i < collective_count; ++i) {
+        if (size_t(collective_table[i].id) != i) return false;
+    }
+    return true;
+}
+static_assert(collective_table_is_indexed_by_id(), "collective_table: row i must be collective i");
+
+/// The row of @p which.
+[[nodiscard]] inline const collective_row &row_of(collective which)
+{
+    return collective_table[size_t(which)];
+}
+
+}  // namespace ucp_cpp::coll::detail
+
+namespace ucp_cpp::coll {
+
+/**
+ * @brief The name of a collective.
+ * @param which a collective
+ * @return "barrier", "bcast", ... as UCP_CPP_COLL_<NAME>_ALGORITHM spells it in lower case
+ */
+[[nodiscard]] inline const char *name_of(collective which) { return detail::row_of(which).name; }
+
+/**
+ * @brief The name of an algorithm.
+ * @param id an algorithm
+ * @return its name in the algorithm table ("ring", ...), or "automatic"
+ * @throws ucx_error UCS_ERR_INVALID_PARAM: @p id is no algorithm (a cast integer)
+ */
+[[nodiscard]] inline const char *name_of(algorithm id)
+{
+    return id == algorithm::automatic ? "automatic" : detail::row_of(id).name;
+}
+
+/**
+ * @brief The algorithm of a name, as the environment and command lines give them.
+ * @param name an algorithm name ("ring", ...) or "automatic"
+ * @return its id, or nullopt when no algorithm has that name
+ */
+[[nodiscard]] inline std::optional<algorithm> algorithm_named(std::string_view name)
+{
+    if (name == "automatic") return algorithm::automatic;
+    for (const detail::algorithm_row &row : detail::algorithm_table) {
+        if (name == row.name) return row.id;
+    }
+    return std::nullopt;
+}
+
+/**
+ * @brief Whether an algorithm implements a collective.
+ * @param id an algorithm (automatic implements every collective)
+ * @param which a collective
+ * @return true when @p which can run with @p id
+ * @throws ucx_error UCS_ERR_INVALID_PARAM: @p id is no algorithm (a cast integer)
+ */
+[[nodiscard]] inline bool implements(algorithm id, collective which)
+{
+    return id == algorithm::automatic || detail::row_of(id).builder_for(which) != nullptr;
+}
+
+/**
+ * @brief The algorithms that implement a collective.
+ * @param which a collective
+ * @return their ids in table order (without automatic)
+ */
+[[nodiscard]] inline std::vector<algorithm> algorithms_of(collective which)
+{
+    std::vector<algorithm> found;
+    for (const detail::algorithm_row &row : detail::algorithm_table) {
+        if (row.builder_for(which) != nullptr) found.push_back(row.id);
+    }
+    return found;
+}
+
+}  // namespace ucp_cpp::coll

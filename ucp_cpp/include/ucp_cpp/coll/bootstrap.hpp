@@ -13,6 +13,7 @@
  */
 #pragma once
 
+#include <ucp_cpp/coll/environment.hpp>
 #include <ucp_cpp/error.hpp>
 #include <ucp_cpp/worker.hpp>
 
@@ -25,7 +26,7 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
+#include <climits>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -33,48 +34,69 @@
 
 namespace ucp_cpp::coll {
 
+/// Where and how the ranks meet to exchange their worker addresses.
 struct bootstrap_params {
-    int rank = 0;
-    int size = 1;
-    std::string root_host = "127.0.0.1";
-    uint16_t root_port    = 29500;
+    int rank = 0;                          ///< this rank, in [0, size)
+    int size = 1;                          ///< the number of ranks
+    std::string root_host = "127.0.0.1";  ///< where rank 0 listens (name or address)
+    uint16_t root_port = 29500;            ///< the TCP port rank 0 listens on
     /// Bound on the whole rendezvous (connect retries, waiting for the other ranks, the table).
     std::chrono::milliseconds timeout{30000};
 
     /**
-     * From the environment: rank/size from RANK/WORLD_SIZE (torchrun style) or
-     * OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE (mpirun); the root from MASTER_ADDR/MASTER_PORT;
-     * UCP_CPP_COLL_BOOTSTRAP_TIMEOUT (seconds) overrides the timeout.  Throws ucx_error naming
-     * the missing variable.
+     * @brief The parameters a launcher put in the environment.
+     *
+     * rank/size from RANK/WORLD_SIZE (torchrun style) or OMPI_COMM_WORLD_RANK/
+     * OMPI_COMM_WORLD_SIZE (mpirun); the root from MASTER_ADDR/MASTER_PORT;
+     * UCP_CPP_COLL_BOOTSTRAP_TIMEOUT (seconds) overrides the timeout.
+     * @return the parameters
+     * @throws ucx_error UCS_ERR_INVALID_PARAM naming a missing variable, or one whose value is
+     *         not accepted (with the value and what is accepted)
      */
-    static bootstrap_params from_environment()
+    [[nodiscard]] static bootstrap_params from_environment()
     {
         bootstrap_params params;
-        const char *rank = std::getenv("RANK");
-        const char *size = std::getenv("WORLD_SIZE");
-        if (rank == nullptr || size == nullptr) {
-            rank = std::getenv("OMPI_COMM_WORLD_RANK");
-            size = std::getenv("OMPI_COMM_WORLD_SIZE");
-        }
-        if (rank == nullptr || size == nullptr) {
+        const bool torchrun =
+            std::getenv("RANK") != nullptr && std::getenv("WORLD_SIZE") != nullptr;
+        const char *rank = torchrun ? "RANK" : "OMPI_COMM_WORLD_RANK";
+        const char *size = torchrun ? "WORLD_SIZE" : "OMPI_COMM_WORLD_SIZE";
+        if (!detail::environment_value(rank) || !detail::environment_value(size)) {
             throw ucx_error(UCS_ERR_INVALID_PARAM,
                             "coll::bootstrap: set RANK and WORLD_SIZE (or run under mpirun, which "
                             "sets OMPI_COMM_WORLD_RANK/SIZE)");
         }
-        params.rank = std::atoi(rank);
-        params.size = std::atoi(size);
-        const char *host = std::getenv("MASTER_ADDR");
-        const char *port = std::getenv("MASTER_PORT");
-        if (host == nullptr || port == nullptr) {
-            throw ucx_error(UCS_ERR_INVALID_PARAM,
-                            "coll::bootstrap: set MASTER_ADDR and MASTER_PORT (the root's rendezvous address)");
+        params.size = int(integer_variable(size, 1, INT_MAX));
+        params.rank = int(integer_variable(rank, 0, params.size - 1));
+        if (!detail::environment_value("MASTER_ADDR") ||
+            !detail::environment_value("MASTER_PORT")) {
+            throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::bootstrap: set MASTER_ADDR and "
+                                                   "MASTER_PORT (the root's rendezvous address)");
         }
-        params.root_host = host;
-        params.root_port = static_cast<uint16_t>(std::atoi(port));
-        if (const char *seconds = std::getenv("UCP_CPP_COLL_BOOTSTRAP_TIMEOUT")) {
-            params.timeout = std::chrono::milliseconds(long(std::atof(seconds) * 1000));
+        params.root_host = *detail::environment_value("MASTER_ADDR");
+        params.root_port = uint16_t(integer_variable("MASTER_PORT", 1, 65535));
+        if (const auto seconds = detail::environment_value("UCP_CPP_COLL_BOOTSTRAP_TIMEOUT")) {
+            const auto bound = detail::parse_seconds(*seconds);
+            if (!bound) {
+                detail::reject_variable("UCP_CPP_COLL_BOOTSTRAP_TIMEOUT", *seconds, "not accepted",
+                                        detail::accepted_seconds);
+            }
+            params.timeout = std::chrono::ceil<std::chrono::milliseconds>(*bound);
         }
         return params;
+    }
+
+private:
+    /// The integer in variable @p name (set), from @p low to @p high; else its error.
+    static long long integer_variable(const char *name, long long low, long long high)
+    {
+        const std::string value = *detail::environment_value(name);
+        const auto number = detail::parse_integer(value, low, high);
+        if (!number) {
+            detail::reject_variable(name, value, "not accepted",
+                                    "an integer from " + std::to_string(low) + " to " +
+                                        std::to_string(high));
+        }
+        return *number;
     }
 };
 
@@ -103,7 +125,8 @@ private:
 
 inline int remaining_ms(clock::time_point deadline)
 {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
     return left > 0 ? int(left) : 0;
 }
 
@@ -114,7 +137,8 @@ inline void send_all(int fd, const void *data, size_t length, clock::time_point 
     while (length > 0) {
         pollfd pfd{fd, POLLOUT, 0};
         if (::poll(&pfd, 1, remaining_ms(deadline)) <= 0) {
-            throw ucx_error(UCS_ERR_TIMED_OUT, std::string("coll::bootstrap: timed out sending ") + what);
+            throw ucx_error(UCS_ERR_TIMED_OUT,
+                            std::string("coll::bootstrap: timed out sending ") + what);
         }
         ssize_t n = ::send(fd, p, length, MSG_NOSIGNAL);
         if (n <= 0) {
@@ -166,7 +190,8 @@ inline std::vector<uint8_t> recv_blob(int fd, clock::time_point deadline, const 
     uint32_t length = 0;
     recv_all(fd, &length, sizeof(length), deadline, what);
     if (length > (1u << 20)) {
-        throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::bootstrap: implausible address length from " + what);
+        throw ucx_error(UCS_ERR_INVALID_PARAM,
+                        "coll::bootstrap: implausible address length from " + what);
     }
     std::vector<uint8_t> bytes(length);
     recv_all(fd, bytes.data(), length, deadline, what);
@@ -174,7 +199,8 @@ inline std::vector<uint8_t> recv_blob(int fd, clock::time_point deadline, const 
 }
 
 inline std::vector<worker_address> root_rendezvous(const bootstrap_params &params,
-                                                   const worker_address &own, clock::time_point deadline)
+                                                   const worker_address &own,
+                                                   clock::time_point deadline)
 {
     socket_fd listener(::socket(AF_INET6, SOCK_STREAM, 0));
     bool ipv6 = listener.get() >= 0;
@@ -198,7 +224,8 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
     }
     if (bound != 0 || ::listen(listener.get(), params.size) != 0) {
         throw ucx_error(UCS_ERR_IO_ERROR, "coll::bootstrap: root cannot listen on port " +
-                                              std::to_string(params.root_port) + ": " + std::strerror(errno));
+                                              std::to_string(params.root_port) + ": " +
+                                              std::strerror(errno));
     }
 
     std::vector<worker_address> table(size_t(params.size));
@@ -210,7 +237,9 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
         if (::poll(&pfd, 1, remaining_ms(deadline)) <= 0) {
             std::string missing;
             for (int r = 1; r < params.size; ++r) {
-                if (peers[size_t(r)].get() < 0) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+                if (peers[size_t(r)].get() < 0) {
+                    missing += (missing.empty() ? "" : ",") + std::to_string(r);
+                }
             }
             throw ucx_error(UCS_ERR_TIMED_OUT, "coll::bootstrap: root timed out after " +
                                                    std::to_string(params.timeout.count()) +
@@ -220,11 +249,12 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
         if (peer.get() < 0) continue;
         hello h{};
         recv_all(peer.get(), &h, sizeof(h), deadline, "a rank's registration");
-        if (h.magic != bootstrap_magic || h.size != params.size || h.rank <= 0 || h.rank >= params.size ||
-            peers[size_t(h.rank)].get() >= 0) {
+        if (h.magic != bootstrap_magic || h.size != params.size || h.rank <= 0 ||
+            h.rank >= params.size || peers[size_t(h.rank)].get() >= 0) {
             throw ucx_error(UCS_ERR_INVALID_PARAM,
-                            "coll::bootstrap: bad registration (rank " + std::to_string(h.rank) + ", size " +
-                                std::to_string(h.size) + ", root expects size " + std::to_string(params.size) +
+                            "coll::bootstrap: bad registration (rank " + std::to_string(h.rank) +
+                                ", size " + std::to_string(h.size) + ", root expects size " +
+                                std::to_string(params.size) +
                                 "; duplicate rank or foreign client?)");
         }
         table[size_t(h.rank)].bytes.resize(h.address_length);
@@ -242,16 +272,19 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
 }
 
 inline std::vector<worker_address> client_rendezvous(const bootstrap_params &params,
-                                                     const worker_address &own, clock::time_point deadline)
+                                                     const worker_address &own,
+                                                     clock::time_point deadline)
 {
     const std::string root = params.root_host + ":" + std::to_string(params.root_port);
     addrinfo hints{};
     hints.ai_family   = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo *found   = nullptr;
-    int rc = getaddrinfo(params.root_host.c_str(), std::to_string(params.root_port).c_str(), &hints, &found);
+    int rc = getaddrinfo(params.root_host.c_str(), std::to_string(params.root_port).c_str(), &hints,
+                         &found);
     if (rc != 0) {
-        throw ucx_error(UCS_ERR_INVALID_ADDR, "coll::bootstrap: cannot resolve root " + root + ": " + gai_strerror(rc));
+        throw ucx_error(UCS_ERR_INVALID_ADDR,
+                        "coll::bootstrap: cannot resolve root " + root + ": " + gai_strerror(rc));
     }
     std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, &freeaddrinfo);
     socket_fd connection;
@@ -261,7 +294,8 @@ inline std::vector<worker_address> client_rendezvous(const bootstrap_params &par
         for (addrinfo *ai = found; ai != nullptr && connection.get() < 0; ai = ai->ai_next) {
             socket_fd attempt(::socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK, 0));
             if (attempt.get() < 0) continue;
-            if (::connect(attempt.get(), ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
+            if (::connect(attempt.get(), ai->ai_addr, ai->ai_addrlen) != 0 &&
+                errno != EINPROGRESS) {
                 last_error = std::strerror(errno);
                 continue;
             }
@@ -279,10 +313,11 @@ inline std::vector<worker_address> client_rendezvous(const bootstrap_params &par
         }
         if (connection.get() >= 0) break;
         if (remaining_ms(deadline) == 0) {
-            throw ucx_error(UCS_ERR_UNREACHABLE, "coll::bootstrap: rank " + std::to_string(params.rank) +
-                                                     " cannot reach the root at " + root + " within " +
-                                                     std::to_string(params.timeout.count()) +
-                                                     " ms (last error: " + last_error + ")");
+            throw ucx_error(UCS_ERR_UNREACHABLE,
+                            "coll::bootstrap: rank " + std::to_string(params.rank) +
+                                " cannot reach the root at " + root + " within " +
+                                std::to_string(params.timeout.count()) +
+                                " ms (last error: " + last_error + ")");
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -301,14 +336,21 @@ inline std::vector<worker_address> client_rendezvous(const bootstrap_params &par
 }  // namespace detail
 
 /**
- * Exchanges @p own with all ranks through the rendezvous described by @p params; returns the
- * address table indexed by rank (entry params.rank is @p own).  Blocks at most params.timeout.
+ * @brief Exchanges @p own with all ranks through the rendezvous described by @p params.
+ *
+ * Blocks at most params.timeout.
+ * @param params rank, size, root and bound
+ * @param own this rank's worker address
+ * @return the address table indexed by rank (entry params.rank is @p own)
+ * @throws ucx_error naming the failure (see the file comment)
  */
-inline std::vector<worker_address> exchange_addresses(const bootstrap_params &params, const worker_address &own)
+[[nodiscard]] inline std::vector<worker_address> exchange_addresses(const bootstrap_params &params,
+                                                                  const worker_address &own)
 {
     if (params.size < 1 || params.rank < 0 || params.rank >= params.size) {
-        throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::bootstrap: rank " + std::to_string(params.rank) +
-                                                   " is not in [0, size=" + std::to_string(params.size) + ")");
+        throw ucx_error(UCS_ERR_INVALID_PARAM,
+                        "coll::bootstrap: rank " + std::to_string(params.rank) +
+                            " is not in [0, size=" + std::to_string(params.size) + ")");
     }
     if (params.size == 1) return {own};
     const auto deadline = detail::clock::now() + params.timeout;

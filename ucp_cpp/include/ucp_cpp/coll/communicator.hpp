@@ -3,228 +3,253 @@
  * @brief ucp_cpp::coll::communicator: ranks, bootstrap, split/dup and the nine collectives.
  *
  * @code
- *   auto ctx    = ucp_cpp::context::create();
- *   auto wrk    = ucp_cpp::worker::create(ctx);
- *   auto world  = ucp_cpp::coll::communicator::bootstrap(wrk, ucp_cpp::coll::bootstrap_params::from_environment());
- *   world.allreduce(send.data(), recv.data(), n, ucp_cpp::coll::sum);        // blocking
- *   auto req = world.iallgather(mine.data(), all.data(), n);                   // nonblocking
+ *   namespace coll = ucp_cpp::coll;
+ *   auto ctx   = ucp_cpp::context::create();
+ *   auto wrk   = ucp_cpp::worker::create(ctx);
+ *   auto world = coll::communicator::bootstrap(wrk, coll::bootstrap_params::from_environment());
+ *   world.allreduce(send.data(), recv.data(), n, coll::sum);        // blocking
+ *   auto req = world.iallgather(mine.data(), all.data(), n);         // nonblocking
  *   req.wait(10s);
  * @endcode
  *
  * Buffers are pointers + element counts with the element type deduced (int8..int64,
- * uint8..uint64, float, double).  In-place variants are selected by aliasing, as documented per
- * call (e.g. allreduce(buf, buf, n, op)).  Every rank must issue the same collectives on a
- * communicator in the same order with matching counts and roots (a count mismatch is detected
- * and fails the collective).
+ * uint8..uint64, float, double, half_t, bfloat16_t), on the host or on a GPU.  In-place variants
+ * are selected by aliasing, as documented per call (e.g. allreduce(buf, buf, n, op)).  Every
+ * rank must issue the same collectives on a communicator in the same order with matching counts
+ * and roots (a count mismatch is detected and fails the collective).
+ *
+ * Algorithm selection: call_options::algo, else the communicator's config (coll/config.hpp:
+ * config::use() in code, or UCP_CPP_COLL_<COLLECTIVE>_ALGORITHM read when the communicator was
+ * constructed), else the automatic choice by message and communicator size (coll::thresholds).
  *
  * Lifetime: a communicator is a cheap copyable handle; copies share the sequence numbering (they
- * are the same communicator; use dup() for an independent one).  The communicator keeps its worker
- * alive.  Buffers must stay valid until the collective completes.
+ * are the same communicator; use dup() for an independent one).  The communicator keeps its
+ * worker alive.  Buffers must stay valid until the collective completes.
  *
  * Threading: a communicator and every communicator derived from it (split/dup) share the worker
  * and its engine: use them from one thread at a time.  Ranks in the same process (threads) need
  * one worker each.
- *
- * Algorithm selection: call_options::algo, else the environment variable
- * UCP_CPP_COLL_<COLLECTIVE>_ALGORITHM (e.g. UCP_CPP_COLL_ALLREDUCE_ALGORITHM=ring), else by
- * message and communicator size (see docs/collectives.md for the thresholds).
  */
 #pragma once
 
 #include <ucp_cpp/coll/algorithms.hpp>
 #include <ucp_cpp/coll/bootstrap.hpp>
+#include <ucp_cpp/coll/config.hpp>
 #include <ucp_cpp/coll/engine.hpp>
 #include <ucp_cpp/coll/types.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 namespace ucp_cpp::coll {
 
-enum class algorithm {
-    automatic,
-    recursive_doubling,  ///< allreduce, allgather (allgather: power-of-two sizes)
-    ring,                ///< allreduce, allgather, reduce_scatter
-    binomial,            ///< bcast, reduce, gather, scatter
-    scatter_allgather,   ///< bcast (van de Geijn)
-    reduce_scatter_gather,  ///< reduce (ring reduce-scatter + gather at the root)
-    bruck,               ///< allgather
-    pairwise,            ///< alltoall
-    dissemination,       ///< barrier
-    knomial,             ///< allreduce (recursive k-ing, radix UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX)
-    rabenseifner,        ///< allreduce (recursive-halving reduce-scatter + recursive-doubling allgather)
-};
-
-inline const char *name_of(algorithm a)
-{
-    static const char *const names[] = {"automatic", "recursive_doubling", "ring", "binomial",
-                                        "scatter_allgather", "reduce_scatter_gather", "bruck",
-                                        "pairwise", "dissemination", "knomial", "rabenseifner"};
-    return names[static_cast<int>(a)];
-}
-
-/// Per-call options.
+/// Options of one collective call.
 struct call_options {
+    /// The algorithm of this call; automatic: the communicator's config decides.
     algorithm algo = algorithm::automatic;
-    /// Bound for the blocking variants; default: UCP_CPP_COLL_TIMEOUT (seconds) or forever.
+    /// Bound of the blocking variants; zero: the config's (config::timeout, default forever).
     std::chrono::nanoseconds timeout = std::chrono::nanoseconds::zero();
 };
 
-/// Message-size thresholds of the automatic selection, in bytes (see docs/collectives.md).
-struct thresholds {
-    /// allreduce over p ranks, bytes = n * sizeof(T) (the alpha-beta cost model behind these:
-    /// docs/collectives.md, "Allreduce selection").  Below this, or n < p, latency rules:
-    /// recursive doubling for powers of two below allreduce_knomial_ranks, k-nomial otherwise.
-    static constexpr size_t allreduce_rabenseifner = 16 * 1024;
-    static constexpr int allreduce_knomial_ranks = 16;  ///< powers of two from here: k-nomial
-    static constexpr int allreduce_knomial_radix = 4;   ///< default k (UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX)
-    /// alpha/beta: the message size whose transfer time equals one latency (~2 us at ~8 GB/s).
-    static constexpr size_t allreduce_alpha_beta = 16 * 1024;
-    /// From allreduce_rabenseifner (and n >= p) up: ring at or above this, Rabenseifner below.
-    /// Powers of two (both move 2n(p-1)/p; the ring has 2(p-1-log2 p) more latencies, n/p
-    /// scratch and neighbour-only traffic): once those latencies are <= 1/16 of its transfer
-    /// time, 16 (p-1-log2 p) alpha/beta: p 4: 256 KiB, 8: 1 MiB, 16: 2.75 MiB.  Other sizes
-    /// (Rabenseifner's fold adds ~2 whole-vector transfers, the ring 2(p-2-floor(log2 p))
-    /// latencies): (p-2-floor(log2 p)) alpha/beta: p 3: always, 5: 16 KiB, 6: 32 KiB, 12: 112 KiB.
-    static constexpr size_t allreduce_ring(int p)
-    {
-        int log2p = 0;
-        while ((2 << log2p) <= p) ++log2p;
-        if ((p & (p - 1)) == 0) return 16 * size_t(p - 1 - log2p) * allreduce_alpha_beta;
-        return size_t(p - 2 - log2p) * allreduce_alpha_beta;
-    }
-    static constexpr size_t bcast_scatter_allgather = 128 * 1024;
-    static constexpr size_t reduce_scatter_gather = 64 * 1024;
-    static constexpr size_t allgather_ring = 64 * 1024;       ///< total gathered bytes
-};
-
-/// How a communicator connects to its peers.
+/// How a communicator connects to its peers, and its collectives' settings.
 struct communicator_params {
     /// UCP_ERR_HANDLING_MODE_PEER: a dead rank fails the collectives instead of hanging them.
     /// UCX's shared-memory transports posix/sysv/xpmem cannot detect dead peers and refuse this
     /// mode (in every release unless UCX_MM_ERROR_HANDLING=y; detail/ucx_compat.hpp): set it
     /// false to run over them (then only timeouts bound a failure).
     bool peer_error_handling = true;
-    /// CUDA buffers: staging through pinned host memory and its segment size (coll/engine.hpp).
-    detail::gpu_options gpu;
+    /// The collectives' settings; empty: config::from_environment(), read when the
+    /// communicator is constructed.  Start from config::from_environment() to override only
+    /// some of the environment's settings in code.
+    std::optional<coll::config> config;
 };
 
+/**
+ * @brief A group of ranks that run collectives together (MPI's communicator).
+ *
+ * Lifetime and threading: see the file comment.
+ */
 class communicator {
 public:
     /// An invalid communicator (what split() returns to ranks that passed a negative color).
     communicator() = default;
 
     /**
-     * Bootstrap (a): rendezvous at params.root_host:root_port (see bootstrap.hpp), then connect to
-     * every rank.  Bounded by params.timeout; throws ucx_error naming the failure.
+     * @brief Bootstrap (a): rendezvous at params.root_host:root_port (coll/bootstrap.hpp), then
+     *        connect to every rank.
+     * @param owner the worker of this rank (UCP_FEATURE_TAG)
+     * @param params rank, size, root address and the bound of the rendezvous
+     * @param options connection and collective settings
+     * @return the communicator of all params.size ranks
+     * @throws ucx_error naming the failure: the rendezvous (bounded by params.timeout), a
+     *         config value the environment gives and the config does not accept (read before
+     *         the rendezvous), or UCX
      */
-    static communicator bootstrap(std::shared_ptr<worker> owner, const bootstrap_params &params,
-                                  const communicator_params &options = {})
+    [[nodiscard]] static communicator bootstrap(std::shared_ptr<worker> owner,
+                                                const bootstrap_params &params,
+                                                const communicator_params &options = {})
     {
+        // Read before the rendezvous: a bad value fails this rank at once, not its peers later.
+        communicator_params resolved = options;
+        if (!resolved.config) resolved.config = coll::config::from_environment();
         auto table = exchange_addresses(params, owner->address());
-        return from_addresses(std::move(owner), params.rank, table, options);
+        return from_addresses(std::move(owner), params.rank, table, resolved);
     }
 
-    /// Bootstrap (b): the caller already exchanged the worker addresses (table indexed by rank).
-    static communicator from_addresses(std::shared_ptr<worker> owner, int rank,
-                                       const std::vector<worker_address> &addresses,
-                                       const communicator_params &options = {})
+    /**
+     * @brief Bootstrap (b): the caller already exchanged the worker addresses.
+     * @param owner the worker of this rank (UCP_FEATURE_TAG)
+     * @param rank this rank, in [0, addresses.size())
+     * @param addresses every rank's worker::address(), indexed by rank
+     * @param options connection and collective settings
+     * @return the communicator of all addresses.size() ranks
+     * @throws ucx_error UCS_ERR_INVALID_PARAM for a rank or size out of range or a config value
+     *         the environment gives and the config does not accept; UCX's errors connecting
+     */
+    [[nodiscard]] static communicator from_addresses(std::shared_ptr<worker> owner, int rank,
+                                                     const std::vector<worker_address> &addresses,
+                                                     const communicator_params &options = {})
     {
         const int size = int(addresses.size());
         if (size < 1 || size > detail::max_ranks || rank < 0 || rank >= size) {
-            throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::communicator: rank " + std::to_string(rank) +
-                                                       " / size " + std::to_string(size) + " out of range (size <= " +
-                                                       std::to_string(detail::max_ranks) + ")");
+            throw ucx_error(UCS_ERR_INVALID_PARAM,
+                            "coll::communicator: rank " + std::to_string(rank) + " / size " +
+                                std::to_string(size) + " out of range (size <= " +
+                                std::to_string(detail::max_ranks) + ")");
         }
         owner->ctx()->require_features(UCP_FEATURE_TAG, "coll::communicator");
-        auto state   = std::make_shared<detail::comm_state>();
-        state->owner = detail::engine::create(std::move(owner), rank, addresses, options.peer_error_handling,
-                                              options.gpu);
-        state->rank  = rank;
-        state->id    = 0;
+        auto settings = std::make_shared<const coll::config>(
+            options.config ? *options.config : coll::config::from_environment());
+        auto state = std::make_shared<detail::comm_state>();
+        state->owner = detail::engine::create(
+            std::move(owner), rank, addresses, options.peer_error_handling,
+            detail::gpu_options{settings->gpu_staging(), settings->gpu_segment_bytes()});
+        state->rank = rank;
+        state->id = 0;
         for (int r = 0; r < size; ++r) state->world_ranks.push_back(r);
-        return communicator(std::move(state));
+        return communicator(std::move(state), std::move(settings));
     }
 
-    bool valid() const noexcept { return state_ != nullptr; }
-    int rank() const { return live().rank; }
-    int size() const { return live().size(); }
-    /// The rank of communicator rank @p r in the bootstrap (world) communicator.
-    int world_rank(int r) const { return live().world_ranks.at(size_t(r)); }
-    const std::shared_ptr<worker> &owner() const { return live().owner->owner(); }
+    /// @brief Whether this is a communicator (not default-constructed or split away).
+    /// @return true for a valid communicator
+    [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+    /// @brief This rank. @return in [0, size()) @throws ucx_error on an invalid communicator
+    [[nodiscard]] int rank() const { return live().rank; }
+    /// @brief The number of ranks. @return >= 1 @throws ucx_error on an invalid communicator
+    [[nodiscard]] int size() const { return live().size(); }
+    /**
+     * @brief The rank of communicator rank @p r in the bootstrap (world) communicator.
+     * @param r a rank of this communicator
+     * @return its world rank
+     * @throws std::out_of_range for a rank out of range; ucx_error on an invalid communicator
+     */
+    [[nodiscard]] int world_rank(int r) const { return live().world_ranks.at(size_t(r)); }
+    /// @brief The worker the collectives run on.
+    /// @return it @throws ucx_error on an invalid communicator
+    [[nodiscard]] const std::shared_ptr<worker> &owner() const { return live().owner->owner(); }
+    /// @brief The settings of the collectives, fixed when the communicator (or the one it was
+    ///        split from) was constructed.
+    /// @return them @throws ucx_error on an invalid communicator
+    [[nodiscard]] const coll::config &config() const
+    {
+        live();
+        return *config_;
+    }
 
     /**
-     * Collective over this communicator: ranks with the same @p color form a new communicator,
-     * ordered by (@p key, old rank).  A negative color returns an invalid communicator.
+     * @brief Collective over this communicator: ranks with the same @p color form a new
+     *        communicator, ordered by (@p key, old rank), with this one's config.
+     * @param color the group; negative: this rank joins none
+     * @param key the order within the group
+     * @return the new communicator; invalid for a negative color
+     * @throws ucx_error a failure of the allgather it runs; UCS_ERR_EXCEEDS_LIMIT when the
+     *         worker ran out of communicator ids
      */
-    communicator split(int color, int key) const
+    [[nodiscard]] communicator split(int color, int key) const
     {
         const detail::comm_state &self = live();
-        // Everybody contributes (color, key, next free communicator id); the new id is the maximum
-        // over the parent, so it is free in every member process (MPI's context-id argument).
+        // Everybody contributes (color, key, next free communicator id); the new id is the
+        // maximum over the parent, so it is free in every member process (MPI's context-id
+        // argument).
         int64_t mine[3] = {color, key, int64_t(self.owner->next_comm_id())};
         std::vector<int64_t> all(size_t(3 * size()));
         allgather(mine, all.data(), 3);
         uint32_t id = 0;
         for (int r = 0; r < size(); ++r) id = std::max(id, uint32_t(all[size_t(3 * r + 2)]));
         if (id >= detail::max_comm_ids) {
-            throw ucx_error(UCS_ERR_EXCEEDS_LIMIT, "coll::communicator::split: out of communicator ids");
+            throw ucx_error(UCS_ERR_EXCEEDS_LIMIT,
+                            "coll::communicator::split: out of communicator ids");
         }
         self.owner->next_comm_id() = id + 1;
         if (color < 0) return communicator();
         std::vector<std::tuple<int64_t, int, int>> members;  // key, old rank, world rank
         for (int r = 0; r < size(); ++r) {
-            if (all[size_t(3 * r)] == color) members.emplace_back(all[size_t(3 * r + 1)], r, self.world_ranks[size_t(r)]);
+            if (all[size_t(3 * r)] == color) {
+                members.emplace_back(all[size_t(3 * r + 1)], r, self.world_ranks[size_t(r)]);
+            }
         }
         std::sort(members.begin(), members.end());
-        auto state   = std::make_shared<detail::comm_state>();
+        auto state = std::make_shared<detail::comm_state>();
         state->owner = self.owner;
-        state->id    = id;
+        state->id = id;
         for (const auto &[member_key, old_rank, world] : members) {
             if (old_rank == self.rank) state->rank = int(state->world_ranks.size());
             state->world_ranks.push_back(world);
         }
-        return communicator(std::move(state));
+        return communicator(std::move(state), config_);
     }
 
-    /// Same ranks, independent tag space (collectives on the two never match each other).
-    communicator dup() const { return split(0, rank()); }
+    /**
+     * @brief Collective: the same ranks in an independent tag space (collectives on the two
+     *        never match each other), with this one's config.
+     * @return the new communicator
+     * @throws ucx_error as split()
+     */
+    [[nodiscard]] communicator dup() const { return split(0, rank()); }
 
     // ------------------------------------------------------------------ barrier
 
-    request ibarrier(const call_options &options = {}) const
+    /**
+     * @brief Starts a barrier: it completes once every rank entered it.
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: an algorithm that does not implement it
+     */
+    [[nodiscard]] request ibarrier(const call_options &options = {}) const
     {
-        return issue("barrier", options, [&](detail::context &c, algorithm) { detail::barrier_dissemination(c); },
-                     datatype::uint8, {algorithm::dissemination}, false, {});
+        return issue<uint8_t>(collective::barrier, options, nullptr, nullptr, 0);
     }
+    /// @brief Blocking ibarrier(). @param options algorithm and timeout
+    /// @throws ucx_error as ibarrier(), the collective's failure or UCS_ERR_TIMED_OUT
     void barrier(const call_options &options = {}) const { finish(ibarrier(options), options); }
 
-    // ------------------------------------------------------------------ broadcast (always in place)
+    // ------------------------------------------------------------------ broadcast
 
+    /**
+     * @brief Starts a broadcast of the root's @p buffer to every rank's (always in place).
+     * @param buffer @p count elements: the input at the root, the output elsewhere
+     * @param count number of elements
+     * @param root the rank that holds the input
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: a bad root or an algorithm that does not
+     *         implement it; UCS_ERR_UNSUPPORTED: host and CUDA buffers mixed
+     */
     template <class T>
-    request ibcast(T *buffer, size_t count, int root, const call_options &options = {}) const
+    [[nodiscard]] request ibcast(T *buffer, size_t count, int root,
+                                 const call_options &options = {}) const
     {
-        check_root(root, "bcast");
-        auto *buf = reinterpret_cast<std::byte *>(buffer);
-        return issue("bcast", options, [&](detail::context &c, algorithm a) {
-            if (a == algorithm::scatter_allgather) {
-                detail::bcast_scatter_allgather(c, buf, count, root);
-            } else {
-                detail::bcast_binomial(c, buf, count * sizeof(T), root);
-            }
-        }, datatype_of<T>(), {algorithm::binomial, algorithm::scatter_allgather}, count == 0, {buffer},
-                     [&] {
-                         return count * sizeof(T) >= thresholds::bcast_scatter_allgather && count >= size_t(size()) &&
-                                        size() > 2
-                                    ? algorithm::scatter_allgather
-                                    : algorithm::binomial;
-                     });
+        check_root(root, collective::bcast);
+        return issue<T>(collective::bcast, options, nullptr, buffer, count, nullptr, root);
     }
+    /// @brief Blocking ibcast(). @param buffer see ibcast() @param count see ibcast()
+    /// @param root see ibcast() @param options see ibcast()
+    /// @throws ucx_error as ibcast(), the collective's failure or UCS_ERR_TIMED_OUT
     template <class T>
     void bcast(T *buffer, size_t count, int root, const call_options &options = {}) const
     {
@@ -233,31 +258,30 @@ public:
 
     // ------------------------------------------------------------------ reduce
 
-    /// Result at @p root in @p recv (ignored elsewhere).  In place at the root: send == recv.
+    /**
+     * @brief Starts a reduction to the root: recv = op over all ranks' send, at the root.
+     * @param send @p count elements of this rank; in place at the root: send == recv
+     * @param recv @p count elements at the root (ignored elsewhere)
+     * @param count number of elements
+     * @param op the reduction
+     * @param root the rank that gets the result
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: a bad root, a custom op of another type or an
+     *         algorithm that does not implement it; UCS_ERR_UNSUPPORTED: host and CUDA buffers
+     *         mixed
+     */
     template <class T>
-    request ireduce(const T *send, T *recv, size_t count, const reduction &op, int root,
-                    const call_options &options = {}) const
+    [[nodiscard]] request ireduce(const T *send, T *recv, size_t count, const reduction &op,
+                                  int root, const call_options &options = {}) const
     {
-        check_root(root, "reduce");
-        op.check(datatype_of<T>());
-        const size_t bytes = count * sizeof(T);
-        return issue("reduce", options, [&](detail::context &c, algorithm a) {
-            const reduction &kept = keep(c, op);
-            // The root accumulates in recv; the others in scratch (recv is not theirs to write).
-            std::byte *acc = rank() == root ? reinterpret_cast<std::byte *>(recv) : c.plan.allocate(bytes);
-            c.plan.prologue = [x = c.actions(), acc, send, bytes] { x.copy(acc, send, bytes); };
-            if (a == algorithm::reduce_scatter_gather) {
-                detail::reduce_scatter_gather(c, acc, count, kept, root);
-            } else {
-                detail::reduce_binomial(c, acc, count, kept, root);
-            }
-        }, datatype_of<T>(), {algorithm::binomial, algorithm::reduce_scatter_gather}, count == 0, {send, recv},
-                     [&] {
-                         return bytes >= thresholds::reduce_scatter_gather && count >= size_t(size())
-                                    ? algorithm::reduce_scatter_gather
-                                    : algorithm::binomial;
-                     });
+        check_root(root, collective::reduce);
+        return issue(collective::reduce, options, send, recv, count, &op, root);
     }
+    /// @brief Blocking ireduce(). @param send see ireduce() @param recv see ireduce()
+    /// @param count see ireduce() @param op see ireduce() @param root see ireduce()
+    /// @param options see ireduce()
+    /// @throws ucx_error as ireduce(), the collective's failure or UCS_ERR_TIMED_OUT
     template <class T>
     void reduce(const T *send, T *recv, size_t count, const reduction &op, int root,
                 const call_options &options = {}) const
@@ -267,81 +291,65 @@ public:
 
     // ------------------------------------------------------------------ allreduce
 
-    /// recv = op over all ranks' send.  In place: send == recv.
+    /**
+     * @brief Starts an allreduce: recv = op over all ranks' send, on every rank.
+     * @param send @p count elements of this rank; in place: send == recv
+     * @param recv @p count elements
+     * @param count number of elements
+     * @param op the reduction
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: a custom op of another type or an algorithm that
+     *         does not implement it; UCS_ERR_UNSUPPORTED: host and CUDA buffers mixed
+     */
     template <class T>
-    request iallreduce(const T *send, T *recv, size_t count, const reduction &op,
-                       const call_options &options = {}) const
+    [[nodiscard]] request iallreduce(const T *send, T *recv, size_t count, const reduction &op,
+                                     const call_options &options = {}) const
     {
-        op.check(datatype_of<T>());
-        const size_t bytes = count * sizeof(T);
-        auto *buf = reinterpret_cast<std::byte *>(recv);
-        return issue("allreduce", options, [&](detail::context &c, algorithm a) {
-            const reduction &kept = keep(c, op);
-            c.plan.prologue = [x = c.actions(), buf, send, bytes] { x.copy(buf, send, bytes); };
-            if (a == algorithm::ring) {
-                detail::allreduce_ring(c, buf, count, kept);
-            } else if (a == algorithm::rabenseifner) {
-                detail::allreduce_rabenseifner(c, buf, count, kept);
-            } else if (a == algorithm::knomial) {
-                detail::allreduce_knomial(c, buf, count, kept, knomial_radix_from_environment());
-            } else {
-                detail::allreduce_recursive_doubling(c, buf, count, kept);
-            }
-        }, datatype_of<T>(),
-                     {algorithm::recursive_doubling, algorithm::ring, algorithm::knomial, algorithm::rabenseifner},
-                     count == 0, {send, recv}, [&] {
-                         const int p = size();
-                         const bool pof2 = (p & (p - 1)) == 0;
-                         if (bytes < thresholds::allreduce_rabenseifner || count < size_t(p)) {
-                             return pof2 && p < thresholds::allreduce_knomial_ranks ? algorithm::recursive_doubling
-                                                                                    : algorithm::knomial;
-                         }
-                         return bytes >= thresholds::allreduce_ring(p) ? algorithm::ring : algorithm::rabenseifner;
-                     });
+        return issue(collective::allreduce, options, send, recv, count, &op);
     }
+    /// @brief Blocking iallreduce(). @param send see iallreduce() @param recv see iallreduce()
+    /// @param count see iallreduce() @param op see iallreduce() @param options see iallreduce()
+    /// @throws ucx_error as iallreduce(), the collective's failure or UCS_ERR_TIMED_OUT
     template <class T>
-    void allreduce(const T *send, T *recv, size_t count, const reduction &op, const call_options &options = {}) const
+    void allreduce(const T *send, T *recv, size_t count, const reduction &op,
+                   const call_options &options = {}) const
     {
         finish(iallreduce(send, recv, count, op, options), options);
     }
-    /// In-place shorthand: buffer = op over all ranks' buffer.
+    /// @brief Blocking in-place allreduce: buffer = op over all ranks' buffer.
+    /// @param buffer @p count elements @param count number of elements @param op the reduction
+    /// @param options algorithm and timeout
+    /// @throws ucx_error as iallreduce(), the collective's failure or UCS_ERR_TIMED_OUT
     template <class T>
-    void allreduce(T *buffer, size_t count, const reduction &op, const call_options &options = {}) const
+    void allreduce(T *buffer, size_t count, const reduction &op,
+                   const call_options &options = {}) const
     {
         allreduce(buffer, buffer, count, op, options);
     }
 
     // ------------------------------------------------------------------ allgather
 
-    /// recv[i*count ..] = rank i's send (recv holds size()*count).  In place: send == recv + rank()*count.
+    /**
+     * @brief Starts an allgather: block i of recv = rank i's send, on every rank.
+     * @param send @p count elements; in place: send == recv + rank() * count
+     * @param recv size() * count elements
+     * @param count elements per rank
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: an algorithm that does not implement it;
+     *         UCS_ERR_UNSUPPORTED: recursive_doubling on a size that is no power of two, or
+     *         host and CUDA buffers mixed
+     */
     template <class T>
-    request iallgather(const T *send, T *recv, size_t count, const call_options &options = {}) const
+    [[nodiscard]] request iallgather(const T *send, T *recv, size_t count,
+                                     const call_options &options = {}) const
     {
-        const size_t block = count * sizeof(T);
-        auto *buf = reinterpret_cast<std::byte *>(recv);
-        const bool pof2 = (size() & (size() - 1)) == 0;
-        return issue("allgather", options, [&](detail::context &c, algorithm a) {
-            std::byte *own = buf + size_t(rank()) * block;
-            c.plan.prologue = [x = c.actions(), own, send, block] { x.copy(own, send, block); };
-            const auto layout = detail::equal_blocks(count, size(), sizeof(T));
-            if (a == algorithm::recursive_doubling) {
-                if (!pof2) {
-                    throw ucx_error(UCS_ERR_UNSUPPORTED, "coll::allgather: recursive_doubling needs a "
-                                                         "power-of-two communicator size (use bruck)");
-                }
-                detail::allgather_recursive_doubling(c, buf, layout);
-            } else if (a == algorithm::bruck) {
-                detail::allgather_bruck(c, buf, block);
-            } else {
-                detail::ring_allgather(c, buf, layout, rank(), 0);
-            }
-        }, datatype_of<T>(), {algorithm::ring, algorithm::recursive_doubling, algorithm::bruck}, count == 0,
-                     {send, recv},
-                     [&] {
-                         if (block * size_t(size()) >= thresholds::allgather_ring) return algorithm::ring;
-                         return pof2 ? algorithm::recursive_doubling : algorithm::bruck;
-                     });
+        return issue(collective::allgather, options, send, recv, count);
     }
+    /// @brief Blocking iallgather(). @param send see iallgather() @param recv see iallgather()
+    /// @param count see iallgather() @param options see iallgather()
+    /// @throws ucx_error as iallgather(), the collective's failure or UCS_ERR_TIMED_OUT
     template <class T>
     void allgather(const T *send, T *recv, size_t count, const call_options &options = {}) const
     {
@@ -350,31 +358,30 @@ public:
 
     // ------------------------------------------------------------------ reduce_scatter
 
-    /// Block reduce-scatter: send holds size()*count elements; recv (count) gets block rank() of
-    /// the reduction.  In place: send == recv (the buffer holds the input, block 0 the result).
+    /**
+     * @brief Starts a block reduce-scatter (MPI_Reduce_scatter_block): recv = block rank() of
+     *        op over all ranks' send.
+     * @param send size() * count elements; in place: send == recv (the buffer holds the
+     *        input, block 0 the result)
+     * @param recv @p count elements
+     * @param count elements per block
+     * @param op the reduction
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: a custom op of another type or an algorithm that
+     *         does not implement it; UCS_ERR_UNSUPPORTED: host and CUDA buffers mixed
+     */
     template <class T>
-    request ireduce_scatter(const T *send, T *recv, size_t count, const reduction &op,
-                            const call_options &options = {}) const
+    [[nodiscard]] request ireduce_scatter(const T *send, T *recv, size_t count,
+                                          const reduction &op,
+                                          const call_options &options = {}) const
     {
-        op.check(datatype_of<T>());
-        const size_t total = count * size_t(size()) * sizeof(T);
-        return issue("reduce_scatter", options, [&](detail::context &c, algorithm) {
-            const reduction &kept = keep(c, op);
-            std::byte *work = c.plan.allocate(total);
-            c.plan.prologue = [x = c.actions(), work, send, total] { x.copy(work, send, total); };
-            const auto layout = detail::equal_blocks(count, size(), sizeof(T));
-            detail::ring_reduce_scatter(c, work, layout, rank(), kept, 0);
-            auto *out = reinterpret_cast<std::byte *>(recv);
-            auto deliver = [x = c.actions(), out, mine = work + layout.offset(rank()), bytes = layout.bytes(rank())] {
-                x.copy(out, mine, bytes);
-            };
-            if (c.plan.rounds.empty()) {
-                c.plan.prologue = [prologue = c.plan.prologue, deliver] { prologue(); deliver(); };
-            } else {
-                c.plan.rounds.back().then = [then = c.plan.rounds.back().then, deliver] { then(); deliver(); };
-            }
-        }, datatype_of<T>(), {algorithm::ring}, count == 0, {send, recv});
+        return issue(collective::reduce_scatter, options, send, recv, count, &op);
     }
+    /// @brief Blocking ireduce_scatter(). @param send see ireduce_scatter()
+    /// @param recv see ireduce_scatter() @param count see ireduce_scatter()
+    /// @param op see ireduce_scatter() @param options see ireduce_scatter()
+    /// @throws ucx_error as ireduce_scatter(), the collective's failure or UCS_ERR_TIMED_OUT
     template <class T>
     void reduce_scatter(const T *send, T *recv, size_t count, const reduction &op,
                         const call_options &options = {}) const
@@ -384,15 +391,25 @@ public:
 
     // ------------------------------------------------------------------ alltoall
 
-    /// recv block i = rank i's send block rank() (count elements per block).  In place: send == recv.
+    /**
+     * @brief Starts an alltoall: block i of recv = block rank() of rank i's send.
+     * @param send size() * count elements; in place: send == recv
+     * @param recv size() * count elements
+     * @param count elements per block
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: an algorithm that does not implement it;
+     *         UCS_ERR_UNSUPPORTED: host and CUDA buffers mixed
+     */
     template <class T>
-    request ialltoall(const T *send, T *recv, size_t count, const call_options &options = {}) const
+    [[nodiscard]] request ialltoall(const T *send, T *recv, size_t count,
+                                    const call_options &options = {}) const
     {
-        return issue("alltoall", options, [&](detail::context &c, algorithm) {
-            detail::alltoall_pairwise(c, reinterpret_cast<const std::byte *>(send),
-                                      reinterpret_cast<std::byte *>(recv), count * sizeof(T));
-        }, datatype_of<T>(), {algorithm::pairwise}, count == 0, {send, recv});
+        return issue(collective::alltoall, options, send, recv, count);
     }
+    /// @brief Blocking ialltoall(). @param send see ialltoall() @param recv see ialltoall()
+    /// @param count see ialltoall() @param options see ialltoall()
+    /// @throws ucx_error as ialltoall(), the collective's failure or UCS_ERR_TIMED_OUT
     template <class T>
     void alltoall(const T *send, T *recv, size_t count, const call_options &options = {}) const
     {
@@ -401,55 +418,84 @@ public:
 
     // ------------------------------------------------------------------ gather / scatter
 
-    /// recv (at root, size()*count) block i = rank i's send.  In place at the root:
-    /// send == recv + root*count.
+    /**
+     * @brief Starts a gather: block i of recv at the root = rank i's send.
+     * @param send @p count elements; in place at the root: send == recv + root * count
+     * @param recv size() * count elements at the root (ignored elsewhere)
+     * @param count elements per rank
+     * @param root the rank that gets the blocks
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: a bad root or an algorithm that does not
+     *         implement it; UCS_ERR_UNSUPPORTED: host and CUDA buffers mixed
+     */
     template <class T>
-    request igather(const T *send, T *recv, size_t count, int root, const call_options &options = {}) const
+    [[nodiscard]] request igather(const T *send, T *recv, size_t count, int root,
+                                  const call_options &options = {}) const
     {
-        check_root(root, "gather");
-        return issue("gather", options, [&](detail::context &c, algorithm) {
-            detail::gather_binomial(c, reinterpret_cast<const std::byte *>(send), reinterpret_cast<std::byte *>(recv),
-                                    count * sizeof(T), root);
-        }, datatype_of<T>(), {algorithm::binomial}, count == 0, {send, recv});
+        check_root(root, collective::gather);
+        return issue(collective::gather, options, send, recv, count, nullptr, root);
     }
+    /// @brief Blocking igather(). @param send see igather() @param recv see igather()
+    /// @param count see igather() @param root see igather() @param options see igather()
+    /// @throws ucx_error as igather(), the collective's failure or UCS_ERR_TIMED_OUT
     template <class T>
-    void gather(const T *send, T *recv, size_t count, int root, const call_options &options = {}) const
+    void gather(const T *send, T *recv, size_t count, int root,
+                const call_options &options = {}) const
     {
         finish(igather(send, recv, count, root, options), options);
     }
 
-    /// recv (count) = block rank() of the root's send (size()*count).  In place at the root:
-    /// recv == send + root*count.
+    /**
+     * @brief Starts a scatter: recv = block rank() of the root's send.
+     * @param send size() * count elements at the root (ignored elsewhere)
+     * @param recv @p count elements; in place at the root: recv == send + root * count
+     * @param count elements per rank
+     * @param root the rank that holds the blocks
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: a bad root or an algorithm that does not
+     *         implement it; UCS_ERR_UNSUPPORTED: host and CUDA buffers mixed
+     */
     template <class T>
-    request iscatter(const T *send, T *recv, size_t count, int root, const call_options &options = {}) const
+    [[nodiscard]] request iscatter(const T *send, T *recv, size_t count, int root,
+                                   const call_options &options = {}) const
     {
-        check_root(root, "scatter");
-        return issue("scatter", options, [&](detail::context &c, algorithm) {
-            detail::scatter_binomial(c, reinterpret_cast<const std::byte *>(send), reinterpret_cast<std::byte *>(recv),
-                                     count * sizeof(T), root);
-        }, datatype_of<T>(), {algorithm::binomial}, count == 0, {send, recv});
+        check_root(root, collective::scatter);
+        return issue(collective::scatter, options, send, recv, count, nullptr, root);
     }
+    /// @brief Blocking iscatter(). @param send see iscatter() @param recv see iscatter()
+    /// @param count see iscatter() @param root see iscatter() @param options see iscatter()
+    /// @throws ucx_error as iscatter(), the collective's failure or UCS_ERR_TIMED_OUT
     template <class T>
-    void scatter(const T *send, T *recv, size_t count, int root, const call_options &options = {}) const
+    void scatter(const T *send, T *recv, size_t count, int root,
+                 const call_options &options = {}) const
     {
         finish(iscatter(send, recv, count, root, options), options);
     }
 
 private:
-    explicit communicator(std::shared_ptr<detail::comm_state> state) : state_(std::move(state)) {}
+    communicator(std::shared_ptr<detail::comm_state> state,
+                 std::shared_ptr<const coll::config> settings)
+        : state_(std::move(state)), config_(std::move(settings))
+    {
+    }
 
     const detail::comm_state &live() const
     {
-        if (!state_) throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::communicator: not a valid communicator");
+        if (!state_) {
+            throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::communicator: not a valid communicator");
+        }
         return *state_;
     }
 
-    void check_root(int root, const char *what) const
+    void check_root(int root, collective which) const
     {
         if (root < 0 || root >= size()) {
-            throw ucx_error(UCS_ERR_INVALID_PARAM, std::string("coll::") + what + ": root " + std::to_string(root) +
-                                                       " is not a rank of a communicator of size " +
-                                                       std::to_string(size()));
+            throw ucx_error(UCS_ERR_INVALID_PARAM,
+                            std::string("coll::") + name_of(which) + ": root " +
+                                std::to_string(root) + " is not a rank of a communicator of size " +
+                                std::to_string(size()));
         }
     }
 
@@ -461,36 +507,26 @@ private:
         return *copy;
     }
 
-    static algorithm algorithm_from_environment(const char *collective)
+    /// The algorithm of a call: @p asked, else the config's, else the automatic choice.
+    algorithm choose(collective which, algorithm asked, size_t count, size_t elem) const
     {
-        std::string variable = "UCP_CPP_COLL_";
-        for (const char *p = collective; *p; ++p) variable += char(std::toupper(static_cast<unsigned char>(*p)));
-        variable += "_ALGORITHM";
-        const char *value = std::getenv(variable.c_str());
-        if (value == nullptr || *value == '\0') return algorithm::automatic;
-        for (int a = 0; a <= int(algorithm::rabenseifner); ++a) {
-            if (std::string(value) == name_of(algorithm(a))) return algorithm(a);
+        const algorithm chosen =
+            asked != algorithm::automatic ? asked : config_->algorithm_for(which);
+        if (chosen == algorithm::automatic) {
+            return detail::row_of(which).automatic(config_->thresholds(), count, elem, size());
         }
-        throw ucx_error(UCS_ERR_INVALID_PARAM, variable + "=" + value + ": unknown algorithm");
-    }
-
-    /// k of the k-nomial allreduce: UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX (>= 2), else the default.
-    static int knomial_radix_from_environment()
-    {
-        const char *value = std::getenv("UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX");
-        if (value == nullptr || *value == '\0') return thresholds::allreduce_knomial_radix;
-        char *end = nullptr;
-        const long radix = std::strtol(value, &end, 10);
-        if (*end != '\0' || radix < 2 || radix > detail::max_ranks) {
-            throw ucx_error(UCS_ERR_INVALID_PARAM, std::string("UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX=") + value +
-                                                       ": not a radix (an integer >= 2)");
+        if (!implements(chosen, which)) {
+            throw ucx_error(UCS_ERR_INVALID_PARAM, std::string("coll::") + name_of(which) +
+                                                       ": algorithm " + name_of(chosen) +
+                                                       " does not implement it");
         }
-        return int(radix);
+        return chosen;
     }
 
     /// CUDA buffers: gives @p op the engine's GPU lane (device scratch, local actions on its
     /// stream, staged transfers).  Host buffers: nothing (one flag test without libcuda).
-    void place(detail::operation &op, const char *collective, std::initializer_list<const void *> buffers) const
+    void place(detail::operation &op, collective which,
+               std::initializer_list<const void *> buffers) const
     {
         const void *device_buffer = nullptr, *host_buffer = nullptr;
         gpu::location where;
@@ -503,69 +539,65 @@ private:
                 device_buffer = b;
                 where = at;
             } else if (at.context != where.context || at.ordinal != where.ordinal) {
-                throw ucx_error(UCS_ERR_UNSUPPORTED, std::string("coll::") + collective +
-                                                         ": the buffers are on different GPUs (or CUDA contexts)");
+                throw ucx_error(UCS_ERR_UNSUPPORTED,
+                                std::string("coll::") + name_of(which) +
+                                    ": the buffers are on different GPUs (or CUDA contexts)");
             }
         }
         if (device_buffer == nullptr) return;
         if (host_buffer != nullptr) {
-            throw ucx_error(UCS_ERR_UNSUPPORTED, std::string("coll::") + collective +
-                                                     ": one buffer is CUDA memory and another host memory; "
-                                                     "pass buffers of one kind");
+            throw ucx_error(UCS_ERR_UNSUPPORTED,
+                            std::string("coll::") + name_of(which) +
+                                ": one buffer is CUDA memory and another host memory; "
+                                "pass buffers of one kind");
         }
         detail::engine &owner = *live().owner;
-        op.lane        = owner.lane_for(where);
-        op.staged      = owner.stages_gpu_transfers();
+        op.lane = owner.lane_for(where);
+        op.staged = owner.stages_gpu_transfers();
         op.plan.device = op.lane;
     }
 
-    /// Chooses the algorithm, builds the schedule and starts it.  Every rank consumes a sequence
-    /// number even for empty collectives, so the numbering stays aligned.  @p buffers: the
-    /// caller's (null ones ignored), host or CUDA memory (see place()).
-    template <class Build, class Choose = algorithm (*)()>
-    request issue(const char *collective, const call_options &options, Build &&build, datatype type,
-                  std::initializer_list<algorithm> supported, bool empty,
-                  std::initializer_list<const void *> buffers,
-                  Choose &&choose = [] { return algorithm::automatic; }) const
+    /// Chooses the algorithm, builds the schedule of the call and starts it.  Every rank
+    /// consumes a sequence number even for empty collectives, so the numbering stays aligned;
+    /// a call that throws takes none.  @p send / @p recv: the caller's (null where the
+    /// collective has none), host or CUDA memory (see place()); @p op: reductions only.
+    template <class T>
+    request issue(collective which, const call_options &options, const T *send, T *recv,
+                  size_t count, const reduction *op = nullptr, int root = 0) const
     {
         detail::comm_state &self = const_cast<detail::comm_state &>(live());
-        algorithm chosen = options.algo != algorithm::automatic ? options.algo : algorithm_from_environment(collective);
-        if (chosen != algorithm::automatic &&
-            std::find(supported.begin(), supported.end(), chosen) == supported.end()) {
-            throw ucx_error(UCS_ERR_INVALID_PARAM, std::string("coll::") + collective + ": algorithm " +
-                                                       name_of(chosen) + " does not implement it");
+        if (op != nullptr) op->check(datatype_of<T>());
+        const algorithm chosen = choose(which, options.algo, count, sizeof(T));
+        auto started = std::make_shared<detail::operation>();
+        started->comm = state_;
+        started->chosen = chosen;
+        // The barrier moves no data; another collective of no elements only takes its number.
+        const bool empty = which != collective::barrier && count == 0;
+        if (!empty) {
+            place(*started, which, {send, recv});
+            detail::context c{started->plan, self.rank, self.size(), datatype_of<T>(), sizeof(T)};
+            detail::arguments call;
+            call.send = reinterpret_cast<const std::byte *>(send);
+            call.recv = reinterpret_cast<std::byte *>(recv);
+            call.count = count;
+            call.op = op != nullptr ? &keep(c, *op) : nullptr;
+            call.root = root;
+            call.knomial_radix = config_->knomial_radix();
+            detail::row_of(chosen).builder_for(which)(c, call);
         }
-        if (chosen == algorithm::automatic) chosen = choose();
-        if (chosen == algorithm::automatic) chosen = *supported.begin();
-
-        auto op      = std::make_shared<detail::operation>();
-        op->comm     = state_;
-        if (!empty) place(*op, collective, buffers);  // may throw: before taking a sequence number
-        op->sequence = self.next_sequence++;
-        if (!empty && size() > 1) {
-            detail::context c{op->plan, self.rank, self.size(), type, size_of(type)};
-            build(c, chosen);
-        } else if (!empty) {
-            // One rank: the result is the input (copies only; no messages).
-            detail::context c{op->plan, 0, 1, type, size_of(type)};
-            build(c, chosen);
-        }
-        self.owner->start(op);
-        return request(self.owner, op);
+        started->sequence = self.next_sequence++;
+        self.owner->start(started);
+        return request(self.owner, started);
     }
 
-    static void finish(request req, const call_options &options)
+    void finish(request req, const call_options &options) const
     {
-        std::chrono::nanoseconds timeout = options.timeout;
-        if (timeout == std::chrono::nanoseconds::zero()) {
-            const char *seconds = std::getenv("UCP_CPP_COLL_TIMEOUT");
-            timeout = seconds ? std::chrono::nanoseconds(int64_t(std::atof(seconds) * 1e9))
-                              : std::chrono::nanoseconds::max();
-        }
-        req.wait(timeout);
+        const bool per_call = options.timeout != std::chrono::nanoseconds::zero();
+        req.wait(per_call ? options.timeout : config_->timeout());
     }
 
     std::shared_ptr<detail::comm_state> state_;
+    std::shared_ptr<const coll::config> config_;
 };
 
 }  // namespace ucp_cpp::coll

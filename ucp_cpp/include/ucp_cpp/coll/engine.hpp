@@ -25,9 +25,9 @@
  * round received, with no local action between (ring allgather), sends that pinned block as it
  * is instead of copying the bytes back.  Segments of one transfer share its tag: UCP matches
  * messages between two endpoints in order.  Without staging, device buffers go to UCX directly
- * and the stream is drained before each round is posted.  Either way a GPU collective completes only
- * once its stream has drained, so the caller's buffers are final when the request is done.  Its
- * buffers must be ready when it is issued (synchronise the stream that wrote them first).
+ * and the stream is drained before each round is posted.  Either way a GPU collective completes
+ * only once its stream has drained, so the caller's buffers are final when the request is done.
+ * Its buffers must be ready when it is issued (synchronise the stream that wrote them first).
  *
  * Failure: endpoints are created with UCP_ERR_HANDLING_MODE_PEER.  When UCX reports a peer failed
  * (or a transfer fails, or ranks disagree on a count), the collective fails and so does the
@@ -185,6 +185,7 @@ struct operation {
     std::vector<received_segment> received;  ///< this round's received segments
     std::vector<received_segment> forward;   ///< the previous round's, while posting this one
     std::shared_ptr<comm_state> comm;
+    coll::algorithm chosen = coll::algorithm::automatic;  ///< what the schedule implements
     uint32_t sequence = 0;
     size_t next_round = 0;
     std::vector<ucp_cpp::request> pending;
@@ -194,12 +195,11 @@ struct operation {
     std::string error;
 };
 
-/// How an engine treats CUDA buffers (communicator_params carries them).
+/// How an engine treats CUDA buffers (coll::config carries them; these are the defaults).
 struct gpu_options {
-    /// automatic: stage unless the UCP context reports CUDA memory support.  The environment
-    /// variable UCP_CPP_COLL_GPU_STAGING=auto|yes|no overrides.
+    /// automatic: stage unless the UCP context reports CUDA memory support.
     gpu::staging staging = gpu::staging::automatic;
-    /// Pipeline segment of staged transfers (UCP_CPP_COLL_GPU_SEGMENT overrides).
+    /// Pipeline segment of staged transfers: the size of a pinned block.
     size_t segment_bytes = size_t(1) << 20;
 };
 
@@ -216,9 +216,11 @@ public:
     }
 
     engine(private_tag, std::shared_ptr<worker> owner, int world_rank,
-           const std::vector<worker_address> &addresses, bool peer_error_handling, const gpu_options &gpu = {})
+           const std::vector<worker_address> &addresses, bool peer_error_handling,
+           const gpu_options &gpu = {})
         : worker_(std::move(owner)), world_rank_(world_rank),
-          peer_status_(std::make_shared<std::vector<ucs_status_t>>(addresses.size(), UCS_OK)), gpu_(gpu)
+          peer_status_(std::make_shared<std::vector<ucs_status_t>>(addresses.size(), UCS_OK)),
+          gpu_(gpu)
     {
         endpoints_.resize(addresses.size());
         for (size_t peer = 0; peer < addresses.size(); ++peer) {
@@ -226,8 +228,11 @@ public:
             endpoint_params params;
             params.name = "ucp_cpp.coll";
             params.peer_error_handling = peer_error_handling;
-            // Capture the status table, not the engine: the handler may run after the engine is gone.
-            params.on_error = [table = peer_status_, peer](ucs_status_t status) { (*table)[peer] = status; };
+            // Capture the status table, not the engine: the handler may run after the engine is
+            // gone.
+            params.on_error = [table = peer_status_, peer](ucs_status_t status) {
+                (*table)[peer] = status;
+            };
             endpoints_[peer] = endpoint::connect(worker_, addresses[peer], params);
         }
     }
@@ -253,9 +258,7 @@ public:
     const std::shared_ptr<gpu::lane> &lane_for(const gpu::location &where)
     {
         auto &slot = lanes_[{where.context, where.ordinal}];
-        if (!slot) {
-            slot = std::make_shared<gpu::lane>(where, gpu::segment_from_environment(gpu_.segment_bytes));
-        }
+        if (!slot) slot = std::make_shared<gpu::lane>(where, gpu_.segment_bytes);
         return slot;
     }
 
@@ -263,10 +266,12 @@ public:
     bool stages_gpu_transfers()
     {
         if (staged_ < 0) {
-            switch (gpu::staging_from_environment(gpu_.staging)) {
+            switch (gpu_.staging) {
             case gpu::staging::always: staged_ = 1; break;
             case gpu::staging::never: staged_ = 0; break;
-            default: staged_ = worker_->ctx()->supports_memory_type(UCS_MEMORY_TYPE_CUDA) ? 0 : 1; break;
+            default:
+                staged_ = worker_->ctx()->supports_memory_type(UCS_MEMORY_TYPE_CUDA) ? 0 : 1;
+                break;
             }
         }
         return staged_ == 1;
@@ -350,9 +355,10 @@ private:
                     return op.status != UCS_INPROGRESS;
                 }
                 if (req.status() != UCS_OK) {
+                    const bool sent = op.expected_lengths[i] == SIZE_MAX;
                     fail(op, req.status(),
-                         std::string(op.expected_lengths[i] == SIZE_MAX ? "sending to" : "receiving from") +
-                             " rank " + std::to_string(op.pending_peers[i]) + " failed: " +
+                         std::string(sent ? "sending to" : "receiving from") + " rank " +
+                             std::to_string(op.pending_peers[i]) + " failed: " +
                              ucs_status_string(req.status()));
                     return true;
                 }
@@ -360,8 +366,8 @@ private:
                     fail(op, UCS_ERR_MESSAGE_TRUNCATED,
                          "received " + std::to_string(req.length()) + " bytes from rank " +
                              std::to_string(op.pending_peers[i]) + " where " +
-                             std::to_string(op.expected_lengths[i]) +
-                             " were expected: the ranks called the collective with different counts");
+                             std::to_string(op.expected_lengths[i]) + " were expected: the ranks " +
+                             "called the collective with different counts");
                     return true;
                 }
             }
@@ -381,7 +387,8 @@ private:
                     try {
                         then();
                     } catch (const std::exception &e) {
-                        fail(op, UCS_ERR_INVALID_PARAM, std::string("local step failed: ") + e.what());
+                        fail(op, UCS_ERR_INVALID_PARAM,
+                             std::string("local step failed: ") + e.what());
                         return true;
                     }
                 }
@@ -464,22 +471,25 @@ private:
                         continue;
                     }
                     if (s.req.status() != UCS_OK) {
-                        fail(op, s.req.status(), "receiving from rank " + std::to_string(s.peer) +
-                                                     " failed: " + ucs_status_string(s.req.status()));
+                        fail(op, s.req.status(),
+                             "receiving from rank " + std::to_string(s.peer) +
+                                 " failed: " + ucs_status_string(s.req.status()));
                         return true;
                     }
                     if (s.req.length() != s.bytes) {
                         fail(op, UCS_ERR_MESSAGE_TRUNCATED,
-                             "received a segment of " + std::to_string(s.req.length()) + " bytes from rank " +
-                                 std::to_string(s.peer) + " where " + std::to_string(s.bytes) +
-                                 " were expected: the ranks called the collective with different counts");
+                             "received a segment of " + std::to_string(s.req.length()) +
+                                 " bytes from rank " + std::to_string(s.peer) + " where " +
+                                 std::to_string(s.bytes) + " were expected: the ranks called " +
+                                 "the collective with different counts");
                         return true;
                     }
                     // The round's local action and the next round's copies queue behind this
                     // copy on the stream: no need to wait for it here.  The block stays with
                     // the operation (forwardable) and goes back to the lane once copied.
                     lane.h2d(s.device, s.host, s.bytes);
-                    op.received.push_back(received_segment{s.device, s.bytes, s.host, lane.record()});
+                    op.received.push_back(
+                        received_segment{s.device, s.bytes, s.host, lane.record()});
                     s.host   = nullptr;
                     s.posted = true;
                 }
@@ -502,7 +512,8 @@ private:
             }
             op.pending_peers.push_back(t.peer);
             if (t.is_send) {
-                op.pending.push_back(endpoints_[size_t(world_peer)]->tag_send(t.buffer, t.bytes, tag));
+                op.pending.push_back(
+                    endpoints_[size_t(world_peer)]->tag_send(t.buffer, t.bytes, tag));
                 op.expected_lengths.push_back(SIZE_MAX);
             } else {
                 // The builder gets the received length also for an immediate completion (an
@@ -510,8 +521,9 @@ private:
                 // always caught.
                 ucp_cpp::request::builder receive(ucp_cpp::request::kind::tag_recv, op_options{});
                 op.pending.push_back(receive.finish(
-                    worker_, ucp_tag_recv_nbx(worker_->handle(), t.buffer, t.bytes, tag, tag_space::full_mask,
-                                              receive.param()),
+                    worker_,
+                    ucp_tag_recv_nbx(worker_->handle(), t.buffer, t.bytes, tag,
+                                     tag_space::full_mask, receive.param()),
                     0));
                 op.expected_lengths.push_back(t.bytes);
             }
@@ -526,8 +538,9 @@ private:
         // at most the configured segment (the pinned block size).  Not more: each segment
         // costs several microseconds of CUDA and UCP calls (on the H200, 1 MiB transfers went
         // faster in two segments than in four, slower in eight or sixteen).
+        const size_t half_in_pages = (t.bytes / 2 + 4095) & ~size_t(4095);
         const size_t segment =
-            std::min(lane.segment_bytes(), std::max<size_t>(size_t(64) << 10, (t.bytes / 2 + 4095) & ~size_t(4095)));
+            std::min(lane.segment_bytes(), std::max<size_t>(size_t(64) << 10, half_in_pages));
         bool first_send = true;
         for (size_t offset = 0; offset < t.bytes; offset += segment) {
             staged_segment s;
@@ -537,9 +550,10 @@ private:
             s.device  = static_cast<std::byte *>(t.buffer) + offset;
             s.bytes   = std::min(segment, t.bytes - offset);
             if (t.is_send) {
-                auto fwd = std::find_if(op.forward.begin(), op.forward.end(), [&](const received_segment &r) {
-                    return r.device == s.device && r.bytes == s.bytes;
-                });
+                auto fwd = std::find_if(op.forward.begin(), op.forward.end(),
+                                        [&](const received_segment &r) {
+                                            return r.device == s.device && r.bytes == s.bytes;
+                                        });
                 if (fwd != op.forward.end()) {
                     // The block received last round holds these bytes: send it as it is.
                     s.host      = fwd->host;
@@ -555,9 +569,11 @@ private:
                 }
             } else {
                 s.host = lane.take_pinned();
-                ucp_cpp::request::builder receive(ucp_cpp::request::kind::tag_recv, op_options{});  // see post()
-                s.req = receive.finish(worker_, ucp_tag_recv_nbx(worker_->handle(), s.host, s.bytes, tag,
-                                                                 tag_space::full_mask, receive.param()),
+                // See post() for the builder.
+                ucp_cpp::request::builder receive(ucp_cpp::request::kind::tag_recv, op_options{});
+                s.req = receive.finish(worker_,
+                                       ucp_tag_recv_nbx(worker_->handle(), s.host, s.bytes, tag,
+                                                        tag_space::full_mask, receive.param()),
                                        0);
             }
             op.segments.push_back(std::move(s));
@@ -571,7 +587,8 @@ private:
             if (status != UCS_OK) {
                 fail(op, UCS_ERR_CONNECTION_RESET,
                      "rank " + std::to_string(r) + " of the communicator (world rank " +
-                         std::to_string(op.comm->world_ranks[r]) + ") failed: " + ucs_status_string(status));
+                         std::to_string(op.comm->world_ranks[r]) +
+                         ") failed: " + ucs_status_string(status));
                 return;
             }
         }
@@ -596,7 +613,9 @@ private:
                 }
             }
             for (auto &other : active_) {
-                if (other.get() != &op) abandon(*other, status, "failed with an earlier collective: " + why);
+                if (other.get() != &op) {
+                    abandon(*other, status, "failed with an earlier collective: " + why);
+                }
             }
         }
         abandon(op, status, why);
@@ -642,35 +661,59 @@ private:
 namespace ucp_cpp::coll {
 
 /**
- * A collective in flight.  Move-only.  test() and wait() progress the worker and every collective
- * in flight on it.  Dropping a request does not stop the collective (the other ranks depend on
- * it): it keeps running whenever the communicator is progressed, so its buffers must stay valid
- * until it completes.  Threading: like the worker (one thread at a time unless MULTI).
+ * @brief A collective in flight, as communicator::i<collective>() returns it.
+ *
+ * test() and wait() progress the worker and every collective in flight on it, so waiting on one
+ * never starves another that a peer is blocked on.
+ *
+ * Lifetime: a cheap handle (copies refer to the same collective) that keeps the engine and the
+ * worker alive.  Dropping it does not stop the collective (the other ranks depend on it): it
+ * keeps running whenever the worker's collectives are progressed, so its buffers must stay valid
+ * until it completes.
+ *
+ * Threading: like the communicator: one thread at a time for all the collectives of a worker.
  */
 class [[nodiscard]] request {
 public:
+    /// A request of nothing: done, status UCS_OK.
     request() = default;
+    /**
+     * @brief Internal: what communicator returns for @p op.
+     * @param owner the engine that progresses @p op
+     * @param op the collective's state
+     */
     request(std::shared_ptr<detail::engine> owner, std::shared_ptr<detail::operation> op)
-        : engine_(std::move(owner)), op_(std::move(op)) {}
+        : engine_(std::move(owner)), op_(std::move(op))
+    {
+    }
 
-    /// UCS_INPROGRESS, UCS_OK or the error.  Does not progress.
-    ucs_status_t status() const { return op_ ? op_->status : UCS_OK; }
-    bool done() const { return status() != UCS_INPROGRESS; }
+    /// @brief Where the collective stands; does not progress.
+    /// @return UCS_INPROGRESS, UCS_OK or the error
+    [[nodiscard]] ucs_status_t status() const { return op_ ? op_->status : UCS_OK; }
+    /// @brief Whether the collective completed; does not progress.
+    /// @return true once it completed, successfully or not
+    [[nodiscard]] bool done() const { return status() != UCS_INPROGRESS; }
 
-    /// Progresses once; true when complete (with any status).
+    /// @brief Progresses the worker and its collectives once.
+    /// @return true once the collective completed, successfully or not
     bool test()
     {
         if (!done()) engine_->progress();
         return done();
     }
 
-    /// Waits until complete or @p timeout; throws ucx_error with the collective's error, or
-    /// UCS_ERR_TIMED_OUT (the collective keeps running: wait again or drop the communicator).
+    /**
+     * @brief Progresses until the collective completed.
+     * @param timeout bound on the wait; nanoseconds::max() waits forever
+     * @throws ucx_error the collective's failure, or UCS_ERR_TIMED_OUT (the collective keeps
+     *         running: wait again or drop the communicator)
+     */
     void wait(std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max())
     {
         using clock = std::chrono::steady_clock;
-        const auto deadline = timeout == std::chrono::nanoseconds::max() ? clock::time_point::max()
-                                                                          : clock::now() + timeout;
+        const auto deadline = timeout == std::chrono::nanoseconds::max()
+                                  ? clock::time_point::max()
+                                  : clock::now() + timeout;
         unsigned idle = 0;
         while (!done()) {
             if (engine_->progress()) {
@@ -678,7 +721,8 @@ public:
                 continue;
             }
             if (clock::now() >= deadline) {
-                throw ucx_error(UCS_ERR_TIMED_OUT, "coll: collective still incomplete after the timeout");
+                throw ucx_error(UCS_ERR_TIMED_OUT,
+                                "coll: collective still incomplete after the timeout");
             }
             if (++idle > 64) std::this_thread::yield();  // oversubscribed hosts (CI)
         }
@@ -687,11 +731,21 @@ public:
         }
     }
 
-    /// The failure description ("" while running or on success).
-    const std::string &error() const
+    /// @brief Why the collective failed.
+    /// @return the failure description; "" while running or on success
+    [[nodiscard]] const std::string &error() const
     {
         static const std::string none;
         return op_ ? op_->error : none;
+    }
+
+    /// @brief The algorithm the collective runs: the one the call or the communicator's config
+    ///        asked for, else the automatic choice for its size (never algorithm::automatic
+    ///        for an issued collective).
+    /// @return its id
+    [[nodiscard]] coll::algorithm algorithm() const
+    {
+        return op_ ? op_->chosen : coll::algorithm::automatic;
     }
 
 private:

@@ -9,7 +9,7 @@
  *   pinned bounce buffers and device scratch.
  * - gpu/lane.hpp: per engine (worker) and CUDA context, the local actions of collectives on CUDA
  *   buffers (gpu/device_actions.hpp) and the staging of their transfers (engine.hpp).
- * - gpu/staging.hpp: how transfers of CUDA buffers travel.
+ * - gpu/staging.hpp: how transfers of CUDA buffers travel (set in coll::config).
  */
 #pragma once
 

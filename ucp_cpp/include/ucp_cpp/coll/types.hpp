@@ -1,6 +1,7 @@
 /**
  * @file coll/types.hpp
- * @brief Element types and reduction operations of ucp_cpp::coll.
+ * @brief The vocabulary of ucp_cpp::coll: element types, reduction operations, and the ids of
+ *        the collectives and of their algorithms.
  *
  * A reduction combines an incoming vector into an accumulator: inout[i] = op(inout[i], in[i]).
  * The built-in operations (sum, prod, min, max) are commutative and associative for integers;
@@ -24,28 +25,52 @@
 #include <string>
 #include <type_traits>
 
+/// @brief Collectives over ucp_cpp: communicators, their algorithms and their configuration.
 namespace ucp_cpp::coll {
 
 /// Element types.  float16 (IEEE binary16) and bfloat16 are stored as half_t / bfloat16_t
 /// below and reduced in float (each result rounded to nearest even), on the host and on the GPU.
 enum class datatype : uint8_t {
-    int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, float16, bfloat16
+    int8,     ///< int8_t
+    int16,    ///< int16_t
+    int32,    ///< int32_t
+    int64,    ///< int64_t
+    uint8,    ///< uint8_t
+    uint16,   ///< uint16_t
+    uint32,   ///< uint32_t
+    uint64,   ///< uint64_t
+    float32,  ///< float
+    float64,  ///< double
+    float16,  ///< half_t (IEEE binary16)
+    bfloat16  ///< bfloat16_t
 };
 
-inline size_t size_of(datatype type)
+/**
+ * @brief The size of one element.
+ * @param type an element type
+ * @return its size in bytes (1, 2, 4 or 8)
+ */
+[[nodiscard]] inline size_t size_of(datatype type)
 {
     switch (type) {
     case datatype::int8: case datatype::uint8: return 1;
-    case datatype::int16: case datatype::uint16: case datatype::float16: case datatype::bfloat16: return 2;
+    case datatype::int16: case datatype::uint16: case datatype::float16: case datatype::bfloat16:
+        return 2;
     case datatype::int32: case datatype::uint32: case datatype::float32: return 4;
     default: return 8;
     }
 }
 
-inline const char *name_of(datatype type)
+/**
+ * @brief The name of an element type, as messages and the GPU kernels spell it.
+ * @param type an element type
+ * @return "int8" ... "uint64", "float32", "float64", "float16" or "bfloat16"
+ */
+[[nodiscard]] inline const char *name_of(datatype type)
 {
-    static const char *const names[] = {"int8",   "int16",  "int32",   "int64",   "uint8",   "uint16",
-                                        "uint32", "uint64", "float32", "float64", "float16", "bfloat16"};
+    static const char *const names[] = {"int8",    "int16",   "int32",   "int64",
+                                        "uint8",   "uint16",  "uint32",  "uint64",
+                                        "float32", "float64", "float16", "bfloat16"};
     return names[static_cast<int>(type)];
 }
 
@@ -65,19 +90,39 @@ inline float bits_float(uint32_t x)
 }  // namespace detail
 
 /**
- * IEEE 754 binary16 storage (bit-compatible with CUDA's __half: pass a __half* as half_t* with
- * reinterpret_cast).  Converts to/from float; float -> half rounds to nearest, ties to even
- * (overflow gives infinity, NaN stays NaN).  No arithmetic of its own: compute in float.
+ * @brief IEEE 754 binary16 storage (bit-compatible with CUDA's __half: pass a __half* as
+ *        half_t* with reinterpret_cast).
+ *
+ * Converts to/from float; float -> half rounds to nearest, ties to even (overflow gives
+ * infinity, NaN stays NaN).  No arithmetic of its own: compute in float.
  */
 struct half_t {
-    uint16_t bits = 0;
+    uint16_t bits = 0;  ///< the binary16 encoding
 
+    /// Positive zero.
     half_t() = default;
+    /// @brief The nearest binary16 value (ties to even). @param f any float
     half_t(float f) : bits(from_float(f)) {}  // NOLINT(google-explicit-constructor): like a float
+    /// @brief The exact float value. @return the value as float
     operator float() const { return to_float(bits); }  // NOLINT
-    static half_t from_bits(uint16_t b) { half_t h; h.bits = b; return h; }
+    /**
+     * @brief A half_t with the given encoding.
+     * @param b binary16 bits
+     * @return the value whose encoding is @p b
+     */
+    [[nodiscard]] static half_t from_bits(uint16_t b)
+    {
+        half_t h;
+        h.bits = b;
+        return h;
+    }
 
-    static uint16_t from_float(float f)
+    /**
+     * @brief float to binary16, rounding to nearest, ties to even.
+     * @param f any float
+     * @return the binary16 encoding
+     */
+    [[nodiscard]] static uint16_t from_float(float f)
     {
         const uint32_t x = detail::float_bits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
         if (ax > 0x7f800000u) return uint16_t(sign | 0x7e00u);             // NaN (quiet)
@@ -95,7 +140,12 @@ struct half_t {
         if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // may carry into inf: correct
         return uint16_t(sign | h);
     }
-    static float to_float(uint16_t h)
+    /**
+     * @brief binary16 to float (exact).
+     * @param h a binary16 encoding
+     * @return its value
+     */
+    [[nodiscard]] static float to_float(uint16_t h)
     {
         const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu;
         uint32_t mant = h & 0x3ffu;
@@ -111,28 +161,61 @@ struct half_t {
     }
 };
 
-/// bfloat16 storage (the upper half of a float; bit-compatible with CUDA's __nv_bfloat16).
-/// float -> bfloat16 rounds to nearest, ties to even; NaN stays NaN.
+/**
+ * @brief bfloat16 storage (the upper half of a float; bit-compatible with CUDA's __nv_bfloat16).
+ *
+ * float -> bfloat16 rounds to nearest, ties to even; NaN stays NaN.
+ */
 struct bfloat16_t {
-    uint16_t bits = 0;
+    uint16_t bits = 0;  ///< the upper 16 bits of a float
 
+    /// Positive zero.
     bfloat16_t() = default;
+    /// @brief The nearest bfloat16 value (ties to even). @param f any float
     bfloat16_t(float f) : bits(from_float(f)) {}  // NOLINT(google-explicit-constructor)
+    /// @brief The exact float value. @return the value as float
     operator float() const { return to_float(bits); }  // NOLINT
-    static bfloat16_t from_bits(uint16_t b) { bfloat16_t h; h.bits = b; return h; }
+    /**
+     * @brief A bfloat16_t with the given encoding.
+     * @param b bfloat16 bits
+     * @return the value whose encoding is @p b
+     */
+    [[nodiscard]] static bfloat16_t from_bits(uint16_t b)
+    {
+        bfloat16_t h;
+        h.bits = b;
+        return h;
+    }
 
-    static uint16_t from_float(float f)
+    /**
+     * @brief float to bfloat16, rounding to nearest, ties to even.
+     * @param f any float
+     * @return the bfloat16 encoding
+     */
+    [[nodiscard]] static uint16_t from_float(float f)
     {
         const uint32_t x = detail::float_bits(f);
         if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40u);  // NaN (quiet)
         return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
     }
-    static float to_float(uint16_t b) { return detail::bits_float(uint32_t(b) << 16); }
+    /**
+     * @brief bfloat16 to float (exact).
+     * @param b a bfloat16 encoding
+     * @return its value
+     */
+    [[nodiscard]] static float to_float(uint16_t b)
+    {
+        return detail::bits_float(uint32_t(b) << 16);
+    }
 };
 
-/// The datatype of a C++ element type (fixed-width integers, float, double, half_t, bfloat16_t).
+/**
+ * @brief The datatype of a C++ element type; other types do not compile.
+ * @tparam T a fixed-width integer, float, double, half_t or bfloat16_t (cv-qualified or not)
+ * @return its datatype
+ */
 template <class T>
-constexpr datatype datatype_of()
+[[nodiscard]] constexpr datatype datatype_of()
 {
     using U = std::remove_cv_t<T>;
     if constexpr (std::is_same_v<U, float>) return datatype::float32;
@@ -142,26 +225,47 @@ constexpr datatype datatype_of()
     else {
         static_assert(std::is_integral_v<U> && !std::is_same_v<U, bool> &&
                           (sizeof(U) == 1 || sizeof(U) == 2 || sizeof(U) == 4 || sizeof(U) == 8),
-                      "ucp_cpp::coll supports int8..int64, uint8..uint64, float, double, half_t and bfloat16_t");
+                      "ucp_cpp::coll supports int8..int64, uint8..uint64, float, double, "
+                      "half_t and bfloat16_t");
         constexpr int log_size = sizeof(U) == 1 ? 0 : sizeof(U) == 2 ? 1 : sizeof(U) == 4 ? 2 : 3;
         return static_cast<datatype>((std::is_signed_v<U> ? 0 : 4) + log_size);
     }
 }
 
-enum class op_kind : uint8_t { sum, prod, min, max, custom };
+/// What a reduction computes.
+enum class op_kind : uint8_t {
+    sum,    ///< a + b (integers wrap modulo 2^n)
+    prod,   ///< a * b (integers wrap modulo 2^n)
+    min,    ///< std::min(a, b)
+    max,    ///< std::max(a, b)
+    custom  ///< a user function (reduction::custom)
+};
 
-/// A reduction operation: one of the built-ins or a user function for one element type.
+/**
+ * @brief A reduction operation: one of the built-ins (coll::sum, prod, min, max) or a user
+ *        function for one element type.
+ *
+ * Lifetime: a value; collectives keep their own copy until they complete.
+ */
 class reduction {
 public:
     /// inout[i] = op(inout[i], in[i]) for i < count, on elements of the op's datatype.
     using vector_function = std::function<void(const void *in, void *inout, size_t count)>;
 
+    /// @brief A built-in reduction. @param kind sum, prod, min or max
     explicit reduction(op_kind kind) : kind_(kind) {}
 
-    /// A user reduction on elements of type T: @p combine(T accumulated, T incoming) -> T.
-    /// It must be associative and commutative (see the file comment).
+    /**
+     * @brief A user reduction on elements of type T.
+     *
+     * It must be associative and commutative (see the file comment); on CUDA buffers it runs
+     * on the host, staged.
+     * @tparam T the element type it accepts (datatype_of<T>())
+     * @param combine callable T(T accumulated, T incoming)
+     * @return the reduction
+     */
     template <class T, class F>
-    static reduction custom(F combine)
+    [[nodiscard]] static reduction custom(F combine)
     {
         reduction op(op_kind::custom);
         op.type_     = datatype_of<T>();
@@ -175,9 +279,14 @@ public:
         return op;
     }
 
-    op_kind kind() const noexcept { return kind_; }
+    /// @brief What it computes. @return the kind
+    [[nodiscard]] op_kind kind() const noexcept { return kind_; }
 
-    /// Throws ucx_error(UCS_ERR_INVALID_PARAM) if a custom op is used with another element type.
+    /**
+     * @brief Checks that this reduction accepts elements of @p type.
+     * @param type the element type of a collective call
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: a custom reduction of another element type
+     */
     void check(datatype type) const
     {
         if (kind_ == op_kind::custom && type != type_) {
@@ -187,7 +296,13 @@ public:
         }
     }
 
-    /// inout = op(inout, in) over @p count elements of @p type.
+    /**
+     * @brief inout = op(inout, in), element by element, on the host.
+     * @param type the element type (check()ed by the caller)
+     * @param in @p count incoming elements
+     * @param inout @p count accumulated elements, overwritten with the result
+     * @param count number of elements
+     */
     void apply(datatype type, const void *in, void *inout, size_t count) const
     {
         switch (type) {
@@ -266,7 +381,8 @@ private:
         if constexpr (std::is_integral_v<T>) {
             // uint16 * uint16 promotes to int and may overflow it: multiply in 64 bits.
             using U = std::make_unsigned_t<T>;
-            return static_cast<T>(static_cast<U>(uint64_t(static_cast<U>(a)) * uint64_t(static_cast<U>(b))));
+            const uint64_t wide = uint64_t(static_cast<U>(a)) * uint64_t(static_cast<U>(b));
+            return static_cast<T>(static_cast<U>(wide));
         } else {
             return a * b;
         }
@@ -277,9 +393,48 @@ private:
     vector_function function_;
 };
 
-inline const reduction sum{op_kind::sum};
-inline const reduction prod{op_kind::prod};
-inline const reduction min{op_kind::min};
-inline const reduction max{op_kind::max};
+inline const reduction sum{op_kind::sum};    ///< sum (integers wrap modulo 2^n)
+inline const reduction prod{op_kind::prod};  ///< product (integers wrap modulo 2^n)
+inline const reduction min{op_kind::min};    ///< minimum
+inline const reduction max{op_kind::max};    ///< maximum
+
+/**
+ * @brief The collectives of a communicator.
+ *
+ * What an algorithm implements (coll/algorithms.hpp) and what the variables
+ * UCP_CPP_COLL_<COLLECTIVE>_ALGORITHM name (coll/config.hpp).
+ */
+enum class collective : uint8_t {
+    barrier,         ///< communicator::barrier
+    bcast,           ///< communicator::bcast
+    reduce,          ///< communicator::reduce
+    allreduce,       ///< communicator::allreduce
+    allgather,       ///< communicator::allgather
+    reduce_scatter,  ///< communicator::reduce_scatter (block variant)
+    alltoall,        ///< communicator::alltoall
+    gather,          ///< communicator::gather
+    scatter          ///< communicator::scatter
+};
+
+/**
+ * @brief Algorithm ids.
+ *
+ * Everything else about an algorithm (its name, the collectives it implements and how) is its
+ * row of detail::algorithm_table in coll/algorithms.hpp: a new algorithm is an id here and a
+ * row there.
+ */
+enum class algorithm : uint8_t {
+    automatic,              ///< not an algorithm: chosen per call by message and rank count
+    recursive_doubling,     ///< log2 p rounds of exchanges with rank r xor 2^k
+    ring,                   ///< p - 1 (or 2 (p - 1)) rounds between ring neighbours
+    binomial,               ///< a binomial tree rooted at the root
+    scatter_allgather,      ///< van de Geijn: binomial scatter, then ring allgather
+    reduce_scatter_gather,  ///< ring reduce-scatter, then every block to the root
+    bruck,                  ///< Bruck: ceil(log2 p) rounds for any p, rotated scratch
+    pairwise,               ///< round i: send to r + i, receive from r - i
+    dissemination,          ///< round k: signal r + 2^k, wait for r - 2^k
+    knomial,                ///< recursive k-ing (UCC's knomial), radix config::knomial_radix
+    rabenseifner            ///< recursive-halving reduce-scatter + recursive-doubling allgather
+};
 
 }  // namespace ucp_cpp::coll
