@@ -60,31 +60,31 @@ void use_device0(const gpu::driver &cu)
 {
     gpu::CUdevice dev = 0;
     gpu::CUcontext ctx = nullptr;
-    cu.check(cu.cuDeviceGet(&dev, 0), "cuDeviceGet");
-    cu.check(cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-    cu.check(cu.cuCtxPushCurrent(ctx), "cuCtxPushCurrent");
+    gpu::check(cu.cuDeviceGet(&dev, 0), "cuDeviceGet");
+    gpu::check(cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    gpu::check(cu.cuCtxPushCurrent_v2(ctx), "cuCtxPushCurrent");
 }
 
 void kernel_table(const gpu::driver &cu, size_t bytes)
 {
     gpu::CUdeviceptr a = 0, b = 0;
-    cu.check(cu.cuMemAlloc(&a, bytes), "cuMemAlloc");
-    cu.check(cu.cuMemAlloc(&b, bytes), "cuMemAlloc");
+    gpu::check(cu.cuMemAlloc_v2(&a, bytes), "cuMemAlloc");
+    gpu::check(cu.cuMemAlloc_v2(&b, bytes), "cuMemAlloc");
     std::vector<uint8_t> zeros(bytes, 0);  // zeros: every type stays finite under every op
-    cu.check(cu.cuMemcpyHtoDAsync(a, zeros.data(), bytes, nullptr), "cuMemcpyHtoDAsync");
-    cu.check(cu.cuMemcpyHtoDAsync(b, zeros.data(), bytes, nullptr), "cuMemcpyHtoDAsync");
-    cu.check(cu.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+    gpu::check(cu.cuMemcpyHtoDAsync_v2(a, zeros.data(), bytes, nullptr), "cuMemcpyHtoDAsync");
+    gpu::check(cu.cuMemcpyHtoDAsync_v2(b, zeros.data(), bytes, nullptr), "cuMemcpyHtoDAsync");
+    gpu::check(cu.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
     auto lane = std::make_shared<gpu::lane>(gpu::locate(reinterpret_cast<void *>(uintptr_t(a))), size_t(1) << 20);
     std::printf("kernels: %s, %zu MiB per operand\n", gpu::compile_kernels_for(lane->compute_capability()).c_str(),
                 bytes >> 20);
     auto timed = [&](auto &&work) {
         work();  // warm-up (and module load)
-        cu.check(cu.cuStreamSynchronize(lane->stream()), "cuStreamSynchronize");
+        gpu::check(cu.cuStreamSynchronize(lane->stream()), "cuStreamSynchronize");
         std::vector<double> samples;
         for (int i = 0; i < 5; ++i) {
             const auto t0 = clock_type::now();
             for (int k = 0; k < 4; ++k) work();
-            cu.check(cu.cuStreamSynchronize(lane->stream()), "cuStreamSynchronize");
+            gpu::check(cu.cuStreamSynchronize(lane->stream()), "cuStreamSynchronize");
             samples.push_back(std::chrono::duration<double>(clock_type::now() - t0).count() / 4);
         }
         return median(samples);
@@ -106,8 +106,8 @@ void kernel_table(const gpu::driver &cu, size_t bytes)
         }
     }
     lane.reset();
-    cu.cuMemFree(a);
-    cu.cuMemFree(b);
+    cu.cuMemFree_v2(a);
+    cu.cuMemFree_v2(b);
 }
 
 void allreduce_table(const gpu::driver &cu, const options &o)
@@ -145,9 +145,10 @@ void allreduce_table(const gpu::driver &cu, const options &o)
                     const size_t count = sizes[s] / sizeof(float);
                     std::vector<float> host(count, 1.0f / float(o.ranks));
                     gpu::CUdeviceptr dptr = 0;
-                    cu.check(cu.cuMemAlloc(&dptr, sizes[s]), "cuMemAlloc");
-                    cu.check(cu.cuMemcpyHtoDAsync(dptr, host.data(), sizes[s], nullptr), "cuMemcpyHtoDAsync");
-                    cu.check(cu.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+                    gpu::check(cu.cuMemAlloc_v2(&dptr, sizes[s]), "cuMemAlloc");
+                    gpu::check(cu.cuMemcpyHtoDAsync_v2(dptr, host.data(), sizes[s], nullptr),
+                               "cuMemcpyHtoDAsync");
+                    gpu::check(cu.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
                     for (int mode = 0; mode < 2; ++mode) {
                         float *buf = mode == 0 ? host.data() : reinterpret_cast<float *>(uintptr_t(dptr));
                         for (int w = 0; w < 2; ++w) comm.allreduce(buf, count, coll::sum);
@@ -161,7 +162,7 @@ void allreduce_table(const gpu::driver &cu, const options &o)
                         }
                         if (r == 0) results[s][size_t(mode)] = median(samples);
                     }
-                    cu.cuMemFree(dptr);
+                    cu.cuMemFree_v2(dptr);
                 }
             } catch (const std::exception &e) {
                 std::lock_guard<std::mutex> g(failure_lock);

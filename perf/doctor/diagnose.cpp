@@ -681,15 +681,10 @@ void Doctor::iommu()
 void Doctor::peermem()
 {
     Json j = Json::object();
-    std::string found;
-    for (const char *path : {"/sys/kernel/mm/memory_peers/nv_mem/version", "/sys/module/nvidia_peermem",
-                             "/sys/module/nv_peer_mem"}) {
-        if (found.empty() && sys_.exists(path)) {
-            found = path;
-        }
-    }
-    j["loaded"] = !found.empty();
-    j["evidence"] = found.empty() ? Json() : Json(found);
+    // The transport's own check (gdr_topo): the doctor cannot say "loaded" where gdr_rc disagrees.
+    const auto module = find_peer_memory_module(sys_);
+    j["loaded"] = module.has_value();
+    j["evidence"] = module ? Json(module->evidence) : Json();
     bool have_gpu = !topo_.gpus.empty() || !cuda_.gpus.empty();
     bool dmabuf_known = sys_.is_live() && cuda_.available && !verbs_.empty();
     bool dmabuf_works = dmabuf_known && dmabuf_nic_ok_ && gpus_without_dmabuf_ == 0;
@@ -698,8 +693,9 @@ void Doctor::peermem()
     const std::string fix = "`modprobe nvidia-peermem` (ships with the NVIDIA driver; persist it in "
                             "/etc/modules-load.d/), or use dma-buf: open GPU kernel modules, kernel >= 5.12, "
                             "an RDMA provider with ibv_reg_dmabuf_mr";
-    if (!found.empty()) {
-        add("system", "system.peermem", "", Status::Ok, "nvidia-peermem loaded (" + found + ")");
+    if (module) {
+        add("system", "system.peermem", "", Status::Ok,
+            "nvidia-peermem loaded (" + module->evidence + ")");
     } else if (!have_gpu) {
         add("system", "system.peermem", "", Status::Info, "nvidia-peermem not loaded (no GPU: not needed)");
     } else if (dmabuf_works) {

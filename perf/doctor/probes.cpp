@@ -1,5 +1,8 @@
 #include "probes.hpp"
 
+#include "gdr_topo.hpp"
+
+#include <gdr_cuda_driver/driver.hpp>
 #include <infiniband/verbs.h>
 #include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
@@ -7,7 +10,6 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 namespace gdr::doctor {
@@ -86,29 +88,6 @@ bool has_gdr(const std::vector<std::string> &names)
     return false;
 }
 
-// The few driver-API entry points used, declared here: no CUDA headers needed.
-using CUresult = int;
-using CUdevice = int;
-constexpr int kAttrGpuDirectRdmaSupported = 116; // CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED
-constexpr int kAttrDmaBufSupported = 124;        // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
-
-struct CudaApi {
-    CUresult (*cuInit)(unsigned);
-    CUresult (*cuDriverGetVersion)(int *);
-    CUresult (*cuDeviceGetCount)(int *);
-    CUresult (*cuDeviceGet)(CUdevice *, int);
-    CUresult (*cuDeviceGetName)(char *, int, CUdevice);
-    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
-    CUresult (*cuDeviceGetPCIBusId)(char *, int, CUdevice);
-    CUresult (*cuGetErrorString)(CUresult, const char **);
-};
-
-template <typename F> bool load(void *lib, const char *name, F &fn)
-{
-    fn = reinterpret_cast<F>(::dlsym(lib, name));
-    return fn != nullptr;
-}
-
 } // namespace
 
 std::vector<VerbsDevice> probe_verbs(std::string *error)
@@ -158,65 +137,48 @@ std::vector<VerbsDevice> probe_verbs(std::string *error)
 
 CudaProbe probe_cuda()
 {
-    CudaProbe probe;
-    void *lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-        const char *why = ::dlerror();
-        probe.error = std::string("dlopen(libcuda.so.1): ") + (why ? why : "failed");
+    namespace cu = gdr::cuda_driver;
+    CudaProbe         probe;
+    const cu::driver &cuda = cu::driver::instance();
+    if (!cuda.initialized()) {
+        probe.error = cuda.reason();
         return probe;
     }
-    CudaApi api{};
-    if (!load(lib, "cuInit", api.cuInit) || !load(lib, "cuDriverGetVersion", api.cuDriverGetVersion) ||
-        !load(lib, "cuDeviceGetCount", api.cuDeviceGetCount) || !load(lib, "cuDeviceGet", api.cuDeviceGet) ||
-        !load(lib, "cuDeviceGetName", api.cuDeviceGetName) ||
-        !load(lib, "cuDeviceGetAttribute", api.cuDeviceGetAttribute) ||
-        !load(lib, "cuDeviceGetPCIBusId", api.cuDeviceGetPCIBusId)) {
-        probe.error = "libcuda.so.1 lacks a driver API entry point (driver too old?)";
-        return probe; // the library stays loaded: unloading a driver library is not safe
-    }
-    load(lib, "cuGetErrorString", api.cuGetErrorString);
-    auto describe = [&](const char *call, CUresult rc) {
-        const char *text = nullptr;
-        if (api.cuGetErrorString == nullptr || api.cuGetErrorString(rc, &text) != 0) {
-            text = nullptr;
-        }
-        return std::string(call) + ": error " + std::to_string(rc) + (text ? std::string(" (") + text + ")" : "");
-    };
-    if (CUresult rc = api.cuInit(0); rc != 0) {
-        probe.error = describe("cuInit", rc);
+    probe.available      = true;
+    probe.driver_version = cuda.version();
+    if (!cuda.usable()) {
+        probe.error = cuda.reason();
         return probe;
     }
-    probe.available = true;
-    api.cuDriverGetVersion(&probe.driver_version);
-    int count = 0;
-    if (CUresult rc = api.cuDeviceGetCount(&count); rc != 0) {
-        probe.error = describe("cuDeviceGetCount", rc);
-        return probe;
-    }
-    for (int i = 0; i < count; ++i) {
-        CUdevice dev = 0;
-        if (api.cuDeviceGet(&dev, i) != 0) {
+    const cu::driver_api &api = cuda.api();
+    for (int i = 0; i < cuda.device_count(); ++i) {
+        cu::CUdevice dev = 0;
+        if (api.cuDeviceGet(&dev, i) != cu::CUDA_SUCCESS) {
             continue;
         }
         CudaGpu gpu;
         gpu.ordinal = i;
         char name[256] = {};
-        if (api.cuDeviceGetName(name, sizeof(name) - 1, dev) == 0) {
+        if (api.cuDeviceGetName(name, sizeof(name) - 1, dev) == cu::CUDA_SUCCESS) {
             gpu.name = name;
         }
-        char bus_id[64] = {};
-        unsigned domain, bus, device, function;
-        if (api.cuDeviceGetPCIBusId(bus_id, sizeof(bus_id) - 1, dev) == 0 &&
-            std::sscanf(bus_id, "%x:%x:%x.%x", &domain, &bus, &device, &function) == 4) {
-            char bdf[16];
-            std::snprintf(bdf, sizeof(bdf), "%04x:%02x:%02x.%x", domain & 0xffff, bus, device, function);
-            gpu.bdf = bdf;
+        // The PCI address from the attributes gdr_rc uses too (function 0, as UCX's cuda md):
+        // no text to parse, and topo's formatting, so it matches the sysfs names exactly.
+        int domain = -1, bus = -1, device = -1;
+        if (api.cuDeviceGetAttribute(&domain, cu::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) == 0 &&
+            api.cuDeviceGetAttribute(&bus, cu::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == 0 &&
+            api.cuDeviceGetAttribute(&device, cu::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) == 0) {
+            gpu.bdf = gdr::topo::PciAddress{static_cast<uint16_t>(domain),
+                                            static_cast<uint8_t>(bus),
+                                            static_cast<uint8_t>(device), 0}
+                          .str();
         }
         int value = 0;
-        if (api.cuDeviceGetAttribute(&value, kAttrDmaBufSupported, dev) == 0) {
+        if (api.cuDeviceGetAttribute(&value, cu::CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev) == 0) {
             gpu.dma_buf_supported = value;
         }
-        if (api.cuDeviceGetAttribute(&value, kAttrGpuDirectRdmaSupported, dev) == 0) {
+        if (api.cuDeviceGetAttribute(&value, cu::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED,
+                                     dev) == 0) {
             gpu.gpudirect_rdma_supported = value;
         }
         probe.gpus.push_back(std::move(gpu));

@@ -44,7 +44,7 @@ struct CudaProbe {
     std::vector<CudaGpu> gpus;
 };
 
-/// dlopen("libcuda.so.1"); never needs the CUDA toolkit.
+/// libcuda.so.1 through the project's CUDA driver layer; never needs the CUDA toolkit.
 CudaProbe probe_cuda();
 
 struct UcxProbe {

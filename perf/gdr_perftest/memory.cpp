@@ -1,9 +1,11 @@
-// gdr_perftest: host and CUDA buffers.  CUDA goes through libcuda.so.1, dlopen'ed on first use,
-// so the tool builds and runs without a CUDA toolkit and fails -m cuda with a clear message.
+// gdr_perftest: host and CUDA buffers.  CUDA goes through libcuda.so.1, dlopen'ed on first use
+// by the project's driver layer, so the tool builds and runs without a CUDA toolkit and fails
+// -m cuda with a clear message.
 #include "perftest.hpp"
 
-#include <dlfcn.h>
+#include <gdr_cuda_driver/driver.hpp>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -12,93 +14,50 @@ namespace gdr_perftest {
 
 namespace {
 
-using CUresult    = int;
-using CUdevice    = int;
-using CUdeviceptr = unsigned long long;
-using CUcontext   = void *;
+namespace cu = gdr::cuda_driver;
 
-struct cuda_api {
-    CUresult (*cuInit)(unsigned) = nullptr;
-    CUresult (*cuDeviceGetCount)(int *) = nullptr;
-    CUresult (*cuDeviceGet)(CUdevice *, int) = nullptr;
-    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice) = nullptr;
-    CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
-    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t) = nullptr;
-    CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
-    CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t) = nullptr;
-    CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t) = nullptr;
-    CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
-    CUresult (*cuGetErrorString)(CUresult, const char **) = nullptr;
-};
-
-std::string cuda_error(const cuda_api &api, CUresult rc)
-{
-    const char *text = nullptr;
-    if (api.cuGetErrorString != nullptr) api.cuGetErrorString(rc, &text);
-    return "CUDA error " + std::to_string(rc) + (text != nullptr ? std::string(" (") + text + ")" : "");
-}
-
-/// The driver API, initialised with the device of this rank current; throws with the reason.
-const cuda_api &cuda()
+/// The driver API with the device of this rank current on the first calling thread (the rank's
+/// only CUDA thread); throws with the reason when CUDA cannot be used.
+const cu::driver_api &cuda()
 {
     static std::once_flag once;
-    static cuda_api api;
-    static std::string failure;
-    std::call_once(once, [] {
-        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-        if (lib == nullptr) {
-            const char *why = dlerror();
-            failure = std::string("cannot load libcuda.so.1 (no NVIDIA driver on this host?): ") +
-                      (why != nullptr ? why : "dlopen failed");
-            return;
-        }
-        auto get = [&](auto &fn, const char *name) {
-            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-            if (fn == nullptr && failure.empty()) failure = std::string("libcuda.so.1 lacks ") + name;
-        };
-        get(api.cuInit, "cuInit");
-        get(api.cuDeviceGetCount, "cuDeviceGetCount");
-        get(api.cuDeviceGet, "cuDeviceGet");
-        get(api.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-        get(api.cuCtxSetCurrent, "cuCtxSetCurrent");
-        get(api.cuMemAlloc, "cuMemAlloc_v2");
-        get(api.cuMemFree, "cuMemFree_v2");
-        get(api.cuMemcpyHtoD, "cuMemcpyHtoD_v2");
-        get(api.cuMemcpyDtoH, "cuMemcpyDtoH_v2");
-        get(api.cuMemsetD8, "cuMemsetD8_v2");
-        get(api.cuGetErrorString, "cuGetErrorString");
-        if (!failure.empty()) return;
-        CUresult rc = api.cuInit(0);
-        if (rc != 0) {
-            failure = "cuInit failed: " + cuda_error(api, rc) + (rc == 100 ? ": no CUDA device" : "");
-            return;
-        }
-        int count = 0;
-        rc = api.cuDeviceGetCount(&count);
-        if (rc != 0 || count == 0) {
-            failure = "no CUDA device (" + (rc != 0 ? cuda_error(api, rc) : std::string("count 0")) + ")";
+    static std::string    failure;
+    const cu::driver     &driver = cu::driver::instance();
+    std::call_once(once, [&driver] {
+        if (!driver.usable()) {
+            failure = driver.reason();
             return;
         }
         // One device per rank on the node: the local rank modulo the devices visible.
         const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
         if (local == nullptr) local = std::getenv("LOCAL_RANK");
         if (local == nullptr) local = std::getenv("RANK");
-        const int ordinal = (local != nullptr ? std::atoi(local) : 0) % count;
-        CUdevice device = 0;
-        CUcontext context = nullptr;
-        if ((rc = api.cuDeviceGet(&device, ordinal)) != 0 ||
-            (rc = api.cuDevicePrimaryCtxRetain(&context, device)) != 0 ||
-            (rc = api.cuCtxSetCurrent(context)) != 0) {
-            failure = "cannot make CUDA device " + std::to_string(ordinal) + " current: " + cuda_error(api, rc);
+        const int ordinal = (local != nullptr ? std::atoi(local) : 0) % driver.device_count();
+        const cu::driver_api &api     = driver.api();
+        cu::CUdevice          device  = 0;
+        cu::CUcontext         context = nullptr;
+        cu::CUresult          rc;
+        if ((rc = api.cuDeviceGet(&device, ordinal)) != cu::CUDA_SUCCESS ||
+            (rc = api.cuDevicePrimaryCtxRetain(&context, device)) != cu::CUDA_SUCCESS ||
+            (rc = api.cuCtxSetCurrent(context)) != cu::CUDA_SUCCESS) {
+            failure = "cannot make CUDA device " + std::to_string(ordinal) +
+                      " current: " + driver.error_text(rc);
         }
     });
     if (!failure.empty()) throw std::runtime_error("-m cuda: " + failure);
-    return api;
+    return driver.api();
 }
 
-void cuda_check(CUresult rc, const char *what)
+void cuda_check(cu::CUresult rc, const char *what)
 {
-    if (rc != 0) throw std::runtime_error(std::string(what) + ": " + cuda_error(cuda(), rc));
+    if (rc != cu::CUDA_SUCCESS) {
+        throw std::runtime_error(cu::driver::instance().failure(what, rc));
+    }
+}
+
+cu::CUdeviceptr device_address(const void *p)
+{
+    return static_cast<cu::CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
 }
 
 }  // namespace
@@ -106,8 +65,8 @@ void cuda_check(CUresult rc, const char *what)
 buffer::buffer(mem_kind kind, size_t length) : kind_(kind), length_(std::max<size_t>(length, 1))
 {
     if (kind_ == mem_kind::cuda) {
-        CUdeviceptr p = 0;
-        cuda_check(cuda().cuMemAlloc(&p, length_), "cuMemAlloc");
+        cu::CUdeviceptr p = 0;
+        cuda_check(cuda().cuMemAlloc_v2(&p, length_), "cuMemAlloc");
         ptr_ = reinterpret_cast<void *>(p);
     } else {
         ptr_ = std::aligned_alloc(4096, (length_ + 4095) / 4096 * 4096);
@@ -119,7 +78,7 @@ buffer::buffer(mem_kind kind, size_t length) : kind_(kind), length_(std::max<siz
 buffer::~buffer()
 {
     if (kind_ == mem_kind::cuda) {
-        cuda().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr_));
+        cuda().cuMemFree_v2(device_address(ptr_));
     } else {
         std::free(ptr_);
     }
@@ -128,7 +87,8 @@ buffer::~buffer()
 void buffer::write(size_t offset, const void *src, size_t n)
 {
     if (kind_ == mem_kind::cuda) {
-        cuda_check(cuda().cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(bytes() + offset), src, n), "cuMemcpyHtoD");
+        cuda_check(cuda().cuMemcpyHtoD_v2(device_address(bytes() + offset), src, n),
+                   "cuMemcpyHtoD");
     } else {
         std::memcpy(bytes() + offset, src, n);
     }
@@ -137,7 +97,8 @@ void buffer::write(size_t offset, const void *src, size_t n)
 void buffer::read(size_t offset, void *dst, size_t n) const
 {
     if (kind_ == mem_kind::cuda) {
-        cuda_check(cuda().cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(bytes() + offset), n), "cuMemcpyDtoH");
+        cuda_check(cuda().cuMemcpyDtoH_v2(dst, device_address(bytes() + offset), n),
+                   "cuMemcpyDtoH");
     } else {
         std::memcpy(dst, bytes() + offset, n);
     }
@@ -146,7 +107,7 @@ void buffer::read(size_t offset, void *dst, size_t n) const
 void buffer::clear(size_t offset, size_t n)
 {
     if (kind_ == mem_kind::cuda) {
-        cuda_check(cuda().cuMemsetD8(reinterpret_cast<CUdeviceptr>(bytes() + offset), 0, n), "cuMemsetD8");
+        cuda_check(cuda().cuMemsetD8_v2(device_address(bytes() + offset), 0, n), "cuMemsetD8");
     } else {
         std::memset(bytes() + offset, 0, n);
     }

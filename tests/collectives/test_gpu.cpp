@@ -41,7 +41,7 @@ public:
             ordinal_ = preferred;
         }
         if (cu_->cuDeviceGet(&dev, ordinal_) != 0 || cu_->cuDevicePrimaryCtxRetain(&ctx_, dev) != 0 ||
-            cu_->cuCtxPushCurrent(ctx_) != 0) {
+            cu_->cuCtxPushCurrent_v2(ctx_) != 0) {
             why_ = "no CUDA device 0";
             cu_ = nullptr;
         }
@@ -50,7 +50,7 @@ public:
     {
         if (cu_ != nullptr) {
             gpu::CUcontext popped = nullptr;
-            cu_->cuCtxPopCurrent(&popped);
+            cu_->cuCtxPopCurrent_v2(&popped);
         }
     }
     const gpu::driver *cu() const { return cu_; }
@@ -70,24 +70,26 @@ class device_array {
 public:
     device_array(const gpu::driver &cu, size_t n) : cu_(cu), n_(n)
     {
-        cu_.check(cu_.cuMemAlloc(&ptr_, std::max<size_t>(n, 1) * sizeof(T)), "cuMemAlloc");
+        gpu::check(cu_.cuMemAlloc_v2(&ptr_, std::max<size_t>(n, 1) * sizeof(T)), "cuMemAlloc");
     }
     device_array(const gpu::driver &cu, const std::vector<T> &host) : device_array(cu, host.size()) { upload(host); }
-    ~device_array() { cu_.cuMemFree(ptr_); }
+    ~device_array() { cu_.cuMemFree_v2(ptr_); }
     device_array(const device_array &) = delete;
 
     void upload(const std::vector<T> &host)
     {
         if (host.empty()) return;
-        cu_.check(cu_.cuMemcpyHtoDAsync(ptr_, host.data(), host.size() * sizeof(T), nullptr), "cuMemcpyHtoDAsync");
-        cu_.check(cu_.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+        gpu::check(cu_.cuMemcpyHtoDAsync_v2(ptr_, host.data(), host.size() * sizeof(T), nullptr),
+                   "cuMemcpyHtoDAsync");
+        gpu::check(cu_.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
     }
     std::vector<T> download() const
     {
         std::vector<T> host(n_);
         if (n_ == 0) return host;
-        cu_.check(cu_.cuMemcpyDtoHAsync(host.data(), ptr_, n_ * sizeof(T), nullptr), "cuMemcpyDtoHAsync");
-        cu_.check(cu_.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+        gpu::check(cu_.cuMemcpyDtoHAsync_v2(host.data(), ptr_, n_ * sizeof(T), nullptr),
+                   "cuMemcpyDtoHAsync");
+        gpu::check(cu_.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
         return host;
     }
     T *get() const { return reinterpret_cast<T *>(uintptr_t(ptr_)); }
@@ -525,7 +527,7 @@ TEST(CollGpuKernels, MatchHostReductionsBitForBit)
                 device_array<uint8_t> da(cu, a), db(cu, b);
                 const coll::reduction &reduction = op_object(op);
                 lane->reduce(reduction, type, db.get() + shift * elem, da.get() + shift * elem, n);
-                cu.check(cu.cuStreamSynchronize(lane->stream()), "cuStreamSynchronize");
+                gpu::check(cu.cuStreamSynchronize(lane->stream()), "cuStreamSynchronize");
                 reduction.apply(type, b.data() + shift * elem, a.data() + shift * elem, n);
                 const auto got = da.download();
                 ASSERT_EQ(std::memcmp(got.data(), a.data(), a.size()), 0)

@@ -1,8 +1,9 @@
 // GPU tests of gdr_cuda against the real driver (label gpu; skipped without a CUDA device).
 // Allocations go through the same dlopen'ed driver table the library uses, so the test binary
 // needs no CUDA toolkit either.
-#include "cuda_driver.h"
 #include "gdr_cuda.h"
+
+#include <gdr_cuda_driver/driver.hpp>
 
 #include <gtest/gtest.h>
 
@@ -17,17 +18,17 @@
 #include <thread>
 #include <vector>
 
-using namespace gdr::cuda::drv;
+using namespace gdr::cuda_driver;
 
 namespace {
 
-const Api &cu() { return Driver::instance().api(); }
+const driver_api &cu() { return driver::instance().api(); }
 
 #define ASSERT_CU(call)                                                                   \
     do {                                                                                  \
         CUresult gdr_result_ = (call);                                                    \
         ASSERT_EQ(gdr_result_, CUDA_SUCCESS) << #call << ": "                             \
-                                             << Driver::instance().error_text(gdr_result_); \
+                                             << driver::instance().error_text(gdr_result_); \
     } while (0)
 
 const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -37,7 +38,7 @@ void *ptr(CUdeviceptr p) { return reinterpret_cast<void *>(p); }
 gdr_cuda_mem_info_t query(const void *addr, size_t length)
 {
     gdr_cuda_mem_info_t info{};
-    EXPECT_EQ(gdr_cuda_mem_query(addr, length, &info), GDR_CUDA_OK);
+    EXPECT_EQ(gdr_cuda_mem_query(addr, length, &info), UCS_OK);
     return info;
 }
 
@@ -56,9 +57,9 @@ class Gpu : public ::testing::Test {
 protected:
     void SetUp() override
     {
-        char reason[GDR_CUDA_REASON_MAX];
-        if (!gdr_cuda_available(reason, sizeof(reason))) {
-            GTEST_SKIP() << reason;
+        gdr_reason_t reason;
+        if (gdr_cuda_available(&reason) != UCS_OK) {
+            GTEST_SKIP() << reason.text;
         }
         ASSERT_CU(cu().cuDeviceGet(&device_, 0));
         ASSERT_CU(cu().cuDevicePrimaryCtxRetain(&context_, device_));
@@ -178,10 +179,10 @@ TEST_F(Gpu, DetectsVmmMapping)
 
     int         fd     = -1;
     uint64_t    offset = 0;
-    char        reason[GDR_CUDA_REASON_MAX];
-    EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(vmm.va + 100), 5000, &fd, &offset, reason, sizeof(reason)),
-              GDR_CUDA_OK)
-        << reason;
+    gdr_reason_t reason;
+    EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(vmm.va + 100), 5000, &fd, &offset, &reason),
+              UCS_OK)
+        << reason.text;
     if (fd >= 0) {
         EXPECT_EQ(offset, 100u);
         EXPECT_GE(dmabuf_size(fd), off_t(offset + 5000));
@@ -190,17 +191,16 @@ TEST_F(Gpu, DetectsVmmMapping)
     // The whole mapped allocation exports; a range running into the unmapped part must get a
     // clean answer (recorded in docs/gpu-memory.md).
     fd = -1;
-    EXPECT_EQ(gdr_cuda_dmabuf_export(info.base, info.alloc_length, &fd, &offset, reason,
-                                     sizeof(reason)),
-              GDR_CUDA_OK)
-        << reason;
+    EXPECT_EQ(gdr_cuda_dmabuf_export(info.base, info.alloc_length, &fd, &offset, &reason),
+              UCS_OK)
+        << reason.text;
     if (fd >= 0) close(fd);
     fd = -1;
-    gdr_cuda_status_t status = gdr_cuda_dmabuf_export(ptr(vmm.va + vmm.size - 8), 16, &fd, &offset,
-                                                      reason, sizeof(reason));
-    EXPECT_TRUE(status == GDR_CUDA_OK || status == GDR_CUDA_ERR_UNSUPPORTED) << status;
+    ucs_status_t status = gdr_cuda_dmabuf_export(ptr(vmm.va + vmm.size - 8), 16, &fd, &offset,
+                                                      &reason);
+    EXPECT_TRUE(status == UCS_OK || status == UCS_ERR_UNSUPPORTED) << status;
     std::printf("VMM: export running past the mapping into the reservation: %s %s\n",
-                status == GDR_CUDA_OK ? "ok" : "refused", reason);
+                status == UCS_OK ? "ok" : "refused", reason.text);
     if (fd >= 0) close(fd);
 }
 
@@ -217,9 +217,9 @@ TEST_F(Gpu, DetectsManagedMemory)
 
     int      fd = -1;
     uint64_t offset;
-    char     reason[GDR_CUDA_REASON_MAX];
-    EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(managed), 4096, &fd, &offset, reason, sizeof(reason)),
-              GDR_CUDA_ERR_NOT_CUDA);
+    gdr_reason_t reason;
+    EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(managed), 4096, &fd, &offset, &reason),
+              UCS_ERR_INVALID_ADDR);
     EXPECT_EQ(fd, -1);
     ASSERT_CU(cu().cuMemFree_v2(managed));
 }
@@ -260,10 +260,11 @@ TEST_F(Gpu, DetectsPageableHostMemory)
     }
     int      fd = -1;
     uint64_t offset;
-    char     reason[GDR_CUDA_REASON_MAX];
-    EXPECT_EQ(gdr_cuda_dmabuf_export(heap.data(), 100, &fd, &offset, reason, sizeof(reason)),
-              GDR_CUDA_ERR_NOT_CUDA);
-    EXPECT_NE(std::string(reason).find("is not CUDA device memory"), std::string::npos) << reason;
+    gdr_reason_t reason;
+    EXPECT_EQ(gdr_cuda_dmabuf_export(heap.data(), 100, &fd, &offset, &reason),
+              UCS_ERR_INVALID_ADDR);
+    EXPECT_NE(std::string(reason.text).find("is not CUDA device memory"), std::string::npos)
+        << reason.text;
 }
 
 // Queries from a thread with no current context: right answers, and still no context after.
@@ -278,13 +279,13 @@ TEST_F(Gpu, QueriesNeitherCreateNorChangeContexts)
         EXPECT_EQ(info.base, ptr(buffer));
         int      fd = -1;
         uint64_t offset;
-        char     reason[GDR_CUDA_REASON_MAX];
-        EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(buffer + 5), 5, &fd, &offset, reason, sizeof(reason)),
-                  GDR_CUDA_OK)
-            << reason;
+        gdr_reason_t reason;
+        EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(buffer + 5), 5, &fd, &offset, &reason),
+                  UCS_OK)
+            << reason.text;
         if (fd >= 0) close(fd);
         uint64_t id = 0;
-        EXPECT_EQ(gdr_cuda_buffer_id(ptr(buffer), &id), GDR_CUDA_OK);
+        EXPECT_EQ(gdr_cuda_buffer_id(ptr(buffer), &id), UCS_OK);
         EXPECT_EQ(current_context(), nullptr);
     }).join();
     EXPECT_EQ(current_context(), context_);
@@ -314,10 +315,10 @@ TEST_F(Gpu, DmabufExportCoversAlignedAndUnalignedRanges)
             const uintptr_t addr = base + start;
             int             fd   = -1;
             uint64_t        offset = 0;
-            char            reason[GDR_CUDA_REASON_MAX];
-            ASSERT_EQ(gdr_cuda_dmabuf_export(ptr(addr), size, &fd, &offset, reason, sizeof(reason)),
-                      GDR_CUDA_OK)
-                << "start " << start << " size " << size << ": " << reason;
+            gdr_reason_t    reason;
+            ASSERT_EQ(gdr_cuda_dmabuf_export(ptr(addr), size, &fd, &offset, &reason),
+                      UCS_OK)
+                << "start " << start << " size " << size << ": " << reason.text;
             const uintptr_t hull_start = addr & ~(kPage - 1);
             const uintptr_t hull_end   = (addr + size + kPage - 1) & ~(kPage - 1);
             off_t           fd_size    = dmabuf_size(fd);
@@ -334,16 +335,16 @@ TEST_F(Gpu, DmabufExportCoversAlignedAndUnalignedRanges)
     // Last byte of the allocation: the hull ends at the allocation's (page-aligned) end.
     int      fd = -1;
     uint64_t offset;
-    char     reason[GDR_CUDA_REASON_MAX];
-    ASSERT_EQ(gdr_cuda_dmabuf_export(ptr(base + total - 1), 1, &fd, &offset, reason, sizeof(reason)),
-              GDR_CUDA_OK)
-        << reason;
+    gdr_reason_t reason;
+    ASSERT_EQ(gdr_cuda_dmabuf_export(ptr(base + total - 1), 1, &fd, &offset, &reason),
+              UCS_OK)
+        << reason.text;
     EXPECT_EQ(offset, kPage - 1);
     EXPECT_EQ(dmabuf_size(fd), off_t(kPage));
     close(fd);
 
-    EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(base), 0, &fd, &offset, reason, sizeof(reason)),
-              GDR_CUDA_ERR_INVALID_PARAM);
+    EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(base), 0, &fd, &offset, &reason),
+              UCS_ERR_INVALID_PARAM);
     ASSERT_CU(cu().cuMemFree_v2(base));
 }
 
@@ -360,9 +361,9 @@ TEST_F(Gpu, DmabufExportOfTinyAllocations)
     for (CUdeviceptr b : buffers) {
         int      fd = -1;
         uint64_t offset;
-        char     reason[GDR_CUDA_REASON_MAX];
-        ASSERT_EQ(gdr_cuda_dmabuf_export(ptr(b), 1, &fd, &offset, reason, sizeof(reason)), GDR_CUDA_OK)
-            << reason;
+        gdr_reason_t reason;
+        ASSERT_EQ(gdr_cuda_dmabuf_export(ptr(b), 1, &fd, &offset, &reason), UCS_OK)
+            << reason.text;
         EXPECT_EQ(offset, b % kPage);
         EXPECT_EQ(dmabuf_size(fd), off_t(kPage));
         close(fd);
@@ -375,12 +376,12 @@ TEST_F(Gpu, DmabufExportOfTinyAllocations)
     std::sort(buffers.begin(), buffers.end());
     int      fd = -1;
     uint64_t offset;
-    char     reason[GDR_CUDA_REASON_MAX];
-    gdr_cuda_status_t status = gdr_cuda_dmabuf_export(ptr(buffers[0]), buffers[1] - buffers[0] + 1,
-                                                      &fd, &offset, reason, sizeof(reason));
-    EXPECT_TRUE(status == GDR_CUDA_OK || status == GDR_CUDA_ERR_UNSUPPORTED) << status;
-    std::printf("export spanning two cuMemAllocs: %s %s\n", status == GDR_CUDA_OK ? "ok" : "refused",
-                reason);
+    gdr_reason_t reason;
+    ucs_status_t status = gdr_cuda_dmabuf_export(ptr(buffers[0]), buffers[1] - buffers[0] + 1,
+                                                      &fd, &offset, &reason);
+    EXPECT_TRUE(status == UCS_OK || status == UCS_ERR_UNSUPPORTED) << status;
+    std::printf("export spanning two cuMemAllocs: %s %s\n", status == UCS_OK ? "ok" : "refused",
+                reason.text);
     if (fd >= 0) close(fd);
     for (CUdeviceptr b : buffers) {
         ASSERT_CU(cu().cuMemFree_v2(b));
@@ -397,10 +398,10 @@ TEST_F(Gpu, ProbeWithoutHcaSaysNoVerbsDeviceAndWhatWorks)
     }
     gdr_cuda_config_t       config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
     gdr_cuda_probe_result_t result;
-    ASSERT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), GDR_CUDA_OK) << result.reason;
+    ASSERT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), UCS_OK) << result.reason.text;
     std::printf("probe verdict: registrable=%d methods=%u reason: %s\n", result.cuda_registrable,
-                result.methods, result.reason);
-    const std::string reason = result.reason;
+                result.methods, result.reason.text);
+    const std::string reason = result.reason.text;
     EXPECT_EQ(result.cuda_registrable, 0);
     EXPECT_EQ(result.methods, 0u);
     EXPECT_EQ(reason.rfind("no verbs device (no protection domain to register with); GPU0 ", 0), 0u)
@@ -425,16 +426,17 @@ TEST_F(Gpu, ProbeWithoutHcaSaysNoVerbsDeviceAndWhatWorks)
     }
 
     config = {GDR_CUDA_POLICY_YES, GDR_CUDA_POLICY_TRY};
-    EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), GDR_CUDA_ERR_UNSUPPORTED);
-    EXPECT_EQ(std::string(result.reason).rfind("UCX_GDR_GPU_DIRECT_RDMA=yes but GPU memory "
+    EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), UCS_ERR_UNSUPPORTED);
+    EXPECT_EQ(std::string(result.reason.text).rfind("UCX_GDR_GPU_DIRECT_RDMA=yes but GPU memory "
                                                "registration is not available: no verbs device", 0),
               0u)
-        << result.reason;
+        << result.reason.text;
     config = {GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_YES};
-    EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), GDR_CUDA_ERR_UNSUPPORTED);
+    EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), UCS_ERR_UNSUPPORTED);
     config = {GDR_CUDA_POLICY_NO, GDR_CUDA_POLICY_TRY};
-    EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), GDR_CUDA_OK);
-    EXPECT_STREQ(result.reason, "CUDA memory registration disabled by UCX_GDR_GPU_DIRECT_RDMA=no");
+    EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), UCS_OK);
+    EXPECT_STREQ(result.reason.text,
+                 "CUDA memory registration disabled by UCX_GDR_GPU_DIRECT_RDMA=no");
 }
 
 // Without an active context and without permission to create one, the probe must not create one.
@@ -443,7 +445,7 @@ TEST_F(Gpu, ProbeCreatesNoContext)
     std::thread([&] {
         gdr_cuda_config_t       config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
         gdr_cuda_probe_result_t result;
-        EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), GDR_CUDA_OK);
+        EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), UCS_OK);
         EXPECT_EQ(current_context(), nullptr);
     }).join();
     EXPECT_EQ(current_context(), context_);
@@ -453,9 +455,9 @@ TEST_F(Gpu, ProbeCreatesNoContext)
 // probe must not create one (and says what it could not exercise); with it, it really exports.
 TEST(GpuNoContext, ProbeCreatesAContextOnlyWhenAllowed)
 {
-    char reason[GDR_CUDA_REASON_MAX];
-    if (!gdr_cuda_available(reason, sizeof(reason))) {
-        GTEST_SKIP() << reason;
+    gdr_reason_t reason;
+    if (gdr_cuda_available(&reason) != UCS_OK) {
+        GTEST_SKIP() << reason.text;
     }
     CUdevice device = 0;
     ASSERT_EQ(cu().cuDeviceGet(&device, 0), CUDA_SUCCESS);
@@ -467,18 +469,20 @@ TEST(GpuNoContext, ProbeCreatesAContextOnlyWhenAllowed)
     }
     gdr_cuda_config_t       config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
     gdr_cuda_probe_result_t result;
-    ASSERT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), GDR_CUDA_OK);
-    EXPECT_NE(std::string(result.reason).find("(not exercised: no active CUDA context on this GPU)"),
+    ASSERT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), UCS_OK);
+    EXPECT_NE(std::string(result.reason.text)
+                  .find("(not exercised: no active CUDA context on this GPU)"),
               std::string::npos)
-        << result.reason;
+        << result.reason.text;
     ASSERT_EQ(cu().cuDevicePrimaryCtxGetState(device, &flags, &active), CUDA_SUCCESS);
     EXPECT_EQ(active, 0) << "the probe created a context";
     EXPECT_EQ(current_context(), nullptr);
 
     ASSERT_EQ(gdr_cuda_probe(nullptr, &config, GDR_CUDA_PROBE_MAY_CREATE_CONTEXT, &result),
-              GDR_CUDA_OK);
-    EXPECT_NE(std::string(result.reason).find("export of a 2 MiB cuMemAlloc ok"), std::string::npos)
-        << result.reason;
+              UCS_OK);
+    EXPECT_NE(std::string(result.reason.text).find("export of a 2 MiB cuMemAlloc ok"),
+              std::string::npos)
+        << result.reason.text;
     EXPECT_EQ(current_context(), nullptr);
     ASSERT_EQ(cu().cuDevicePrimaryCtxGetState(device, &flags, &active), CUDA_SUCCESS);
     std::printf("probe with MAY_CREATE_CONTEXT: primary context active afterwards: %d\n", active);
@@ -490,14 +494,15 @@ TEST_F(Gpu, RegistrationArgumentsAreChecked)
     ASSERT_CU(cu().cuMemAlloc_v2(&buffer, 1 << 20));
     gdr_cuda_config_t     config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
     gdr_cuda_reg_result_t result;
-    EXPECT_EQ(gdr_cuda_reg_mr(nullptr, ptr(buffer), 4096, 0, &config, 0, &result),
-              GDR_CUDA_ERR_INVALID_PARAM);
-    EXPECT_STREQ(result.reason, "no protection domain");
+    gdr_reason_t          reason;
+    EXPECT_EQ(gdr_cuda_reg_mr(nullptr, ptr(buffer), 4096, 0, &config, 0, &result, &reason),
+              UCS_ERR_INVALID_PARAM);
+    EXPECT_STREQ(reason.text, "no protection domain");
     std::vector<char> host(4096);
     EXPECT_EQ(gdr_cuda_reg_mr(reinterpret_cast<ibv_pd *>(0x1), host.data(), host.size(), 0,
-                              &config, 0, &result),
-              GDR_CUDA_ERR_NOT_CUDA);
-    EXPECT_NE(std::string(result.reason).find("is not CUDA device memory"), std::string::npos);
+                              &config, 0, &result, &reason),
+              UCS_ERR_INVALID_ADDR);
+    EXPECT_NE(std::string(reason.text).find("is not CUDA device memory"), std::string::npos);
     ASSERT_CU(cu().cuMemFree_v2(buffer));
 }
 
@@ -509,14 +514,14 @@ TEST_F(Gpu, BufferIdChangesOnFreeAndReallocationAtTheSameAddress)
     CUdeviceptr  first   = 0;
     ASSERT_CU(cu().cuMemAlloc_v2(&first, size));
     uint64_t first_id = 0;
-    ASSERT_EQ(gdr_cuda_buffer_id(ptr(first + 123), &first_id), GDR_CUDA_OK);
+    ASSERT_EQ(gdr_cuda_buffer_id(ptr(first + 123), &first_id), UCS_OK);
     EXPECT_EQ(query(ptr(first), 1).buffer_id, first_id);
     EXPECT_EQ(gdr_cuda_region_is_stale(ptr(first), first_id), 0);  // cache hit stays valid
     EXPECT_EQ(gdr_cuda_region_is_stale(ptr(first + size - 1), first_id), 0);
     ASSERT_CU(cu().cuMemFree_v2(first));
     EXPECT_EQ(gdr_cuda_region_is_stale(ptr(first), first_id), 1);  // freed
     uint64_t id = 7;
-    EXPECT_EQ(gdr_cuda_buffer_id(ptr(first), &id), GDR_CUDA_ERR_NOT_CUDA);
+    EXPECT_EQ(gdr_cuda_buffer_id(ptr(first), &id), UCS_ERR_INVALID_ADDR);
 
     CUdeviceptr again = 0;
     ASSERT_CU(cu().cuMemAlloc_v2(&again, size));
@@ -525,7 +530,7 @@ TEST_F(Gpu, BufferIdChangesOnFreeAndReallocationAtTheSameAddress)
         GTEST_SKIP() << "the driver did not reuse the address";
     }
     uint64_t again_id = 0;
-    ASSERT_EQ(gdr_cuda_buffer_id(ptr(again), &again_id), GDR_CUDA_OK);
+    ASSERT_EQ(gdr_cuda_buffer_id(ptr(again), &again_id), UCS_OK);
     EXPECT_NE(again_id, first_id);
     EXPECT_EQ(gdr_cuda_region_is_stale(ptr(again), first_id), 1);  // same address, new buffer
     EXPECT_EQ(gdr_cuda_region_is_stale(ptr(again), again_id), 0);
@@ -542,12 +547,12 @@ TEST_F(Gpu, BufferIdChangesOnVmmRemapAtTheSameAddress)
     VmmAllocation vmm;
     ASSERT_CU(vmm.map_new(device_, false));
     uint64_t first_id = 0;
-    ASSERT_EQ(gdr_cuda_buffer_id(ptr(vmm.va), &first_id), GDR_CUDA_OK);
+    ASSERT_EQ(gdr_cuda_buffer_id(ptr(vmm.va), &first_id), UCS_OK);
     vmm.unmap();
     EXPECT_EQ(gdr_cuda_region_is_stale(ptr(vmm.va), first_id), 1);
     ASSERT_CU(vmm.map_new(device_, false));
     uint64_t second_id = 0;
-    ASSERT_EQ(gdr_cuda_buffer_id(ptr(vmm.va), &second_id), GDR_CUDA_OK);
+    ASSERT_EQ(gdr_cuda_buffer_id(ptr(vmm.va), &second_id), UCS_OK);
     EXPECT_NE(second_id, first_id);
     EXPECT_EQ(gdr_cuda_region_is_stale(ptr(vmm.va), first_id), 1);
     EXPECT_EQ(gdr_cuda_region_is_stale(ptr(vmm.va), second_id), 0);

@@ -1,19 +1,17 @@
 // Host tests of gdr_cuda: the registration order and policy logic (driven through a backend
 // whose libcuda/libibverbs calls fail or succeed on demand), the md-open verdict, config rules,
-// peer-memory detection, and the behaviour without libcuda (real: this runs where there is none).
-#include "cuda_driver.h"
+// reasons cut with a mark, and the behaviour without libcuda (real: this runs where there is none).
+// (Peer-memory detection is gdr_topo's, shared with gdr-doctor: tests/topo/test_peermem.cpp.)
 #include "gdr_cuda.h"
+#include "gdr_status.hpp"
 #include "reg_policy.h"
 
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -31,7 +29,7 @@ constexpr gdr_cuda_policy_t TRY = GDR_CUDA_POLICY_TRY;
  */
 struct ScriptedWorld {
     // script
-    gdr_cuda_status_t export_status   = GDR_CUDA_OK;
+    ucs_status_t export_status   = UCS_OK;
     uint64_t          export_offset   = 123;
     int               reg_dmabuf_errno = 0;  // 0: succeed
     std::string       peermem         = "nvidia_peermem";
@@ -52,14 +50,14 @@ struct ScriptedWorld {
                              std::string *why) {
             auto *w = static_cast<ScriptedWorld *>(ctx);
             w->calls.push_back("export");
-            if (w->export_status != GDR_CUDA_OK) {
+            if (w->export_status != UCS_OK) {
                 *why = "CUDA_ERROR_NOT_SUPPORTED (scripted)";
                 return w->export_status;
             }
             *fd     = 77;
             *offset = w->export_offset;
             ++w->open_fds;
-            return GDR_CUDA_OK;
+            return UCS_OK;
         };
         b.close_fd = [](void *ctx, int fd) {
             auto *w = static_cast<ScriptedWorld *>(ctx);
@@ -108,7 +106,7 @@ TEST(RegisterInOrder, DmabufFirstWithOffsetAndIovaAndFdClosed)
 {
     ScriptedWorld world;
     RegOutcome    out = world.run({TRY, TRY});
-    EXPECT_EQ(out.status, GDR_CUDA_OK);
+    EXPECT_EQ(out.status, UCS_OK);
     EXPECT_EQ(out.method, GDR_CUDA_REG_DMABUF);
     EXPECT_EQ(out.mr, world.fake_mr);
     EXPECT_EQ(world.calls, (Calls{"export", "reg_dmabuf_mr", "close"}));
@@ -123,9 +121,9 @@ TEST(RegisterInOrder, DmabufFirstWithOffsetAndIovaAndFdClosed)
 TEST(RegisterInOrder, ExportFailureFallsBackToPeermemAndSaysWhy)
 {
     ScriptedWorld world;
-    world.export_status = GDR_CUDA_ERR_UNSUPPORTED;
+    world.export_status = UCS_ERR_UNSUPPORTED;
     RegOutcome out      = world.run({TRY, TRY});
-    EXPECT_EQ(out.status, GDR_CUDA_OK);
+    EXPECT_EQ(out.status, UCS_OK);
     EXPECT_EQ(out.method, GDR_CUDA_REG_PEERMEM);
     EXPECT_EQ(world.calls, (Calls{"export", "peermem_module", "reg_mr"}));
     EXPECT_EQ(out.reason, "dma-buf: export failed: CUDA_ERROR_NOT_SUPPORTED (scripted)");
@@ -136,7 +134,7 @@ TEST(RegisterInOrder, DmabufMrFailureClosesFdThenPeermem)
     ScriptedWorld world;
     world.reg_dmabuf_errno = EOPNOTSUPP;
     RegOutcome out         = world.run({TRY, TRY});
-    EXPECT_EQ(out.status, GDR_CUDA_OK);
+    EXPECT_EQ(out.status, UCS_OK);
     EXPECT_EQ(out.method, GDR_CUDA_REG_PEERMEM);
     EXPECT_EQ(world.calls, (Calls{"export", "reg_dmabuf_mr", "close", "peermem_module", "reg_mr"}));
     EXPECT_EQ(world.open_fds, 0);
@@ -151,7 +149,7 @@ TEST(RegisterInOrder, BothFailRefusesWithEveryReason)
     world.reg_dmabuf_errno = EOPNOTSUPP;
     world.reg_mr_errno     = EFAULT;
     RegOutcome out         = world.run({TRY, TRY});
-    EXPECT_EQ(out.status, GDR_CUDA_ERR_UNSUPPORTED);
+    EXPECT_EQ(out.status, UCS_ERR_UNSUPPORTED);
     EXPECT_EQ(out.mr, nullptr);
     EXPECT_EQ(out.method, GDR_CUDA_REG_NONE);
     EXPECT_NE(out.reason.find("dma-buf: ibv_reg_dmabuf_mr"), std::string::npos) << out.reason;
@@ -164,10 +162,10 @@ TEST(RegisterInOrder, BothFailRefusesWithEveryReason)
 TEST(RegisterInOrder, NoPeermemModuleRefusesWithoutCallingRegMr)
 {
     ScriptedWorld world;
-    world.export_status = GDR_CUDA_ERR_UNSUPPORTED;
+    world.export_status = UCS_ERR_UNSUPPORTED;
     world.peermem       = "";
     RegOutcome out      = world.run({TRY, TRY});
-    EXPECT_EQ(out.status, GDR_CUDA_ERR_UNSUPPORTED);
+    EXPECT_EQ(out.status, UCS_ERR_UNSUPPORTED);
     EXPECT_EQ(world.calls, (Calls{"export", "peermem_module"}));
     EXPECT_EQ(out.reason, "dma-buf: export failed: CUDA_ERROR_NOT_SUPPORTED (scripted); "
                           "peermem: neither nvidia_peermem nor nv_peer_mem is loaded");
@@ -187,7 +185,7 @@ TEST(RegisterInOrder, DmabufYesNeverFallsBackToPeermem)
     ScriptedWorld world;
     world.reg_dmabuf_errno = EINVAL;
     RegOutcome out         = world.run({TRY, YES});
-    EXPECT_EQ(out.status, GDR_CUDA_ERR_UNSUPPORTED);
+    EXPECT_EQ(out.status, UCS_ERR_UNSUPPORTED);
     EXPECT_EQ(world.calls, (Calls{"export", "reg_dmabuf_mr", "close"}));
     EXPECT_NE(out.reason.find("peermem: not tried (UCX_GDR_DMABUF=yes)"), std::string::npos)
         << out.reason;
@@ -198,7 +196,7 @@ TEST(RegisterInOrder, GpuDirectRdmaNoTouchesNothing)
     for (gdr_cuda_policy_t dmabuf : {NO, TRY}) {
         ScriptedWorld world;
         RegOutcome    out = world.run({NO, dmabuf});
-        EXPECT_EQ(out.status, GDR_CUDA_ERR_UNSUPPORTED);
+        EXPECT_EQ(out.status, UCS_ERR_UNSUPPORTED);
         EXPECT_TRUE(world.calls.empty());
         EXPECT_EQ(out.reason, "CUDA memory registration disabled by UCX_GDR_GPU_DIRECT_RDMA=no");
     }
@@ -214,7 +212,7 @@ TEST(RegisterInOrder, ProbeMaskSkipsMethodsKnownNotToWork)
     ScriptedWorld only_dmabuf;
     only_dmabuf.reg_dmabuf_errno = EIO;
     out = only_dmabuf.run({TRY, TRY}, GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_DMABUF));
-    EXPECT_EQ(out.status, GDR_CUDA_ERR_UNSUPPORTED);
+    EXPECT_EQ(out.status, UCS_ERR_UNSUPPORTED);
     EXPECT_EQ(only_dmabuf.calls, (Calls{"export", "reg_dmabuf_mr", "close"}));
     EXPECT_NE(out.reason.find("peermem: not used (md-open probe found it unavailable)"),
               std::string::npos);
@@ -225,27 +223,27 @@ TEST(RegisterInOrder, BadArgumentsAreInvalidParam)
     ScriptedWorld world;
     RegBackend    backend = world.backend();
     EXPECT_EQ(register_in_order(backend, {TRY, TRY}, 0, nullptr, ScriptedWorld::buffer(), 1, 0).status,
-              GDR_CUDA_ERR_INVALID_PARAM);
+              UCS_ERR_INVALID_PARAM);
     EXPECT_EQ(register_in_order(backend, {TRY, TRY}, 0, ScriptedWorld::fake_pd(),
                                 ScriptedWorld::buffer(), 0, 0).status,
-              GDR_CUDA_ERR_INVALID_PARAM);
+              UCS_ERR_INVALID_PARAM);
     EXPECT_TRUE(world.calls.empty());
 }
 
 TEST(Config, OnlyDmabufYesWithGpuDirectNoIsContradictory)
 {
-    char reason[GDR_CUDA_REASON_MAX];
+    gdr_reason_t reason;
     for (gdr_cuda_policy_t gdr : {NO, YES, TRY}) {
         for (gdr_cuda_policy_t dmabuf : {NO, YES, TRY}) {
             gdr_cuda_config_t config{gdr, dmabuf};
             bool contradictory = gdr == NO && dmabuf == YES;
-            EXPECT_EQ(gdr_cuda_config_check(&config, reason, sizeof(reason)),
-                      contradictory ? GDR_CUDA_ERR_INVALID_PARAM : GDR_CUDA_OK);
-            EXPECT_EQ(std::string(reason),
+            EXPECT_EQ(gdr_cuda_config_check(&config, &reason),
+                      contradictory ? UCS_ERR_INVALID_PARAM : UCS_OK);
+            EXPECT_EQ(std::string(reason.text),
                       contradictory ? "UCX_GDR_DMABUF=yes contradicts UCX_GDR_GPU_DIRECT_RDMA=no" : "");
         }
     }
-    EXPECT_EQ(gdr_cuda_config_check(nullptr, reason, sizeof(reason)), GDR_CUDA_ERR_INVALID_PARAM);
+    EXPECT_EQ(gdr_cuda_config_check(nullptr, &reason), UCS_ERR_INVALID_PARAM);
 }
 
 TEST(Config, PolicyNumbersMatchUcxTernary)
@@ -298,17 +296,17 @@ constexpr unsigned kPeermem = GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_PEERMEM);
 TEST(ProbeVerdict, NoCudaIsHostOnlyUnlessRequired)
 {
     ProbeVerdict v = decide_probe_verdict({TRY, TRY}, without_cuda());
-    EXPECT_EQ(v.status, GDR_CUDA_OK);
+    EXPECT_EQ(v.status, UCS_OK);
     EXPECT_FALSE(v.registrable);
     EXPECT_EQ(v.reason, "no CUDA: cannot load libcuda.so.1 (test)");
 
     v = decide_probe_verdict({YES, TRY}, without_cuda());
-    EXPECT_EQ(v.status, GDR_CUDA_ERR_UNSUPPORTED);
+    EXPECT_EQ(v.status, UCS_ERR_UNSUPPORTED);
     EXPECT_EQ(v.reason, "UCX_GDR_GPU_DIRECT_RDMA=yes but GPU memory registration is not available: "
                         "no CUDA: cannot load libcuda.so.1 (test)");
 
     v = decide_probe_verdict({TRY, YES}, without_cuda());
-    EXPECT_EQ(v.status, GDR_CUDA_ERR_UNSUPPORTED);
+    EXPECT_EQ(v.status, UCS_ERR_UNSUPPORTED);
     EXPECT_EQ(v.reason.rfind("UCX_GDR_DMABUF=yes but dma-buf registration is not available", 0), 0u)
         << v.reason;
 }
@@ -316,26 +314,26 @@ TEST(ProbeVerdict, NoCudaIsHostOnlyUnlessRequired)
 TEST(ProbeVerdict, DisabledAndContradictory)
 {
     ProbeVerdict v = decide_probe_verdict({NO, TRY}, with_cuda({device(true, true)}));
-    EXPECT_EQ(v.status, GDR_CUDA_OK);
+    EXPECT_EQ(v.status, UCS_OK);
     EXPECT_FALSE(v.registrable);
     EXPECT_EQ(v.methods, 0u);
     EXPECT_EQ(v.reason, "CUDA memory registration disabled by UCX_GDR_GPU_DIRECT_RDMA=no");
 
     v = decide_probe_verdict({NO, YES}, with_cuda({device(true, true)}));
-    EXPECT_EQ(v.status, GDR_CUDA_ERR_INVALID_PARAM);
+    EXPECT_EQ(v.status, UCS_ERR_INVALID_PARAM);
 }
 
 TEST(ProbeVerdict, NoVerbsDeviceIsNotRegistrable)
 {
     ProbeVerdict v = decide_probe_verdict({TRY, TRY}, with_cuda({device(true, true)}, false));
-    EXPECT_EQ(v.status, GDR_CUDA_OK);
+    EXPECT_EQ(v.status, UCS_OK);
     EXPECT_FALSE(v.registrable);
     EXPECT_EQ(v.reason.rfind("no verbs device (no protection domain to register with); "
                              "GPU0 Test [0000:01:00]: dma-buf: works; peermem: loaded", 0),
               0u)
         << v.reason;
     EXPECT_EQ(decide_probe_verdict({YES, TRY}, with_cuda({device(true, true)}, false)).status,
-              GDR_CUDA_ERR_UNSUPPORTED);
+              UCS_ERR_UNSUPPORTED);
 }
 
 TEST(ProbeVerdict, MethodsFollowFactsAndPolicy)
@@ -343,22 +341,22 @@ TEST(ProbeVerdict, MethodsFollowFactsAndPolicy)
     struct Case {
         gdr_cuda_config_t        config;
         std::vector<DeviceFacts> devices;
-        gdr_cuda_status_t        status;
+        ucs_status_t        status;
         unsigned                 methods;
     } cases[] = {
-        {{TRY, TRY}, {device(true, false)}, GDR_CUDA_OK, kDmabuf},
-        {{TRY, TRY}, {device(false, true)}, GDR_CUDA_OK, kPeermem},
-        {{TRY, TRY}, {device(true, true)}, GDR_CUDA_OK, kDmabuf | kPeermem},
-        {{TRY, TRY}, {device(true, false), device(false, true)}, GDR_CUDA_OK, kDmabuf | kPeermem},
-        {{TRY, TRY}, {device(false, false)}, GDR_CUDA_OK, 0},
-        {{YES, TRY}, {device(false, false)}, GDR_CUDA_ERR_UNSUPPORTED, 0},
-        {{YES, TRY}, {device(false, true)}, GDR_CUDA_OK, kPeermem},
-        {{TRY, NO}, {device(true, false)}, GDR_CUDA_OK, 0},
-        {{YES, NO}, {device(true, false)}, GDR_CUDA_ERR_UNSUPPORTED, 0},
-        {{TRY, NO}, {device(true, true)}, GDR_CUDA_OK, kPeermem},
-        {{TRY, YES}, {device(true, true)}, GDR_CUDA_OK, kDmabuf},        // no peermem fallback
-        {{TRY, YES}, {device(false, true)}, GDR_CUDA_ERR_UNSUPPORTED, 0},
-        {{YES, YES}, {device(true, false)}, GDR_CUDA_OK, kDmabuf},
+        {{TRY, TRY}, {device(true, false)}, UCS_OK, kDmabuf},
+        {{TRY, TRY}, {device(false, true)}, UCS_OK, kPeermem},
+        {{TRY, TRY}, {device(true, true)}, UCS_OK, kDmabuf | kPeermem},
+        {{TRY, TRY}, {device(true, false), device(false, true)}, UCS_OK, kDmabuf | kPeermem},
+        {{TRY, TRY}, {device(false, false)}, UCS_OK, 0},
+        {{YES, TRY}, {device(false, false)}, UCS_ERR_UNSUPPORTED, 0},
+        {{YES, TRY}, {device(false, true)}, UCS_OK, kPeermem},
+        {{TRY, NO}, {device(true, false)}, UCS_OK, 0},
+        {{YES, NO}, {device(true, false)}, UCS_ERR_UNSUPPORTED, 0},
+        {{TRY, NO}, {device(true, true)}, UCS_OK, kPeermem},
+        {{TRY, YES}, {device(true, true)}, UCS_OK, kDmabuf},        // no peermem fallback
+        {{TRY, YES}, {device(false, true)}, UCS_ERR_UNSUPPORTED, 0},
+        {{YES, YES}, {device(true, false)}, UCS_OK, kDmabuf},
     };
     for (const Case &c : cases) {
         ProbeVerdict v = decide_probe_verdict(c.config, with_cuda(c.devices));
@@ -373,59 +371,18 @@ TEST(ProbeVerdict, MethodsFollowFactsAndPolicy)
     }
 }
 
-TEST(Peermem, DetectsEachModuleBySysfsFile)
+TEST(Reason, CutLinesEndInAnEllipsis)
 {
-    namespace fs = std::filesystem;
-    fs::path root = fs::temp_directory_path() / ("gdr-sysfs-" + std::to_string(getpid()));
-    fs::remove_all(root);
-    fs::create_directories(root);
-    EXPECT_EQ(find_peermem_module(root.string()), "");
-    struct {
-        const char *dir;
-        const char *module;
-    } cases[] = {{"module/nvidia_peermem", "nvidia_peermem"},
-                 {"module/nv_peer_mem", "nv_peer_mem"},
-                 {"kernel/mm/memory_peers/nv_mem", "nv_peer_mem"}};
-    for (const auto &c : cases) {
-        fs::create_directories(root / c.dir);
-        std::ofstream(root / c.dir / "version") << "1.0\n";
-        EXPECT_EQ(find_peermem_module(root.string()), c.module) << c.dir;
-        fs::remove_all(root / c.dir);
-    }
-    fs::create_directories(root / "module/nvidia_peermem");  // a directory without version: no
-    EXPECT_EQ(find_peermem_module(root.string()), "");
-    fs::remove_all(root);
-}
-
-TEST(Reason, CopyTruncatesAndTerminates)
-{
-    char buffer[6] = {'x', 'x', 'x', 'x', 'x', 'x'};
-    copy_reason("abcdefgh", buffer, sizeof(buffer));
-    EXPECT_STREQ(buffer, "ab...");
-    copy_reason("abcde", buffer, sizeof(buffer));  // fits exactly: not cut
-    EXPECT_STREQ(buffer, "abcde");
-    copy_reason("ab", buffer, sizeof(buffer));
-    EXPECT_STREQ(buffer, "ab");
-    char tiny[3];
-    copy_reason("abcdef", tiny, sizeof(tiny));  // too small for "...": plain cut
-    EXPECT_STREQ(tiny, "ab");
-    copy_reason("ab", nullptr, 0);  // must not crash
-}
-
-TEST(DriverLoading, MissingLibraryIsAReasonNotAnError)
-{
-    drv::Driver driver("libgdr-test-no-such-library.so.1");
-    EXPECT_FALSE(driver.usable());
-    EXPECT_EQ(driver.device_count(), 0);
-    EXPECT_EQ(driver.reason().rfind("no CUDA: cannot load libgdr-test-no-such-library.so.1", 0), 0u)
-        << driver.reason();
-}
-
-TEST(DriverLoading, LibraryWithoutTheDriverApiIsRejectedByName)
-{
-    drv::Driver driver("libc.so.6");
-    EXPECT_FALSE(driver.usable());
-    EXPECT_EQ(driver.reason(), "no CUDA: libc.so.6 lacks cuInit (driver too old for this build)");
+    gdr_reason_t reason;
+    gdr::set_reason(&reason, "abcdef");
+    EXPECT_STREQ(reason.text, "abcdef");
+    const std::string fits(GDR_REASON_MAX - 1, 'x');  // fits exactly: not cut
+    gdr::set_reason(&reason, fits.c_str());
+    EXPECT_EQ(std::string(reason.text), fits);
+    const std::string longer(GDR_REASON_MAX + 10, 'y');
+    gdr::set_reason(&reason, longer.c_str());
+    EXPECT_EQ(std::string(reason.text), std::string(GDR_REASON_MAX - 4, 'y') + "...");
+    gdr::set_reason(nullptr, "ignored");  // must not crash
 }
 
 namespace {
@@ -455,54 +412,60 @@ TEST(NoLibcuda, PublicApiIsHostOnlyAndSilent)
     testing::internal::CaptureStdout();
     testing::internal::CaptureStderr();
 
-    char reason[GDR_CUDA_REASON_MAX];
-    EXPECT_EQ(gdr_cuda_available(reason, sizeof(reason)), 0);
-    EXPECT_EQ(std::string(reason).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u) << reason;
+    gdr_reason_t reason;
+    EXPECT_EQ(gdr_cuda_available(&reason), UCS_ERR_UNSUPPORTED);
+    EXPECT_EQ(std::string(reason.text).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u)
+        << reason.text;
+    EXPECT_EQ(gdr_cuda_available(nullptr), UCS_ERR_UNSUPPORTED);
 
     std::vector<char>   host(100);
     gdr_cuda_mem_info_t info;
-    ASSERT_EQ(gdr_cuda_mem_query(host.data(), host.size(), &info), GDR_CUDA_OK);
+    ASSERT_EQ(gdr_cuda_mem_query(host.data(), host.size(), &info), UCS_OK);
     EXPECT_EQ(info.kind, GDR_CUDA_MEM_HOST);
     EXPECT_EQ(info.base, host.data());
     EXPECT_EQ(info.alloc_length, host.size());
     EXPECT_EQ(info.buffer_id, 0u);
     EXPECT_EQ(info.device_ordinal, -1);
     EXPECT_EQ(info.pci_domain, -1);
-    EXPECT_EQ(gdr_cuda_mem_query(host.data(), 1, nullptr), GDR_CUDA_ERR_INVALID_PARAM);
+    EXPECT_EQ(gdr_cuda_mem_query(host.data(), 1, nullptr), UCS_ERR_INVALID_PARAM);
 
     uint64_t id = 1;
-    EXPECT_EQ(gdr_cuda_buffer_id(host.data(), &id), GDR_CUDA_ERR_NOT_CUDA);
+    EXPECT_EQ(gdr_cuda_buffer_id(host.data(), &id), UCS_ERR_INVALID_ADDR);
     EXPECT_EQ(id, 0u);
     EXPECT_EQ(gdr_cuda_region_is_stale(host.data(), 0), 0);
     EXPECT_EQ(gdr_cuda_region_is_stale(host.data(), 42), 1);
 
     int      fd     = 5;
     uint64_t offset = 0;
-    EXPECT_EQ(gdr_cuda_dmabuf_export(host.data(), 10, &fd, &offset, reason, sizeof(reason)),
-              GDR_CUDA_ERR_UNSUPPORTED);
+    EXPECT_EQ(gdr_cuda_dmabuf_export(host.data(), 10, &fd, &offset, &reason),
+              UCS_ERR_UNSUPPORTED);
     EXPECT_EQ(fd, -1);
-    EXPECT_EQ(std::string(reason).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u) << reason;
+    EXPECT_EQ(std::string(reason.text).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u)
+        << reason.text;
+    EXPECT_EQ(gdr_cuda_dmabuf_export(host.data(), 0, &fd, &offset, &reason),
+              UCS_ERR_INVALID_PARAM);
+    EXPECT_STREQ(reason.text, "NULL fd/offset or empty range");
 
     gdr_cuda_probe_result_t probe;
     gdr_cuda_config_t       config{TRY, TRY};
-    EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &probe), GDR_CUDA_OK);
+    EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &probe), UCS_OK);
     EXPECT_EQ(probe.cuda_registrable, 0);
     EXPECT_EQ(probe.methods, 0u);
-    EXPECT_EQ(std::string(probe.reason).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u)
-        << probe.reason;
+    EXPECT_EQ(std::string(probe.reason.text).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u)
+        << probe.reason.text;
     config = {YES, TRY};
-    EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &probe), GDR_CUDA_ERR_UNSUPPORTED);
-    EXPECT_EQ(std::string(probe.reason).rfind("UCX_GDR_GPU_DIRECT_RDMA=yes but", 0), 0u)
-        << probe.reason;
+    EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &probe), UCS_ERR_UNSUPPORTED);
+    EXPECT_EQ(std::string(probe.reason.text).rfind("UCX_GDR_GPU_DIRECT_RDMA=yes but", 0), 0u)
+        << probe.reason.text;
 
     gdr_cuda_reg_result_t reg;
     config = {TRY, TRY};
     EXPECT_EQ(gdr_cuda_reg_mr(reinterpret_cast<ibv_pd *>(0x1), host.data(), host.size(), 0,
-                              &config, 0, &reg),
-              GDR_CUDA_ERR_NOT_CUDA);
+                              &config, 0, &reg, &reason),
+              UCS_ERR_INVALID_ADDR);
     EXPECT_EQ(reg.mr, nullptr);
-    EXPECT_EQ(std::string(reg.reason).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u)
-        << reg.reason;
+    EXPECT_EQ(std::string(reason.text).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u)
+        << reason.text;
 
     EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
     EXPECT_EQ(testing::internal::GetCapturedStderr(), "");

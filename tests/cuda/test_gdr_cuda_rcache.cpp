@@ -5,8 +5,9 @@
 // cuMemAlloc at the same address (no UCM CUDA hooks in Debian's UCX), and (3) that the recipe
 // documented in docs/gpu-memory.md — check gdr_cuda_region_is_stale() on every hit, invalidate
 // and look up again — registers the new allocation.
-#include "cuda_driver.h"
 #include "gdr_cuda.h"
+
+#include <gdr_cuda_driver/driver.hpp>
 
 #include <gtest/gtest.h>
 
@@ -21,11 +22,11 @@ extern "C" {
 #include <climits>
 #include <cstdint>
 
-using namespace gdr::cuda::drv;
+using namespace gdr::cuda_driver;
 
 namespace {
 
-const Api &cu() { return Driver::instance().api(); }
+const driver_api &cu() { return driver::instance().api(); }
 
 struct CudaRegion {
     ucs_rcache_region_t super;
@@ -44,12 +45,12 @@ ucs_status_t register_region(void *context, ucs_rcache_t *, void *, ucs_rcache_r
     void      *start  = reinterpret_cast<void *>(region->super.start);
     size_t     length = region->super.end - region->super.start;
     gdr_cuda_mem_info_t info;
-    if (gdr_cuda_mem_query(start, length, &info) != GDR_CUDA_OK || info.kind != GDR_CUDA_MEM_DEVICE) {
+    if (gdr_cuda_mem_query(start, length, &info) != UCS_OK || info.kind != GDR_CUDA_MEM_DEVICE) {
         return UCS_ERR_INVALID_ADDR;
     }
     int      fd = -1;
     uint64_t offset;
-    if (gdr_cuda_dmabuf_export(start, length, &fd, &offset, nullptr, 0) != GDR_CUDA_OK) {
+    if (gdr_cuda_dmabuf_export(start, length, &fd, &offset, nullptr) != UCS_OK) {
         return UCS_ERR_IO_ERROR;
     }
     close(fd);
@@ -105,9 +106,9 @@ class CudaRcache : public ::testing::Test {
 protected:
     void SetUp() override
     {
-        char reason[GDR_CUDA_REASON_MAX];
-        if (!gdr_cuda_available(reason, sizeof(reason))) {
-            GTEST_SKIP() << reason;
+        gdr_reason_t reason;
+        if (gdr_cuda_available(&reason) != UCS_OK) {
+            GTEST_SKIP() << reason.text;
         }
         ASSERT_EQ(cu().cuDeviceGet(&device_, 0), CUDA_SUCCESS);
         ASSERT_EQ(cu().cuDevicePrimaryCtxRetain(&context_, device_), CUDA_SUCCESS);
@@ -178,7 +179,7 @@ TEST_F(CudaRcache, HitsThenInvalidatesOnFreeAndReallocationAtTheSameAddress)
                                     &raw), UCS_OK);
     EXPECT_EQ(reinterpret_cast<CudaRegion *>(raw)->buffer_id, first_id);
     uint64_t current_id = 0;
-    ASSERT_EQ(gdr_cuda_buffer_id(address, &current_id), GDR_CUDA_OK);
+    ASSERT_EQ(gdr_cuda_buffer_id(address, &current_id), UCS_OK);
     EXPECT_NE(current_id, first_id);
     ucs_rcache_region_put(rcache_, raw);
 

@@ -41,7 +41,7 @@ protected:
 
 bool cuda_available()
 {
-    return gdr_cuda_available(nullptr, 0) != 0;
+    return gdr_cuda_available(nullptr) == UCS_OK;
 }
 
 }  // namespace
@@ -54,23 +54,24 @@ TEST_F(VerbsDevice, ProbeWithoutCudaSaysSoAndHonoursYes)
     testing::internal::CaptureStderr();
     gdr_cuda_config_t       config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
     gdr_cuda_probe_result_t result;
-    EXPECT_EQ(gdr_cuda_probe(pd_, &config, 0, &result), GDR_CUDA_OK);
+    EXPECT_EQ(gdr_cuda_probe(pd_, &config, 0, &result), UCS_OK);
     EXPECT_EQ(result.cuda_registrable, 0);
     EXPECT_EQ(result.methods, 0u);
-    EXPECT_EQ(std::string(result.reason).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u)
-        << result.reason;
+    EXPECT_EQ(std::string(result.reason.text).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u)
+        << result.reason.text;
 
     config = {GDR_CUDA_POLICY_YES, GDR_CUDA_POLICY_TRY};
-    EXPECT_EQ(gdr_cuda_probe(pd_, &config, 0, &result), GDR_CUDA_ERR_UNSUPPORTED);
-    EXPECT_EQ(std::string(result.reason).rfind("UCX_GDR_GPU_DIRECT_RDMA=yes but GPU memory "
-                                               "registration is not available: no CUDA", 0),
+    EXPECT_EQ(gdr_cuda_probe(pd_, &config, 0, &result), UCS_ERR_UNSUPPORTED);
+    EXPECT_EQ(std::string(result.reason.text).rfind("UCX_GDR_GPU_DIRECT_RDMA=yes but GPU memory "
+                                                    "registration is not available: no CUDA", 0),
               0u)
-        << result.reason;
+        << result.reason.text;
     config = {GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_YES};
-    EXPECT_EQ(gdr_cuda_probe(pd_, &config, 0, &result), GDR_CUDA_ERR_UNSUPPORTED);
-    EXPECT_EQ(std::string(result.reason).rfind("UCX_GDR_DMABUF=yes but", 0), 0u) << result.reason;
+    EXPECT_EQ(gdr_cuda_probe(pd_, &config, 0, &result), UCS_ERR_UNSUPPORTED);
+    EXPECT_EQ(std::string(result.reason.text).rfind("UCX_GDR_DMABUF=yes but", 0), 0u)
+        << result.reason.text;
     config = {GDR_CUDA_POLICY_NO, GDR_CUDA_POLICY_YES};
-    EXPECT_EQ(gdr_cuda_probe(pd_, &config, 0, &result), GDR_CUDA_ERR_INVALID_PARAM);
+    EXPECT_EQ(gdr_cuda_probe(pd_, &config, 0, &result), UCS_ERR_INVALID_PARAM);
     EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
 }
 
@@ -79,11 +80,13 @@ TEST_F(VerbsDevice, HostMemoryIsNotForTheCudaPath)
     std::vector<char>     host(1 << 16);
     gdr_cuda_config_t     config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
     gdr_cuda_reg_result_t result;
+    gdr_reason_t          reason;
     EXPECT_EQ(gdr_cuda_reg_mr(pd_, host.data(), host.size(),
-                              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, &config, 0, &result),
-              GDR_CUDA_ERR_NOT_CUDA);
+                              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, &config, 0, &result,
+                              &reason),
+              UCS_ERR_INVALID_ADDR);
     EXPECT_EQ(result.mr, nullptr);
-    EXPECT_NE(result.reason[0], '\0');
+    EXPECT_NE(reason.text[0], '\0');
     // ...and the md's ordinary host path still registers it on this device.
     ibv_mr *mr = ibv_reg_mr(pd_, host.data(), host.size(), IBV_ACCESS_LOCAL_WRITE);
     ASSERT_NE(mr, nullptr);

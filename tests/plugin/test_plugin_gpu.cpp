@@ -1,7 +1,7 @@
 // The plugin's md on CUDA memory, through the installed UCX (UCT and UCP), on a
 // machine with a GPU. No HCA is needed: detection does not depend on one, and
 // the md must say precisely why it cannot register CUDA memory without one.
-#include "cuda_driver.h"
+#include <gdr_cuda_driver/driver.hpp>
 
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
@@ -15,18 +15,18 @@
 #include <sstream>
 #include <string>
 
-using namespace gdr::cuda::drv;
+using namespace gdr::cuda_driver;
 
 namespace {
 
-const Api &cu() { return Driver::instance().api(); }
+const driver_api &cu() { return driver::instance().api(); }
 
 class PluginGpu : public ::testing::Test {
 protected:
     void SetUp() override
     {
-        if (!Driver::instance().usable()) {
-            GTEST_SKIP() << "no CUDA device: " << Driver::instance().reason();
+        if (!driver::instance().usable()) {
+            GTEST_SKIP() << "no CUDA device: " << driver::instance().reason();
         }
         ASSERT_NE(dlopen(GDR_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL), nullptr) << dlerror();
         ASSERT_EQ(cu().cuDeviceGet(&device_, 0), CUDA_SUCCESS);

@@ -8,7 +8,8 @@
 // the capability probe runs in a child of its own.
 #include "peer_harness.hpp"
 
-#include <dlfcn.h>
+#include <gdr_cuda_driver/driver.hpp>
+
 #include <poll.h>
 #include <sys/wait.h>
 
@@ -19,55 +20,33 @@ using namespace ucp_cpp_test;
 
 namespace {
 
-/// The few CUDA driver calls the test needs, resolved from libcuda at run time (never linked).
-struct cuda_driver {
-    using CUresult  = int;
-    using CUdevice  = int;
-    using CUcontext = void *;
-    using CUdeviceptr = unsigned long long;
-    CUresult (*cuInit)(unsigned)                                     = nullptr;
-    CUresult (*cuDeviceGet)(CUdevice *, int)                         = nullptr;
-    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice)      = nullptr;
-    CUresult (*cuCtxSetCurrent)(CUcontext)                           = nullptr;
-    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t)                    = nullptr;
-    CUresult (*cuMemFree)(CUdeviceptr)                               = nullptr;
-    CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t)      = nullptr;
-    CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t)            = nullptr;
-    bool ready                                                        = false;
+/// Device 0's primary context, current on this thread, through the project's CUDA driver layer
+/// (libcuda dlopen'ed: the test links no CUDA library).
+struct cuda_device {
+    using CUdeviceptr = gdr::cuda_driver::CUdeviceptr;
+    const gdr::cuda_driver::driver_api &api = gdr::cuda_driver::driver::instance().api();
+    bool ready = false;
 
-    cuda_driver()
+    cuda_device()
     {
-        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-        if (lib == nullptr) {
-            return;
-        }
-        auto load = [&](auto &fn, const char *name) {
-            fn = reinterpret_cast<std::decay_t<decltype(fn)>>(dlsym(lib, name));
-            return fn != nullptr;
-        };
-        bool ok = load(cuInit, "cuInit") && load(cuDeviceGet, "cuDeviceGet") &&
-                  load(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
-                  load(cuCtxSetCurrent, "cuCtxSetCurrent") && load(cuMemAlloc, "cuMemAlloc_v2") &&
-                  load(cuMemFree, "cuMemFree_v2") && load(cuMemcpyHtoD, "cuMemcpyHtoD_v2") &&
-                  load(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
-        CUdevice dev   = 0;
-        CUcontext ctx  = nullptr;
-        ready = ok && cuInit(0) == 0 && cuDeviceGet(&dev, 0) == 0 &&
-                cuDevicePrimaryCtxRetain(&ctx, dev) == 0 && cuCtxSetCurrent(ctx) == 0;
+        gdr::cuda_driver::CUdevice  dev = 0;
+        gdr::cuda_driver::CUcontext ctx = nullptr;
+        ready = gdr::cuda_driver::driver::instance().usable() && api.cuDeviceGet(&dev, 0) == 0 &&
+                api.cuDevicePrimaryCtxRetain(&ctx, dev) == 0 && api.cuCtxSetCurrent(ctx) == 0;
     }
 };
 
 struct device_buffer {
-    device_buffer(cuda_driver &cu, size_t n) : cu_(cu), size(n)
+    device_buffer(cuda_device &cu, size_t n) : cu_(cu), size(n)
     {
-        if (cu_.cuMemAlloc(&ptr, n) != 0) {
+        if (cu_.api.cuMemAlloc_v2(&ptr, n) != 0) {
             throw std::runtime_error("cuMemAlloc failed");
         }
     }
-    ~device_buffer() { cu_.cuMemFree(ptr); }
+    ~device_buffer() { cu_.api.cuMemFree_v2(ptr); }
     void *get() const { return reinterpret_cast<void *>(ptr); }
-    cuda_driver &cu_;
-    cuda_driver::CUdeviceptr ptr = 0;
+    cuda_device &cu_;
+    cuda_device::CUdeviceptr ptr = 0;
     size_t size;
 };
 
@@ -96,7 +75,7 @@ constexpr int probe_ok = 0, probe_no_gpu = 1, probe_no_ucx_cuda = 2;
 int probe_environment()
 {
     return in_child([] {
-        cuda_driver cu;
+        cuda_device cu;
         if (!cu.ready) {
             return probe_no_gpu;
         }
@@ -133,7 +112,7 @@ TEST_P(UcpCppGpu, TagAndRmaBetweenProcessesWithCudaBuffers)
     on_gpu.memory_type = UCS_MEMORY_TYPE_CUDA;
 
     peer_process peer([&](channel &ch) {
-        cuda_driver cu;
+        cuda_device cu;
         PEER_CHECK(cu.ready);
         side s = connect_by_address(ch, "", {}, config);
         PEER_CHECK(s.ctx->legacy_protocols() == legacy);
@@ -144,7 +123,7 @@ TEST_P(UcpCppGpu, TagAndRmaBetweenProcessesWithCudaBuffers)
             auto recv = s.wrk->tag_recv(buffer.get(), size, to_peer, ~ucp_tag_t(0), on_gpu);
             recv.wait(op_timeout);
             PEER_CHECK(recv.length() == size);
-            PEER_CHECK(cu.cuMemcpyDtoH(host.data(), buffer.ptr, size) == 0);
+            PEER_CHECK(cu.api.cuMemcpyDtoH_v2(host.data(), buffer.ptr, size) == 0);
             PEER_CHECK(check_pattern(host.data(), size, size));
             s.ep->tag_send(buffer.get(), size, from_peer, on_gpu).wait(op_timeout);
         }
@@ -164,25 +143,25 @@ TEST_P(UcpCppGpu, TagAndRmaBetweenProcessesWithCudaBuffers)
         ch.recv_value();
         // The last put wrote rma_region bytes of pattern seed 77 at offset 0.
         std::vector<uint8_t> back(rma_region);
-        PEER_CHECK(cu.cuMemcpyDtoH(back.data(), region.ptr, rma_region) == 0);
+        PEER_CHECK(cu.api.cuMemcpyDtoH_v2(back.data(), region.ptr, rma_region) == 0);
         PEER_CHECK(check_pattern(back.data(), rma_region, 77));
         ch.send_value(1);
         s.ep->close().wait(op_timeout);
     });
 
-    cuda_driver cu;  // only now: after the fork
+    cuda_device cu;  // only now: after the fork
     ASSERT_TRUE(cu.ready);
     side s = connect_by_address(peer.control(), "", {}, config);
     std::vector<uint8_t> host(gpu_sizes().back()), back(gpu_sizes().back());
     device_buffer src(cu, gpu_sizes().back()), dst(cu, gpu_sizes().back());
     for (size_t size : gpu_sizes()) {
         fill_pattern(host.data(), size, size);
-        ASSERT_EQ(cu.cuMemcpyHtoD(src.ptr, host.data(), size), 0);
+        ASSERT_EQ(cu.api.cuMemcpyHtoD_v2(src.ptr, host.data(), size), 0);
         auto echo = s.wrk->tag_recv(dst.get(), size, from_peer, ~ucp_tag_t(0), on_gpu);
         s.ep->tag_send(src.get(), size, to_peer, on_gpu).wait(op_timeout);
         echo.wait(op_timeout);
         ASSERT_EQ(echo.length(), size);
-        ASSERT_EQ(cu.cuMemcpyDtoH(back.data(), dst.ptr, size), 0);
+        ASSERT_EQ(cu.api.cuMemcpyDtoH_v2(back.data(), dst.ptr, size), 0);
         EXPECT_TRUE(check_pattern(back.data(), size, size)) << "tag echo, size " << size;
     }
 
@@ -209,15 +188,15 @@ TEST_P(UcpCppGpu, TagAndRmaBetweenProcessesWithCudaBuffers)
     std::vector<uint8_t> pattern(rma_region), got(rma_region);
     for (size_t size : gpu_sizes()) {  // put + get at growing sizes, each checked
         fill_pattern(pattern.data(), size, size + 1);
-        ASSERT_EQ(cu.cuMemcpyHtoD(rma_src.ptr, pattern.data(), size), 0);
+        ASSERT_EQ(cu.api.cuMemcpyHtoD_v2(rma_src.ptr, pattern.data(), size), 0);
         s.ep->put(rma_src.get(), size, base, rkey, on_gpu).wait(op_timeout);
         s.ep->flush().wait(op_timeout);
         s.ep->get(fetched.get(), size, base, rkey, on_gpu).wait(op_timeout);
-        ASSERT_EQ(cu.cuMemcpyDtoH(got.data(), fetched.ptr, size), 0);
+        ASSERT_EQ(cu.api.cuMemcpyDtoH_v2(got.data(), fetched.ptr, size), 0);
         EXPECT_TRUE(check_pattern(got.data(), size, size + 1)) << "put/get, size " << size;
     }
     fill_pattern(pattern.data(), rma_region, 77);  // the whole region, checked by the target
-    ASSERT_EQ(cu.cuMemcpyHtoD(rma_src.ptr, pattern.data(), rma_region), 0);
+    ASSERT_EQ(cu.api.cuMemcpyHtoD_v2(rma_src.ptr, pattern.data(), rma_region), 0);
     s.ep->put(rma_src.get(), rma_region, base, rkey, on_gpu).wait(op_timeout);
     s.ep->flush().wait(op_timeout);
     peer.control().send_value(1);

@@ -37,14 +37,19 @@ private:
     ucs_status_t status_;
 };
 
-/** Copies `text` into `reason` (if not NULL), cut to GDR_REASON_MAX - 1 bytes. */
+/** Copies `text` into `reason` (if not NULL), cut to GDR_REASON_MAX - 1 bytes; a cut line ends
+ *  in "..." so that a reader knows it was cut. */
 inline void set_reason(gdr_reason_t *reason, const char *text) noexcept
 {
+    constexpr size_t capacity = sizeof(reason->text);
     if (reason == nullptr) {
         return;
     }
-    std::strncpy(reason->text, text, sizeof(reason->text) - 1);
-    reason->text[sizeof(reason->text) - 1] = '\0';
+    std::strncpy(reason->text, text, capacity - 1);
+    reason->text[capacity - 1] = '\0';
+    if (std::strlen(text) >= capacity) {
+        std::memcpy(reason->text + capacity - 4, "...", 3);
+    }
 }
 
 /**

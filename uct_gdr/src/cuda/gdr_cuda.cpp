@@ -1,9 +1,15 @@
-// CUDA memory for the gdr md: the C API of gdr_cuda.h over the dlopen'ed driver (cuda_driver.h)
-// and the policy logic (reg_policy.h).
+// CUDA memory for the gdr md: the C API of gdr_cuda.h over the dlopen'ed driver
+// (gdr_cuda_driver) and the policy logic (reg_policy.h).
 #include "gdr_cuda.h"
 
-#include "cuda_driver.h"
 #include "reg_policy.h"
+
+#include "gdr_status.hpp"
+#include "gdr_topo.hpp"
+
+#include <gdr_cuda_driver/context.hpp>
+#include <gdr_cuda_driver/driver.hpp>
+#include <gdr_cuda_driver/pointer.hpp>
 
 #include <infiniband/verbs.h>
 #include <unistd.h>
@@ -11,13 +17,19 @@
 #include <cerrno>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 using namespace gdr::cuda;
-using namespace gdr::cuda::drv;
+using namespace gdr::cuda_driver;
 
 namespace {
 
-const char *const kSysfsRoot = "/sys";
+/** The loaded peer-memory module's name ("" when none): the same check as gdr-doctor's. */
+std::string peermem_module()
+{
+    const auto found = gdr::topo::find_peer_memory_module(gdr::topo::SysRoot("/"));
+    return found ? found->module : std::string();
+}
 
 size_t host_page_size()
 {
@@ -32,31 +44,8 @@ std::string hex(uintptr_t value)
     return text;
 }
 
-/** The pointer attributes every query needs, in one driver call. */
-struct PointerAttributes {
-    unsigned           memory_type    = 0;  // CUmemorytype, 0: unknown to CUDA
-    unsigned           is_managed     = 0;  // the driver writes a bool: keep the rest zero
-    int                device_ordinal = -1;
-    unsigned long long buffer_id      = 0;
-    CUcontext          context        = nullptr;
-
-    /** false: the driver does not know the address (pageable host memory, or freed). */
-    bool query(const Api &api, const void *addr)
-    {
-        int   attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                              CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                              CU_POINTER_ATTRIBUTE_CONTEXT};
-        void *data[]       = {&memory_type, &is_managed, &device_ordinal, &buffer_id, &context};
-        // cuPointerGetAttributes (unlike cuPointerGetAttribute) returns success with zeroed
-        // values for addresses it does not know, and needs no current context.
-        CUresult result = api.cuPointerGetAttributes(sizeof(attributes) / sizeof(attributes[0]),
-                                                     attributes, data,
-                                                     reinterpret_cast<CUdeviceptr>(addr));
-        return result == CUDA_SUCCESS && memory_type != 0;
-    }
-
-    bool is_device() const { return memory_type == CU_MEMORYTYPE_DEVICE && !is_managed; }
-};
+/** Why CUDA memory cannot be handled at all, as every reason of this API words it. */
+std::string no_cuda_reason(const driver &cuda) { return "no CUDA: " + cuda.reason(); }
 
 /**
  * A context in which driver calls about memory of `attrs` can be made: the allocation's own
@@ -65,45 +54,45 @@ struct PointerAttributes {
  */
 class MemoryContextScope {
 public:
-    MemoryContextScope(const Api &api, const PointerAttributes &attrs) :
+    MemoryContextScope(const driver_api &api, const pointer_attributes &attrs) :
         primary_(api, attrs.context != nullptr ? -1 : device_of(api, attrs.device_ordinal), false),
         scope_(api, attrs.context != nullptr ? attrs.context : primary_.get())
     {
     }
 
 private:
-    static CUdevice device_of(const Api &api, int ordinal)
+    static CUdevice device_of(const driver_api &api, int ordinal)
     {
         CUdevice device = -1;
         return api.cuDeviceGet(&device, ordinal) == CUDA_SUCCESS ? device : -1;
     }
 
-    RetainedPrimaryContext primary_;
-    ScopedContext          scope_;
+    retained_primary_context primary_;
+    scoped_context           scope_;
 };
 
-gdr_cuda_status_t export_dmabuf(const Driver &driver, const void *addr, size_t length, int *fd,
-                                uint64_t *offset, std::string *why)
+ucs_status_t export_dmabuf(const driver &cuda, const void *addr, size_t length, int *fd,
+                           uint64_t *offset, std::string *why)
 {
-    if (!driver.usable()) {
-        *why = driver.reason();
-        return GDR_CUDA_ERR_UNSUPPORTED;
+    if (!cuda.usable()) {
+        *why = no_cuda_reason(cuda);
+        return UCS_ERR_UNSUPPORTED;
     }
-    const Api &api = driver.api();
+    const driver_api &api = cuda.api();
     if (api.cuMemGetHandleForAddressRange == nullptr) {
-        *why = "the CUDA driver (version " + std::to_string(driver.version()) +
+        *why = "the CUDA driver (version " + std::to_string(cuda.version()) +
                ") lacks cuMemGetHandleForAddressRange (needs >= 11.7)";
-        return GDR_CUDA_ERR_UNSUPPORTED;
+        return UCS_ERR_UNSUPPORTED;
     }
     const uintptr_t start = reinterpret_cast<uintptr_t>(addr);
     if (length > UINTPTR_MAX - start - host_page_size()) {
         *why = "range overflows the address space";
-        return GDR_CUDA_ERR_INVALID_PARAM;
+        return UCS_ERR_INVALID_PARAM;
     }
-    PointerAttributes attrs;
+    pointer_attributes attrs;
     if (!attrs.query(api, addr) || !attrs.is_device()) {
         *why = hex(start) + " is not CUDA device memory";
-        return GDR_CUDA_ERR_NOT_CUDA;
+        return UCS_ERR_INVALID_ADDR;
     }
 
     const size_t    page          = host_page_size();
@@ -117,20 +106,20 @@ gdr_cuda_status_t export_dmabuf(const Driver &driver, const void *addr, size_t l
     if (result != CUDA_SUCCESS) {
         *why = "cuMemGetHandleForAddressRange(DMA_BUF_FD, " + hex(aligned_start) + ", " +
                std::to_string(aligned_end - aligned_start) + ") failed: " +
-               driver.error_text(result);
-        return result == CUDA_ERROR_OUT_OF_MEMORY ? GDR_CUDA_ERR_NO_MEMORY :
-                                                    GDR_CUDA_ERR_UNSUPPORTED;
+               cuda.error_text(result);
+        return result == CUDA_ERROR_OUT_OF_MEMORY ? UCS_ERR_NO_MEMORY :
+                                                    UCS_ERR_UNSUPPORTED;
     }
     *fd     = dmabuf_fd;
     *offset = start - aligned_start;
-    return GDR_CUDA_OK;
+    return UCS_OK;
 }
 
 // The real registration backend: libcuda + libibverbs.
-gdr_cuda_status_t backend_export(void *, const void *addr, size_t length, int *fd,
-                                 uint64_t *offset, std::string *why)
+ucs_status_t backend_export(void *, const void *addr, size_t length, int *fd, uint64_t *offset,
+                            std::string *why)
 {
-    return export_dmabuf(Driver::instance(), addr, length, fd, offset, why);
+    return export_dmabuf(driver::instance(), addr, length, fd, offset, why);
 }
 
 void backend_close(void *, int fd) { close(fd); }
@@ -147,7 +136,7 @@ ibv_mr *backend_reg_dmabuf_mr(void *, ibv_pd *pd, uint64_t offset, size_t length
 #endif
 }
 
-std::string backend_peermem_module(void *) { return find_peermem_module(kSysfsRoot); }
+std::string backend_peermem_module(void *) { return peermem_module(); }
 
 ibv_mr *backend_reg_mr(void *, ibv_pd *pd, void *addr, size_t length, int access)
 {
@@ -168,7 +157,7 @@ const RegBackend &real_backend()
     return backend;
 }
 
-std::string device_label(const Api &api, CUdevice device, int ordinal)
+std::string device_label(const driver_api &api, CUdevice device, int ordinal)
 {
     char name[128] = "?";
     api.cuDeviceGetName(name, sizeof(name), device);
@@ -182,7 +171,7 @@ std::string device_label(const Api &api, CUdevice device, int ordinal)
     return label;
 }
 
-int device_attribute(const Api &api, CUdevice device, int attribute)
+int device_attribute(const driver_api &api, CUdevice device, int attribute)
 {
     int value = 0;
     return api.cuDeviceGetAttribute(&value, attribute, device) == CUDA_SUCCESS ? value : 0;
@@ -213,14 +202,14 @@ std::string try_method(ibv_pd *pd, const void *buffer, gdr_cuda_reg_method_t met
 }
 
 /** Probes one GPU with a real 2 MiB allocation (a context is current). */
-void probe_with_allocation(const Driver &driver, ibv_pd *pd, const std::string &peermem,
+void probe_with_allocation(const driver &cuda, ibv_pd *pd, const std::string &peermem,
                            bool gdr_attr, DeviceFacts *facts)
 {
-    const Api  &api    = driver.api();
+    const driver_api &api    = cuda.api();
     CUdeviceptr buffer = 0;
     CUresult    result = api.cuMemAlloc_v2(&buffer, kProbeBytes);
     if (result != CUDA_SUCCESS) {
-        facts->dmabuf_detail += ", test cuMemAlloc(2 MiB) failed: " + driver.error_text(result);
+        facts->dmabuf_detail += ", test cuMemAlloc(2 MiB) failed: " + cuda.error_text(result);
         facts->peermem_detail = "not tested (no test buffer)";
         return;
     }
@@ -229,7 +218,7 @@ void probe_with_allocation(const Driver &driver, ibv_pd *pd, const std::string &
         int         fd     = -1;
         uint64_t    offset = 0;
         std::string why;
-        if (export_dmabuf(driver, address, kProbeBytes, &fd, &offset, &why) == GDR_CUDA_OK) {
+        if (export_dmabuf(cuda, address, kProbeBytes, &fd, &offset, &why) == UCS_OK) {
             close(fd);
             facts->dmabuf_detail += ", export of a 2 MiB cuMemAlloc ok, not registered (no pd)";
         } else {
@@ -272,10 +261,10 @@ void probe_without_allocation(ibv_pd *pd, DeviceFacts *facts)
             std::string(strerror(err)) + " (errno " + std::to_string(err) + ")";
 }
 
-DeviceFacts probe_device(const Driver &driver, int ordinal, ibv_pd *pd, const std::string &peermem,
+DeviceFacts probe_device(const driver &cuda, int ordinal, ibv_pd *pd, const std::string &peermem,
                          bool may_create_context)
 {
-    const Api  &api = driver.api();
+    const driver_api &api = cuda.api();
     DeviceFacts facts;
     CUdevice    device = 0;
     if (api.cuDeviceGet(&device, ordinal) != CUDA_SUCCESS) {
@@ -285,7 +274,8 @@ DeviceFacts probe_device(const Driver &driver, int ordinal, ibv_pd *pd, const st
     }
     facts.label   = device_label(api, device, ordinal);
     bool dma_attr = device_attribute(api, device, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED) != 0;
-    bool gdr_attr = device_attribute(api, device, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED) != 0;
+    bool gdr_attr =
+        device_attribute(api, device, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED) != 0;
 
     if (!gdr_attr) {
         facts.peermem_detail = "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED=0";
@@ -308,51 +298,50 @@ DeviceFacts probe_device(const Driver &driver, int ordinal, ibv_pd *pd, const st
         return facts;
     }
     facts.dmabuf_detail = "DMA_BUF_SUPPORTED=1";
-    RetainedPrimaryContext primary(api, device, may_create_context);
+    retained_primary_context primary(api, device, may_create_context);
     if (primary.get() == nullptr) {
         probe_without_allocation(pd, &facts);
         return facts;
     }
-    ScopedContext scope(api, primary.get());
-    probe_with_allocation(driver, pd, peermem, gdr_attr, &facts);
+    scoped_context scope(api, primary.get());
+    probe_with_allocation(cuda, pd, peermem, gdr_attr, &facts);
     return facts;
 }
 
-}  // namespace
+/** A device's PCI location (read once: UCP asks for it per operation when its memory-type
+ *  cache is off). */
+struct PciLocation {
+    int domain = -1, bus = -1, device = -1;
+};
 
-extern "C" {
-
-const char *gdr_cuda_reg_method_name(gdr_cuda_reg_method_t method)
+/** The PCI location of each device of the usable process-wide driver, by ordinal. */
+const PciLocation &pci_location(int ordinal)
 {
-    switch (method) {
-    case GDR_CUDA_REG_DMABUF: return "dma-buf";
-    case GDR_CUDA_REG_PEERMEM: return "peermem";
-    default: return "none";
-    }
+    static const std::vector<PciLocation> locations = [] {
+        const driver            &cuda = driver::instance();
+        const driver_api        &api  = cuda.api();
+        std::vector<PciLocation> all(static_cast<size_t>(cuda.device_count()));
+        for (int index = 0; index < cuda.device_count(); ++index) {
+            CUdevice     device   = 0;
+            PciLocation &location = all[static_cast<size_t>(index)];
+            if (api.cuDeviceGet(&device, index) == CUDA_SUCCESS) {
+                api.cuDeviceGetAttribute(&location.domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID,
+                                         device);
+                api.cuDeviceGetAttribute(&location.bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, device);
+                api.cuDeviceGetAttribute(&location.device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID,
+                                         device);
+            }
+        }
+        return all;
+    }();
+    static const PciLocation unknown;
+    return ordinal >= 0 && static_cast<size_t>(ordinal) < locations.size() ?
+               locations[static_cast<size_t>(ordinal)] : unknown;
 }
 
-const char *gdr_cuda_policy_name(gdr_cuda_policy_t policy)
+/** gdr_cuda_mem_query() for a non-NULL info. */
+void query_memory(const void *addr, size_t length, gdr_cuda_mem_info_t *info)
 {
-    switch (policy) {
-    case GDR_CUDA_POLICY_NO: return "no";
-    case GDR_CUDA_POLICY_YES: return "yes";
-    case GDR_CUDA_POLICY_TRY: return "try";
-    default: return "?";
-    }
-}
-
-int gdr_cuda_available(char *reason, size_t reason_len)
-{
-    const Driver &driver = Driver::instance();
-    copy_reason(driver.reason(), reason, reason_len);
-    return driver.usable() ? 1 : 0;
-}
-
-gdr_cuda_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_mem_info_t *info)
-{
-    if (info == nullptr) {
-        return GDR_CUDA_ERR_INVALID_PARAM;
-    }
     *info                = gdr_cuda_mem_info_t{};
     info->kind           = GDR_CUDA_MEM_HOST;
     info->base           = const_cast<void *>(addr);
@@ -360,29 +349,29 @@ gdr_cuda_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_m
     info->device_ordinal = -1;
     info->pci_domain = info->pci_bus = info->pci_device = -1;
 
-    const Driver &driver = Driver::instance();
-    if (!driver.usable()) {
-        return GDR_CUDA_OK;
+    const driver &cuda = driver::instance();
+    if (!cuda.usable()) {
+        return;
     }
-    const Api        &api = driver.api();
-    PointerAttributes attrs;
+    const driver_api  &api = cuda.api();
+    pointer_attributes attrs;
     if (!attrs.query(api, addr)) {
-        return GDR_CUDA_OK;
+        return;
     }
     info->buffer_id = attrs.buffer_id;
     if (attrs.memory_type == CU_MEMORYTYPE_HOST) {
         info->kind = GDR_CUDA_MEM_HOST_PINNED;
-        return GDR_CUDA_OK;
+        return;
     }
     if (attrs.memory_type != CU_MEMORYTYPE_DEVICE) {
-        return GDR_CUDA_OK;  // arrays are not addressable memory: treat as unknown
+        return;  // arrays are not addressable memory: treat as unknown
     }
-    info->device_ordinal = attrs.device_ordinal;
-    info->kind           = attrs.is_managed ? GDR_CUDA_MEM_MANAGED : GDR_CUDA_MEM_DEVICE;
-    const Driver::PciLocation &pci = driver.pci_location(attrs.device_ordinal);
-    info->pci_domain               = pci.domain;
-    info->pci_bus                  = pci.bus;
-    info->pci_device               = pci.device;
+    info->device_ordinal   = attrs.device_ordinal;
+    info->kind             = attrs.is_managed ? GDR_CUDA_MEM_MANAGED : GDR_CUDA_MEM_DEVICE;
+    const PciLocation &pci = pci_location(attrs.device_ordinal);
+    info->pci_domain       = pci.domain;
+    info->pci_bus          = pci.bus;
+    info->pci_device       = pci.device;
 
     if (!attrs.is_managed) {
         // Only cuMemMap'ed ranges have an allocation handle to retain.
@@ -406,7 +395,7 @@ gdr_cuda_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_m
                                                           reinterpret_cast<CUdeviceptr>(addr));
     info->gpu_direct_rdma_capable = result == CUDA_SUCCESS && gdr_capable != 0;
     if (attrs.is_managed) {
-        return GDR_CUDA_OK;  // cuMemGetAddressRange does not support managed memory
+        return;  // cuMemGetAddressRange does not support managed memory
     }
     if (info->is_vmm || result != CUDA_SUCCESS || range_size == 0) {
         // VMM: the range attributes describe the whole cuMemAddressReserve reservation, which
@@ -422,117 +411,168 @@ gdr_cuda_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_m
         info->base         = reinterpret_cast<void *>(range_start);
         info->alloc_length = range_size;
     }
-    return GDR_CUDA_OK;
 }
 
-gdr_cuda_status_t gdr_cuda_buffer_id(const void *addr, uint64_t *buffer_id)
+}  // namespace
+
+extern "C" {
+
+const char *gdr_cuda_reg_method_name(gdr_cuda_reg_method_t method) GDR_NOEXCEPT
 {
-    if (buffer_id == nullptr) {
-        return GDR_CUDA_ERR_INVALID_PARAM;
+    switch (method) {
+    case GDR_CUDA_REG_DMABUF: return "dma-buf";
+    case GDR_CUDA_REG_PEERMEM: return "peermem";
+    default: return "none";
     }
-    *buffer_id           = 0;
-    const Driver &driver = Driver::instance();
-    if (!driver.usable()) {
-        return GDR_CUDA_ERR_NOT_CUDA;
-    }
-    unsigned long long id = 0;
-    if (driver.api().cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                                           reinterpret_cast<CUdeviceptr>(addr)) != CUDA_SUCCESS ||
-        id == 0) {
-        return GDR_CUDA_ERR_NOT_CUDA;
-    }
-    *buffer_id = id;
-    return GDR_CUDA_OK;
 }
 
-int gdr_cuda_region_is_stale(const void *addr, uint64_t buffer_id)
+const char *gdr_cuda_policy_name(gdr_cuda_policy_t policy) GDR_NOEXCEPT
+{
+    switch (policy) {
+    case GDR_CUDA_POLICY_NO: return "no";
+    case GDR_CUDA_POLICY_YES: return "yes";
+    case GDR_CUDA_POLICY_TRY: return "try";
+    default: return "?";
+    }
+}
+
+ucs_status_t gdr_cuda_available(gdr_reason_t *reason)
+{
+    return gdr::guard(reason, [&] {
+        const driver &cuda = driver::instance();
+        if (!cuda.usable()) {
+            throw gdr::error(UCS_ERR_UNSUPPORTED, no_cuda_reason(cuda));
+        }
+        return UCS_OK;
+    });
+}
+
+ucs_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_mem_info_t *info)
+{
+    return gdr::guard(nullptr, [&] {
+        if (info == nullptr) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        query_memory(addr, length, info);
+        return UCS_OK;
+    });
+}
+
+ucs_status_t gdr_cuda_buffer_id(const void *addr, uint64_t *buffer_id)
+{
+    return gdr::guard(nullptr, [&] {
+        if (buffer_id == nullptr) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        *buffer_id          = 0;
+        const driver &cuda  = driver::instance();
+        unsigned long long id = 0;
+        if (!cuda.usable() ||
+            cuda.api().cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                             reinterpret_cast<CUdeviceptr>(addr)) !=
+                CUDA_SUCCESS ||
+            id == 0) {
+            return UCS_ERR_INVALID_ADDR;
+        }
+        *buffer_id = id;
+        return UCS_OK;
+    });
+}
+
+int gdr_cuda_region_is_stale(const void *addr, uint64_t buffer_id) GDR_NOEXCEPT
 {
     if (buffer_id == 0) {
         return 0;
     }
     uint64_t current = 0;
-    return gdr_cuda_buffer_id(addr, &current) != GDR_CUDA_OK || current != buffer_id;
+    return gdr_cuda_buffer_id(addr, &current) != UCS_OK || current != buffer_id;
 }
 
-gdr_cuda_status_t gdr_cuda_dmabuf_export(const void *addr, size_t length, int *fd,
-                                         uint64_t *offset, char *reason, size_t reason_len)
+ucs_status_t gdr_cuda_dmabuf_export(const void *addr, size_t length, int *fd, uint64_t *offset,
+                                    gdr_reason_t *reason)
 {
-    copy_reason("", reason, reason_len);
-    if (fd == nullptr || offset == nullptr || length == 0) {
-        copy_reason("NULL fd/offset or empty range", reason, reason_len);
-        return GDR_CUDA_ERR_INVALID_PARAM;
-    }
-    *fd = -1;
-    std::string       why;
-    gdr_cuda_status_t status = export_dmabuf(Driver::instance(), addr, length, fd, offset, &why);
-    copy_reason(why, reason, reason_len);
-    return status;
-}
-
-gdr_cuda_status_t gdr_cuda_config_check(const gdr_cuda_config_t *config, char *reason,
-                                        size_t reason_len)
-{
-    std::string why = config == nullptr ? "NULL config" : check_config(*config);
-    copy_reason(why, reason, reason_len);
-    return why.empty() ? GDR_CUDA_OK : GDR_CUDA_ERR_INVALID_PARAM;
-}
-
-gdr_cuda_status_t gdr_cuda_probe(struct ibv_pd *pd, const gdr_cuda_config_t *config,
-                                 unsigned flags, gdr_cuda_probe_result_t *result)
-{
-    if (result == nullptr) {
-        return GDR_CUDA_ERR_INVALID_PARAM;
-    }
-    *result = gdr_cuda_probe_result_t{};
-    if (config == nullptr) {
-        copy_reason("NULL config", result->reason, sizeof(result->reason));
-        return GDR_CUDA_ERR_INVALID_PARAM;
-    }
-
-    ProbeInput input;
-    input.have_pd = pd != nullptr;
-    // Nothing to find out when CUDA registration is off or contradictory: touch no driver.
-    if (config->gpu_direct_rdma != GDR_CUDA_POLICY_NO && check_config(*config).empty()) {
-        const Driver &driver  = Driver::instance();
-        input.cuda_available  = driver.usable();
-        input.no_cuda_reason  = driver.reason();
-        const std::string peermem = find_peermem_module(kSysfsRoot);
-        for (int ordinal = 0; ordinal < driver.device_count(); ++ordinal) {
-            input.devices.push_back(probe_device(driver, ordinal, pd, peermem,
-                                                 (flags & GDR_CUDA_PROBE_MAY_CREATE_CONTEXT) != 0));
+    return gdr::guard(reason, [&] {
+        if (fd == nullptr || offset == nullptr || length == 0) {
+            throw gdr::error(UCS_ERR_INVALID_PARAM, "NULL fd/offset or empty range");
         }
-    }
-    ProbeVerdict verdict     = decide_probe_verdict(*config, input);
-    result->cuda_registrable = verdict.registrable;
-    result->methods          = verdict.methods;
-    copy_reason(verdict.reason, result->reason, sizeof(result->reason));
-    return verdict.status;
+        *fd = -1;
+        std::string        why;
+        const ucs_status_t status = export_dmabuf(driver::instance(), addr, length, fd, offset,
+                                                  &why);
+        gdr::set_reason(reason, why.c_str());
+        return status;
+    });
 }
 
-gdr_cuda_status_t gdr_cuda_reg_mr(struct ibv_pd *pd, const void *addr, size_t length, int access,
-                                  const gdr_cuda_config_t *config, unsigned methods,
-                                  gdr_cuda_reg_result_t *result)
+ucs_status_t gdr_cuda_config_check(const gdr_cuda_config_t *config, gdr_reason_t *reason)
 {
-    if (result == nullptr || config == nullptr) {
-        return GDR_CUDA_ERR_INVALID_PARAM;
-    }
-    *result = gdr_cuda_reg_result_t{};
-    gdr_cuda_mem_info_t info;
-    gdr_cuda_mem_query(addr, length, &info);
-    if (info.kind != GDR_CUDA_MEM_DEVICE && info.kind != GDR_CUDA_MEM_MANAGED) {
-        char unavailable[GDR_CUDA_REASON_MAX] = "";
-        std::string why = gdr_cuda_available(unavailable, sizeof(unavailable)) ?
-                              hex(reinterpret_cast<uintptr_t>(addr)) + " is not CUDA device memory" :
-                              std::string(unavailable);
-        copy_reason(why, result->reason, sizeof(result->reason));
-        return GDR_CUDA_ERR_NOT_CUDA;
-    }
-    RegOutcome outcome = register_in_order(real_backend(), *config, methods, pd, addr, length,
-                                           access);
-    result->mr     = outcome.mr;
-    result->method = outcome.method;
-    copy_reason(outcome.reason, result->reason, sizeof(result->reason));
-    return outcome.status;
+    return gdr::guard(reason, [&] {
+        const std::string why = config == nullptr ? "NULL config" : check_config(*config);
+        if (!why.empty()) {
+            throw gdr::error(UCS_ERR_INVALID_PARAM, why);
+        }
+        return UCS_OK;
+    });
+}
+
+ucs_status_t gdr_cuda_probe(struct ibv_pd *pd, const gdr_cuda_config_t *config, unsigned flags,
+                            gdr_cuda_probe_result_t *result)
+{
+    return gdr::guard(result != nullptr ? &result->reason : nullptr, [&] {
+        if (result == nullptr) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        *result = gdr_cuda_probe_result_t{};
+        if (config == nullptr) {
+            throw gdr::error(UCS_ERR_INVALID_PARAM, "NULL config");
+        }
+
+        ProbeInput input;
+        input.have_pd = pd != nullptr;
+        // Nothing to find out when CUDA registration is off or contradictory: touch no driver.
+        if (config->gpu_direct_rdma != GDR_CUDA_POLICY_NO && check_config(*config).empty()) {
+            const driver &cuda        = driver::instance();
+            input.cuda_available      = cuda.usable();
+            input.no_cuda_reason      = no_cuda_reason(cuda);
+            const std::string peermem = peermem_module();
+            const bool may_create     = (flags & GDR_CUDA_PROBE_MAY_CREATE_CONTEXT) != 0;
+            for (int ordinal = 0; ordinal < cuda.device_count(); ++ordinal) {
+                input.devices.push_back(probe_device(cuda, ordinal, pd, peermem, may_create));
+            }
+        }
+        const ProbeVerdict verdict = decide_probe_verdict(*config, input);
+        result->cuda_registrable   = verdict.registrable;
+        result->methods            = verdict.methods;
+        gdr::set_reason(&result->reason, verdict.reason.c_str());
+        return verdict.status;
+    });
+}
+
+ucs_status_t gdr_cuda_reg_mr(struct ibv_pd *pd, const void *addr, size_t length, int access,
+                             const gdr_cuda_config_t *config, unsigned methods,
+                             gdr_cuda_reg_result_t *result, gdr_reason_t *reason)
+{
+    return gdr::guard(reason, [&] {
+        if (result == nullptr || config == nullptr) {
+            return UCS_ERR_INVALID_PARAM;
+        }
+        *result = gdr_cuda_reg_result_t{};
+        gdr_cuda_mem_info_t info;
+        query_memory(addr, length, &info);
+        if (info.kind != GDR_CUDA_MEM_DEVICE && info.kind != GDR_CUDA_MEM_MANAGED) {
+            const driver &cuda = driver::instance();
+            throw gdr::error(UCS_ERR_INVALID_ADDR,
+                             cuda.usable() ? hex(reinterpret_cast<uintptr_t>(addr)) +
+                                                 " is not CUDA device memory" :
+                                             no_cuda_reason(cuda));
+        }
+        const RegOutcome outcome = register_in_order(real_backend(), *config, methods, pd, addr,
+                                                     length, access);
+        result->mr     = outcome.mr;
+        result->method = outcome.method;
+        gdr::set_reason(reason, outcome.reason.c_str());
+        return outcome.status;
+    });
 }
 
 }  // extern "C"

@@ -1,13 +1,19 @@
 /**
  * @file gdr_cuda.h
  * CUDA memory for the gdr md: detection, dma-buf export, registration with an HCA, and the md-open
- * probe.  A C API with no UCX and no CUDA headers; the md glue maps the small enums below to
- * ucs_memory_type_t / ucs_status_t.
+ * probe.  A C API with no CUDA headers.  Errors follow the sub-libraries' one convention
+ * (gdr_status.h): a ucs_status_t, and a gdr_reason_t line for the failures a user must read; no
+ * C++ exception leaves a function of this API (those without a status are GDR_NOEXCEPT).  The md
+ * glue maps gdr_cuda_mem_kind_t to ucs_memory_type_t.
  *
- * libcuda.so.1 is dlopen'ed on first use (thread-safe).  Without it (or without a CUDA device)
- * every call behaves as "host memory only" and nothing is printed: the reason is available from
- * gdr_cuda_available().  This library never logs; every failure comes back as a reason string
- * for the caller to log at the level it chooses.
+ * Statuses: UCS_OK; UCS_ERR_UNSUPPORTED (refused: the reason says why); UCS_ERR_INVALID_PARAM
+ * (bad argument, contradictory settings); UCS_ERR_INVALID_ADDR (not CUDA memory of the kind
+ * needed); UCS_ERR_NO_MEMORY; UCS_ERR_IO_ERROR (unexpected: an exception stopped at the API).
+ *
+ * libcuda.so.1 is dlopen'ed on first use (thread-safe: gdr_cuda_driver).  Without it (or without
+ * a CUDA device) every call behaves as "host memory only" and nothing is printed: the reason is
+ * available from gdr_cuda_available().  This library never logs; every failure comes back as a
+ * reason line for the caller to log at the level it chooses.
  *
  * Contexts: no function here creates a CUDA context or leaves the calling thread's current
  * context changed.  Where the driver needs a context (address range, dma-buf export, the probe's
@@ -20,6 +26,8 @@
 #ifndef GDR_CUDA_H
 #define GDR_CUDA_H
 
+#include "gdr_status.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,25 +38,12 @@ extern "C" {
 struct ibv_pd;
 struct ibv_mr;
 
-/** Size of the API's reason buffers: room for the probe's line about 8 GPUs (longer reasons are
- *  cut, ending in "..."). */
-#define GDR_CUDA_REASON_MAX 2048
-
-typedef enum gdr_cuda_status {
-    GDR_CUDA_OK = 0,
-    GDR_CUDA_ERR_UNSUPPORTED,   /**< refused, reason says why       -> UCS_ERR_UNSUPPORTED   */
-    GDR_CUDA_ERR_INVALID_PARAM, /**< bad argument / contradiction   -> UCS_ERR_INVALID_PARAM */
-    GDR_CUDA_ERR_NOT_CUDA,      /**< address is not CUDA memory     -> UCS_ERR_INVALID_ADDR  */
-    GDR_CUDA_ERR_NO_MEMORY,     /**<                                -> UCS_ERR_NO_MEMORY     */
-    GDR_CUDA_ERR_IO             /**< driver call failed             -> UCS_ERR_IO_ERROR      */
-} gdr_cuda_status_t;
-
 /** What an address is.  Glue mapping in the comments. */
 typedef enum gdr_cuda_mem_kind {
-    GDR_CUDA_MEM_HOST = 0,    /**< not known to CUDA: pageable host memory -> UCS_MEMORY_TYPE_HOST */
-    GDR_CUDA_MEM_HOST_PINNED, /**< cuMemHostAlloc / cuMemHostRegister      -> UCS_MEMORY_TYPE_HOST */
-    GDR_CUDA_MEM_DEVICE,      /**< cuMemAlloc / cudaMalloc / VMM (cuMemMap)  -> UCS_MEMORY_TYPE_CUDA */
-    GDR_CUDA_MEM_MANAGED      /**< cuMemAllocManaged  -> UCS_MEMORY_TYPE_CUDA_MANAGED */
+    GDR_CUDA_MEM_HOST = 0,    /**< not known to CUDA, pageable     -> UCS_MEMORY_TYPE_HOST */
+    GDR_CUDA_MEM_HOST_PINNED, /**< cuMemHostAlloc/cuMemHostRegister -> UCS_MEMORY_TYPE_HOST */
+    GDR_CUDA_MEM_DEVICE,      /**< cuMemAlloc, cudaMalloc, cuMemMap -> UCS_MEMORY_TYPE_CUDA */
+    GDR_CUDA_MEM_MANAGED      /**< cuMemAllocManaged -> UCS_MEMORY_TYPE_CUDA_MANAGED */
 } gdr_cuda_mem_kind_t;
 
 typedef struct gdr_cuda_mem_info {
@@ -91,7 +86,7 @@ typedef struct gdr_cuda_config {
 typedef enum gdr_cuda_reg_method {
     GDR_CUDA_REG_NONE    = 0,
     GDR_CUDA_REG_DMABUF  = 1, /**< cuMemGetHandleForAddressRange + ibv_reg_dmabuf_mr */
-    GDR_CUDA_REG_PEERMEM = 2  /**< ibv_reg_mr on the device pointer (nvidia_peermem / nv_peer_mem) */
+    GDR_CUDA_REG_PEERMEM = 2  /**< ibv_reg_mr on the device pointer (nvidia_peermem, nv_peer_mem) */
 } gdr_cuda_reg_method_t;
 
 /** Bit masks of methods, as in gdr_cuda_probe_result_t::methods. */
@@ -100,104 +95,112 @@ typedef enum gdr_cuda_reg_method {
                                 GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_PEERMEM))
 
 /** "dma-buf", "peermem" or "none". */
-const char *gdr_cuda_reg_method_name(gdr_cuda_reg_method_t method);
+const char *gdr_cuda_reg_method_name(gdr_cuda_reg_method_t method) GDR_NOEXCEPT;
 /** "no", "yes" or "try". */
-const char *gdr_cuda_policy_name(gdr_cuda_policy_t policy);
+const char *gdr_cuda_policy_name(gdr_cuda_policy_t policy) GDR_NOEXCEPT;
 
 /**
- * Loads libcuda on first call.  Returns 1 when CUDA is usable (driver loaded, cuInit succeeded,
- * at least one device), else 0 and, if `reason` is not NULL, one line such as
- * "no CUDA: cannot load libcuda.so.1 (...)" or "no CUDA: cuInit failed: CUDA_ERROR_NO_DEVICE (...)".
+ * @brief Loads libcuda on first call and says whether CUDA can be used.
+ * @param reason  may be NULL; when CUDA cannot be used, one line such as
+ *                "no CUDA: cannot load libcuda.so.1 (...)" or
+ *                "no CUDA: cuInit failed: CUDA_ERROR_NO_DEVICE (...)"; "" when it can.
+ * @return UCS_OK when CUDA is usable (driver loaded, cuInit succeeded, at least one device),
+ *         else UCS_ERR_UNSUPPORTED.
  */
-int gdr_cuda_available(char *reason, size_t reason_len);
+ucs_status_t gdr_cuda_available(gdr_reason_t *reason);
 
 /**
- * Classifies [addr, addr+length).  Never fails for host memory: without CUDA, or for memory CUDA
- * does not know, info->kind is GDR_CUDA_MEM_HOST with base/alloc_length = addr/length.
- * @return GDR_CUDA_OK, or GDR_CUDA_ERR_INVALID_PARAM for a NULL info.
+ * @brief Classifies [addr, addr+length).  Never fails for host memory: without CUDA, or for
+ *        memory CUDA does not know, info->kind is GDR_CUDA_MEM_HOST with base/alloc_length =
+ *        addr/length.
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM for a NULL info.
  */
-gdr_cuda_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_mem_info_t *info);
+ucs_status_t gdr_cuda_mem_query(const void *addr, size_t length, gdr_cuda_mem_info_t *info);
 
 /**
- * The buffer id of the CUDA allocation holding addr (one driver call, for rcache checks).
- * @return GDR_CUDA_OK, or GDR_CUDA_ERR_NOT_CUDA when addr is not CUDA device/managed/pinned memory
- *         (e.g. freed), *buffer_id then 0.
+ * @brief The buffer id of the CUDA allocation holding addr (one driver call, for rcache checks).
+ * @return UCS_OK; UCS_ERR_INVALID_ADDR when addr is not CUDA device/managed/pinned memory (e.g.
+ *         freed), *buffer_id then 0; UCS_ERR_INVALID_PARAM for a NULL buffer_id.
  */
-gdr_cuda_status_t gdr_cuda_buffer_id(const void *addr, uint64_t *buffer_id);
+ucs_status_t gdr_cuda_buffer_id(const void *addr, uint64_t *buffer_id);
 
 /**
- * Registration-cache check: 1 when a registration made while addr had `buffer_id` must not be
- * used any more (the allocation was freed, or freed and another one now lives at addr), else 0.
- * Always 0 for buffer_id 0 (host memory: UCX's own memory hooks invalidate those).
+ * @brief Registration-cache check.
+ * @return 1 when a registration made while addr had `buffer_id` must not be used any more (the
+ *         allocation was freed, or freed and another one now lives at addr), else 0.  Always 0
+ *         for buffer_id 0 (host memory: UCX's own memory hooks invalidate those).
  */
-int gdr_cuda_region_is_stale(const void *addr, uint64_t buffer_id);
+int gdr_cuda_region_is_stale(const void *addr, uint64_t buffer_id) GDR_NOEXCEPT;
 
 /**
- * Exports [addr, addr+length) of CUDA device memory as a dma-buf.  The exported range is the
- * host-page-aligned hull [align_down(addr), align_up(addr+length)) — what
- * cuMemGetHandleForAddressRange requires — and *offset is addr - align_down(addr), the value to
- * pass as ibv_reg_dmabuf_mr's offset (with iova = addr).  The caller owns *fd (close() it; an MR
- * keeps its own reference to the dma-buf).
- * @return GDR_CUDA_OK; GDR_CUDA_ERR_NOT_CUDA for non-device memory; GDR_CUDA_ERR_UNSUPPORTED when
- *         the driver cannot export (reason says why); GDR_CUDA_ERR_INVALID_PARAM for length 0.
+ * @brief Exports [addr, addr+length) of CUDA device memory as a dma-buf.  The exported range is
+ *        the host-page-aligned hull [align_down(addr), align_up(addr+length)), which
+ *        cuMemGetHandleForAddressRange requires, and *offset is addr - align_down(addr): the
+ *        value to pass as ibv_reg_dmabuf_mr's offset (with iova = addr).  The caller owns *fd
+ *        (close() it; an MR keeps its own reference to the dma-buf).
+ * @param reason  may be NULL; why the export failed.
+ * @return UCS_OK; UCS_ERR_INVALID_ADDR for non-device memory; UCS_ERR_UNSUPPORTED when the
+ *         driver cannot export; UCS_ERR_NO_MEMORY; UCS_ERR_INVALID_PARAM for length 0 or a NULL
+ *         fd/offset.
  */
-gdr_cuda_status_t gdr_cuda_dmabuf_export(const void *addr, size_t length, int *fd,
-                                         uint64_t *offset, char *reason, size_t reason_len);
+ucs_status_t gdr_cuda_dmabuf_export(const void *addr, size_t length, int *fd, uint64_t *offset,
+                                    gdr_reason_t *reason);
 
 /**
- * Rejects contradictory settings (UCX_GDR_DMABUF=yes with UCX_GDR_GPU_DIRECT_RDMA=no).
- * @return GDR_CUDA_OK or GDR_CUDA_ERR_INVALID_PARAM with a reason.
+ * @brief Rejects contradictory settings (UCX_GDR_DMABUF=yes with UCX_GDR_GPU_DIRECT_RDMA=no).
+ * @param reason  may be NULL; the contradiction.
+ * @return UCS_OK or UCS_ERR_INVALID_PARAM.
  */
-gdr_cuda_status_t gdr_cuda_config_check(const gdr_cuda_config_t *config, char *reason,
-                                        size_t reason_len);
+ucs_status_t gdr_cuda_config_check(const gdr_cuda_config_t *config, gdr_reason_t *reason);
 
 /** Let the probe retain (create) a device's primary context to test a real allocation. */
 #define GDR_CUDA_PROBE_MAY_CREATE_CONTEXT 1u
 
 typedef struct gdr_cuda_probe_result {
     /** 1: advertise UCS_MEMORY_TYPE_CUDA in reg_mem_types (some method works on some GPU). */
-    int      cuda_registrable;
+    int          cuda_registrable;
     /** GDR_CUDA_METHOD_BIT()s that work (or are expected to: see reason) on at least one GPU;
      *  pass to gdr_cuda_reg_mr() to skip methods known not to work with this pd. */
-    unsigned methods;
-    /** Always set: one line, e.g. "GPU0 NVIDIA H200 [0000:18:00]: dma-buf: ...; peermem: ..." */
-    char     reason[GDR_CUDA_REASON_MAX];
+    unsigned     methods;
+    /** Always set: what the probe found, in one line, e.g.
+     *  "GPU0 NVIDIA H200 [0000:18:00]: dma-buf: ...; peermem: ..."; on failure, why. */
+    gdr_reason_t reason;
 } gdr_cuda_probe_result_t;
 
 /**
- * md-open probe: can this pd register CUDA memory?  Per CUDA device it checks
- * CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED and _GPU_DIRECT_RDMA_SUPPORTED, whether nvidia_peermem /
- * nv_peer_mem is loaded, and — when the device has an active context (or `flags` has
- * GDR_CUDA_PROBE_MAY_CREATE_CONTEXT) — really does cuMemAlloc(2 MiB) + dma-buf export +
- * ibv_reg_dmabuf_mr against `pd` (and ibv_reg_mr for peermem).  Without a context it falls back
- * to ibv_reg_dmabuf_mr(fd=-1) (EBADF: the provider implements dma-buf) and says so in the reason.
- * `pd` may be NULL (no verbs device): nothing can be registered, and the reason says so.
- *
- * @return GDR_CUDA_OK: md open goes on (result->cuda_registrable says whether to advertise CUDA).
- *         GDR_CUDA_ERR_UNSUPPORTED: a `yes` policy cannot be met; md open must fail with
- *         result->reason.  GDR_CUDA_ERR_INVALID_PARAM: contradictory config or NULL argument.
+ * @brief md-open probe: can this pd register CUDA memory?  Per CUDA device it checks
+ *        CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED and _GPU_DIRECT_RDMA_SUPPORTED, whether
+ *        nvidia_peermem / nv_peer_mem is loaded, and, when the device has an active context (or
+ *        `flags` has GDR_CUDA_PROBE_MAY_CREATE_CONTEXT), really does cuMemAlloc(2 MiB) + dma-buf
+ *        export + ibv_reg_dmabuf_mr against `pd` (and ibv_reg_mr for peermem).  Without a
+ *        context it falls back to ibv_reg_dmabuf_mr(fd=-1) (EBADF: the provider implements
+ *        dma-buf) and says so in the reason.  `pd` may be NULL (no verbs device): nothing can be
+ *        registered, and the reason says so.
+ * @return UCS_OK: md open goes on (result->cuda_registrable says whether to advertise CUDA).
+ *         UCS_ERR_UNSUPPORTED: a `yes` policy cannot be met; md open must fail with
+ *         result->reason.  UCS_ERR_INVALID_PARAM: contradictory config or NULL argument.
  */
-gdr_cuda_status_t gdr_cuda_probe(struct ibv_pd *pd, const gdr_cuda_config_t *config,
-                                 unsigned flags, gdr_cuda_probe_result_t *result);
+ucs_status_t gdr_cuda_probe(struct ibv_pd *pd, const gdr_cuda_config_t *config, unsigned flags,
+                            gdr_cuda_probe_result_t *result);
 
 typedef struct gdr_cuda_reg_result {
     struct ibv_mr        *mr;     /**< deregister with ibv_dereg_mr() */
     gdr_cuda_reg_method_t method; /**< which method produced mr */
-    /** On failure: every method tried or skipped and why.  On success: empty, or what failed
-     *  before the method that worked (worth a debug line). */
-    char                  reason[GDR_CUDA_REASON_MAX];
 } gdr_cuda_reg_result_t;
 
 /**
- * Registers CUDA device memory [addr, addr+length) on pd, in order: dma-buf, then peermem,
- * else refuse — as allowed by `config` and `methods` (a mask from the probe; 0 means
- * GDR_CUDA_METHODS_ALL).  The MR's iova is addr in every case, so rkeys use virtual addresses.
- * @return GDR_CUDA_OK with result->mr; GDR_CUDA_ERR_UNSUPPORTED (nothing worked or allowed:
- *         result->reason names each attempt and its error); GDR_CUDA_ERR_INVALID_PARAM.
+ * @brief Registers CUDA device memory [addr, addr+length) on pd, in order: dma-buf, then
+ *        peermem, else refuse, as `config` and `methods` allow (a mask from the probe; 0 means
+ *        GDR_CUDA_METHODS_ALL).  The MR's iova is addr in every case, so rkeys use virtual
+ *        addresses.
+ * @param reason  may be NULL.  On failure: every method tried or skipped and why.  On success:
+ *                "", or what failed before the method that worked (worth a debug line).
+ * @return UCS_OK with result->mr; UCS_ERR_UNSUPPORTED (nothing worked or was allowed);
+ *         UCS_ERR_INVALID_ADDR (not CUDA device or managed memory); UCS_ERR_INVALID_PARAM.
  */
-gdr_cuda_status_t gdr_cuda_reg_mr(struct ibv_pd *pd, const void *addr, size_t length, int access,
-                                  const gdr_cuda_config_t *config, unsigned methods,
-                                  gdr_cuda_reg_result_t *result);
+ucs_status_t gdr_cuda_reg_mr(struct ibv_pd *pd, const void *addr, size_t length, int access,
+                             const gdr_cuda_config_t *config, unsigned methods,
+                             gdr_cuda_reg_result_t *result, gdr_reason_t *reason);
 
 #ifdef __cplusplus
 }

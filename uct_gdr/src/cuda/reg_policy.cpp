@@ -1,8 +1,6 @@
 // Registration order, probe verdict and config rules: see reg_policy.h.
 #include "reg_policy.h"
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 
@@ -53,7 +51,7 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
         methods = GDR_CUDA_METHODS_ALL;
     }
     if (pd == nullptr || addr == nullptr || length == 0) {
-        outcome.status = GDR_CUDA_ERR_INVALID_PARAM;
+        outcome.status = UCS_ERR_INVALID_PARAM;
         outcome.reason = pd == nullptr ? "no protection domain" : "empty range";
         return outcome;
     }
@@ -68,12 +66,12 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
     } else if (!has_method(methods, GDR_CUDA_REG_DMABUF)) {
         tried.push_back("dma-buf: not used (md-open probe found it unavailable)");
     } else {
-        int               fd     = -1;
-        uint64_t          offset = 0;
-        std::string       why;
-        gdr_cuda_status_t status = backend.export_dmabuf(backend.ctx, addr, length, &fd, &offset,
-                                                         &why);
-        if (status != GDR_CUDA_OK) {
+        int          fd     = -1;
+        uint64_t     offset = 0;
+        std::string  why;
+        ucs_status_t status = backend.export_dmabuf(backend.ctx, addr, length, &fd, &offset,
+                                                    &why);
+        if (status != UCS_OK) {
             tried.push_back("dma-buf: export failed: " + why);
         } else {
             errno      = 0;
@@ -83,7 +81,7 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
             // The MR holds its own reference to the dma-buf; ours is no longer needed.
             backend.close_fd(backend.ctx, fd);
             if (mr != nullptr) {
-                outcome.status = GDR_CUDA_OK;
+                outcome.status = UCS_OK;
                 outcome.mr     = mr;
                 outcome.method = GDR_CUDA_REG_DMABUF;
                 outcome.reason = join(tried, "; ");
@@ -109,7 +107,7 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
             ibv_mr *mr = backend.reg_mr(backend.ctx, pd, const_cast<void *>(addr), length, access);
             int err    = errno;
             if (mr != nullptr) {
-                outcome.status = GDR_CUDA_OK;
+                outcome.status = UCS_OK;
                 outcome.mr     = mr;
                 outcome.method = GDR_CUDA_REG_PEERMEM;
                 outcome.reason = join(tried, "; ");
@@ -121,7 +119,7 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
     }
 
     // (3) refuse
-    outcome.status = GDR_CUDA_ERR_UNSUPPORTED;
+    outcome.status = UCS_ERR_UNSUPPORTED;
     outcome.reason = join(tried, "; ");
     return outcome;
 }
@@ -131,7 +129,7 @@ ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeIn
     ProbeVerdict verdict;
     std::string  contradiction = check_config(config);
     if (!contradiction.empty()) {
-        verdict.status = GDR_CUDA_ERR_INVALID_PARAM;
+        verdict.status = UCS_ERR_INVALID_PARAM;
         verdict.reason = contradiction;
         return verdict;
     }
@@ -183,45 +181,13 @@ ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeIn
                   !has_method(verdict.methods, GDR_CUDA_REG_DMABUF)) ||
                  (config.gpu_direct_rdma == GDR_CUDA_POLICY_YES && !verdict.registrable);
     if (unmet) {
-        verdict.status = GDR_CUDA_ERR_UNSUPPORTED;
+        verdict.status = UCS_ERR_UNSUPPORTED;
         verdict.reason = requirement + " but " +
                          (config.dmabuf == GDR_CUDA_POLICY_YES ? "dma-buf registration" :
                                                                  "GPU memory registration") +
                          " is not available: " + verdict.reason;
     }
     return verdict;
-}
-
-std::string find_peermem_module(const std::string &sysfs_root)
-{
-    // Same evidence as UCX's ib md (uct_ib_md_check_peermem): the module version files.
-    static const struct {
-        const char *path;
-        const char *module;
-    } candidates[] = {
-        {"/kernel/mm/memory_peers/nv_mem/version", "nv_peer_mem"},
-        {"/module/nvidia_peermem/version", "nvidia_peermem"},
-        {"/module/nv_peer_mem/version", "nv_peer_mem"},
-    };
-    for (const auto &candidate : candidates) {
-        if (access((sysfs_root + candidate.path).c_str(), F_OK) == 0) {
-            return candidate.module;
-        }
-    }
-    return {};
-}
-
-void copy_reason(const std::string &text, char *buffer, size_t capacity)
-{
-    if (buffer == nullptr || capacity == 0) {
-        return;
-    }
-    size_t n = text.size() < capacity - 1 ? text.size() : capacity - 1;
-    std::memcpy(buffer, text.data(), n);
-    buffer[n] = '\0';
-    if (n < text.size() && n >= 3) {
-        std::memcpy(buffer + n - 3, "...", 3);  // say that it was cut
-    }
 }
 
 }  // namespace gdr::cuda

@@ -6,7 +6,7 @@
  *    RegBackend table that gdr_cuda.cpp fills from libcuda/libibverbs (tests fill it with
  *    failure-injecting functions; the order/policy logic under test is the real one);
  *  - decide_probe_verdict(): md-open verdict from the facts gathered per GPU;
- *  - check_config(), find_peermem_module().
+ *  - check_config().
  * Internal C++17 header.  All functions are pure or only touch what the backend does: thread-safe.
  */
 #pragma once
@@ -25,8 +25,8 @@ struct RegBackend {
     void *ctx = nullptr;
     /** Export [addr, addr+length) as a dma-buf (page-aligned hull; *offset = addr - hull start).
      *  On failure returns the status and sets *why. */
-    gdr_cuda_status_t (*export_dmabuf)(void *ctx, const void *addr, size_t length, int *fd,
-                                       uint64_t *offset, std::string *why) = nullptr;
+    ucs_status_t (*export_dmabuf)(void *ctx, const void *addr, size_t length, int *fd,
+                                  uint64_t *offset, std::string *why) = nullptr;
     void (*close_fd)(void *ctx, int fd) = nullptr;
     /** ibv_reg_dmabuf_mr; NULL + errno on failure. */
     ibv_mr *(*reg_dmabuf_mr)(void *ctx, ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
@@ -38,7 +38,7 @@ struct RegBackend {
 };
 
 struct RegOutcome {
-    gdr_cuda_status_t     status = GDR_CUDA_ERR_UNSUPPORTED;
+    ucs_status_t          status = UCS_ERR_UNSUPPORTED;
     ibv_mr               *mr     = nullptr;
     gdr_cuda_reg_method_t method = GDR_CUDA_REG_NONE;
     /** Failure: "dma-buf: <why>; peermem: <why>".  Success: what failed before, or empty. */
@@ -70,20 +70,12 @@ struct ProbeInput {
 };
 
 struct ProbeVerdict {
-    gdr_cuda_status_t status      = GDR_CUDA_OK;  ///< non-OK: md open must fail
-    bool              registrable = false;        ///< advertise CUDA in reg_mem_types
-    unsigned          methods     = 0;
-    std::string       reason;
+    ucs_status_t status      = UCS_OK;  ///< non-OK: md open must fail
+    bool         registrable = false;   ///< advertise CUDA in reg_mem_types
+    unsigned     methods     = 0;
+    std::string  reason;
 };
 
 ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeInput &input);
-
-/** Which peer-memory module is loaded, from the sysfs files UCX's ib md also uses, under
- *  `sysfs_root` ("/sys" in production).  Empty when none. */
-std::string find_peermem_module(const std::string &sysfs_root);
-
-/** Copies `text` into a C buffer, always NUL-terminated when capacity > 0; a cut text ends in
- *  "...". */
-void copy_reason(const std::string &text, char *buffer, size_t capacity);
 
 }  // namespace gdr::cuda

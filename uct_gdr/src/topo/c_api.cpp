@@ -14,6 +14,11 @@ SysRoot make_root(const char *root)
     return SysRoot(root ? root : "/");
 }
 
+gdr_pci_addr_t to_c(const PciAddress &addr)
+{
+    return gdr_pci_addr_t{addr.domain, addr.bus, addr.device, addr.function};
+}
+
 ucs_status_t fill_selection(const std::vector<GidEntry> &gids, bool is_ethernet,
                             int override_index, gdr_gid_selection_t *out, gdr_reason_t *reason)
 {
@@ -44,6 +49,20 @@ const char *gdr_topo_link_name(gdr_topo_link_t link) GDR_NOEXCEPT
     return (link >= GDR_TOPO_SELF && link <= GDR_TOPO_UNKNOWN) ? names[link] : "?";
 }
 
+ucs_status_t gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci,
+                                        gdr_reason_t *reason)
+{
+    return gdr::guard(reason, [&] {
+        auto addr = bdf != nullptr ? PciAddress::parse(bdf) : std::nullopt;
+        if (!addr || pci == nullptr) {
+            return gdr_reason_set(reason, UCS_ERR_INVALID_PARAM, "not a PCI address: \"%s\"",
+                                  bdf != nullptr ? bdf : "(null)");
+        }
+        *pci = to_c(*addr);
+        return UCS_OK;
+    });
+}
+
 ucs_status_t gdr_topo_rdma_device_pci(const char *root, const char *rdma_dev,
                                       gdr_pci_addr_t *pci, int *numa_node,
                                       gdr_reason_t *reason)
@@ -62,7 +81,7 @@ ucs_status_t gdr_topo_rdma_device_pci(const char *root, const char *rdma_dev,
             return gdr_reason_set(reason, UCS_ERR_NO_ELEM, "%s has no PCI function behind it",
                                   rdma_dev);
         }
-        *pci = gdr_pci_addr_t{addr->domain, addr->bus, addr->device, addr->function};
+        *pci = to_c(*addr);
         if (numa_node) {
             *numa_node = dev->pci->numa_node;
         }

@@ -44,6 +44,15 @@ typedef struct {
 } gdr_pci_addr_t;
 
 /**
+ * Parses a PCI address "DDDD:BB:DD.F" (as sysfs names devices): the one parser of the project.
+ * @param reason  may be NULL; why `bdf` is not one.
+ * @return UCS_OK; UCS_ERR_INVALID_PARAM when `bdf` is not such an address (e.g. "" for a virtual
+ *         device) or `pci` is NULL.
+ */
+ucs_status_t gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci,
+                                        gdr_reason_t *reason);
+
+/**
  * The PCI function behind an RDMA device (/sys/class/infiniband/<dev>/device), or for a
  * software device such as rxe the PCI function of the netdev it runs on.
  * @param numa_node  may be NULL; set to the device's NUMA node, -1 when unknown.

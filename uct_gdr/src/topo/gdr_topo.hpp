@@ -171,6 +171,20 @@ struct RdmaDevice {
 /// /sys/class/infiniband/<name>; nullopt if it does not exist.
 std::optional<RdmaDevice> read_rdma_device(const SysRoot &sys, std::string_view name);
 
+// ---- GPU peer memory (nvidia_peermem / nv_peer_mem) -------------------------------------
+
+/// A loaded peer-memory kernel module: what lets ibv_reg_mr() pin GPU memory.
+struct PeerMemoryModule {
+    std::string module;    ///< "nvidia_peermem" or "nv_peer_mem"
+    std::string evidence;  ///< the file of the tree that shows it, e.g. "/sys/module/X/version"
+};
+
+/// Which peer-memory module is loaded: the one answer of the transport (its registration order)
+/// and gdr-doctor.  The evidence is UCX's own (uct_ib_md's check): a module's `version` file,
+/// which a loaded module has and a directory left behind (parameters of an unloaded or
+/// built-in-but-disabled module) does not.  nullopt when none is loaded.
+std::optional<PeerMemoryModule> find_peer_memory_module(const SysRoot &sys);
+
 // ---- Whole box -------------------------------------------------------------------------
 
 struct Topology {

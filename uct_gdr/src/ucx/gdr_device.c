@@ -4,11 +4,11 @@
  * topology knows it by.
  */
 #include "gdr_md.h"
+#include "gdr_topo.h" /* the PCI address parser */
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
 #include <ucs/sys/topo/base/topo.h>
-#include <stdio.h>
 
 /* "<device>:<port>" */
 static void gdr_device_port_name(const gdr_device_t *dev, unsigned port_index,
@@ -20,16 +20,16 @@ static void gdr_device_port_name(const gdr_device_t *dev, unsigned port_index,
 static ucs_sys_device_t gdr_device_sys_dev(const gdr_device_t *dev)
 {
     ucs_sys_device_t sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
-    unsigned domain, bus, slot, function;
+    gdr_pci_addr_t pci;
     ucs_sys_bus_id_t bus_id;
 
-    if (sscanf(dev->pci_bdf, "%x:%x:%x.%x", &domain, &bus, &slot, &function) != 4) {
+    if (gdr_topo_parse_pci_address(dev->pci_bdf, &pci, NULL) != UCS_OK) {
         return sys_dev; /* virtual device (rxe, siw): no PCI location */
     }
-    bus_id.domain   = domain;
-    bus_id.bus      = bus;
-    bus_id.slot     = slot;
-    bus_id.function = function;
+    bus_id.domain   = pci.domain;
+    bus_id.bus      = pci.bus;
+    bus_id.slot     = pci.device;
+    bus_id.function = pci.function;
     if (ucs_topo_find_device_by_bus_id(&bus_id, &sys_dev) != UCS_OK) {
         return UCS_SYS_DEVICE_ID_UNKNOWN;
     }

@@ -93,7 +93,7 @@ static ucs_memory_type_t gdr_md_mem_type(gdr_md_t *md, const void *address,
     gdr_cuda_mem_info_t info;
 
     if (!(md->reg_mem_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) ||
-        (gdr_cuda_mem_query(address, length, &info) != GDR_CUDA_OK)) {
+        (gdr_cuda_mem_query(address, length, &info) != UCS_OK)) {
         return UCS_MEMORY_TYPE_HOST;
     }
     switch (info.kind) {
@@ -113,6 +113,7 @@ static struct ibv_mr *gdr_md_reg_one(gdr_md_t *md, unsigned dev_index,
                             UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR;
     gdr_device_t *dev     = &md->devices[dev_index];
     gdr_cuda_reg_result_t result;
+    gdr_reason_t reason;
     struct ibv_mr *mr;
 
     if (mem_type == UCS_MEMORY_TYPE_HOST) {
@@ -125,15 +126,15 @@ static struct ibv_mr *gdr_md_reg_one(gdr_md_t *md, unsigned dev_index,
     }
 
     if (gdr_cuda_reg_mr(dev->pd, address, length, access, &md->cuda_config,
-                        md->cuda_methods[dev_index], &result) != GDR_CUDA_OK) {
+                        md->cuda_methods[dev_index], &result, &reason) != UCS_OK) {
         ucs_log(level, "gdr: cannot register %s memory %p..%p with %s: %s",
                 ucs_memory_type_names[mem_type], address,
-                UCS_PTR_BYTE_OFFSET(address, length), dev->name, result.reason);
+                UCS_PTR_BYTE_OFFSET(address, length), dev->name, reason.text);
         return NULL;
     }
-    if (result.reason[0] != '\0') {
+    if (reason.text[0] != '\0') {
         ucs_debug("gdr: %s registered by %s after: %s", dev->name,
-                  gdr_cuda_reg_method_name(result.method), result.reason);
+                  gdr_cuda_reg_method_name(result.method), reason.text);
     }
     return result.mr;
 }
@@ -530,7 +531,7 @@ static ucs_status_t gdr_md_query_cuda(const void *address, size_t length,
                                       gdr_cuda_mem_info_t *info,
                                       ucs_memory_type_t *mem_type_p)
 {
-    if (gdr_cuda_mem_query(address, length, info) != GDR_CUDA_OK) {
+    if (gdr_cuda_mem_query(address, length, info) != UCS_OK) {
         return UCS_ERR_INVALID_ADDR;
     }
     switch (info->kind) {
@@ -608,15 +609,15 @@ void gdr_md_close(uct_md_h uct_md)
  */
 static ucs_status_t gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config)
 {
-    char reason[GDR_CUDA_REASON_MAX];
+    gdr_reason_t reason;
     gdr_cuda_probe_result_t probe;
-    gdr_cuda_status_t status;
+    ucs_status_t status;
     unsigned i;
 
     md->cuda_config.gpu_direct_rdma = (gdr_cuda_policy_t)config->gpu_direct_rdma;
     md->cuda_config.dmabuf          = (gdr_cuda_policy_t)config->dmabuf;
-    if (gdr_cuda_config_check(&md->cuda_config, reason, sizeof(reason)) != GDR_CUDA_OK) {
-        ucs_error("gdr: UCX_GDR_GPU_DIRECT_RDMA/UCX_GDR_DMABUF: %s", reason);
+    if (gdr_cuda_config_check(&md->cuda_config, &reason) != UCS_OK) {
+        ucs_error("gdr: UCX_GDR_GPU_DIRECT_RDMA/UCX_GDR_DMABUF: %s", reason.text);
         return UCS_ERR_INVALID_PARAM;
     }
 
@@ -628,7 +629,7 @@ static ucs_status_t gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config
     if (md->cuda_config.gpu_direct_rdma == GDR_CUDA_POLICY_NO) {
         return UCS_OK;
     }
-    if (gdr_cuda_available(NULL, 0)) {
+    if (gdr_cuda_available(NULL) == UCS_OK) {
         md->detect_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA) |
                                UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
     }
@@ -636,16 +637,16 @@ static ucs_status_t gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config
     for (i = 0; i < ucs_max(md->num_devices, 1); ++i) {
         status = gdr_cuda_probe((md->num_devices > 0) ? md->devices[i].pd : NULL,
                                 &md->cuda_config, 0, &probe);
-        if (status != GDR_CUDA_OK) {
+        if (status != UCS_OK) {
             ucs_error("gdr: GPUDirect RDMA required (UCX_GDR_GPU_DIRECT_RDMA=yes or "
                       "UCX_GDR_DMABUF=yes) but unavailable%s%s: %s",
                       (md->num_devices > 0) ? " on " : "",
-                      (md->num_devices > 0) ? md->devices[i].name : "", probe.reason);
-            return (status == GDR_CUDA_ERR_UNSUPPORTED) ? UCS_ERR_UNSUPPORTED :
-                                                          UCS_ERR_INVALID_PARAM;
+                      (md->num_devices > 0) ? md->devices[i].name : "",
+                      probe.reason.text);
+            return status;
         }
         ucs_debug("gdr: CUDA registration%s%s: %s", (md->num_devices > 0) ? " on " : "",
-                  (md->num_devices > 0) ? md->devices[i].name : "", probe.reason);
+                  (md->num_devices > 0) ? md->devices[i].name : "", probe.reason.text);
         if (probe.cuda_registrable && (md->num_devices > 0)) {
             md->cuda_methods[i] = probe.methods;
         }

@@ -5,7 +5,7 @@
 // data path.  Every entry point that can throw runs in gdr::guard.
 #include "gdr_verbs.h"
 #include "gdr_status.hpp"
-#include "gdr_topo.h" // the GID rule, shared with gdr-doctor
+#include "gdr_topo.hpp" // the GID rule and the PCI address parser, shared with gdr-doctor
 
 #include <algorithm>
 #include <cerrno>
@@ -81,11 +81,7 @@ std::string pci_bdf_of(const char *ibdev_name)
 {
     std::string bdf = read_sysfs_link_basename(std::string("/sys/class/infiniband/") +
                                                ibdev_name + "/device");
-    unsigned d, b, s, f;
-    if (std::sscanf(bdf.c_str(), "%x:%x:%x.%x", &d, &b, &s, &f) == 4) {
-        return bdf;
-    }
-    return {};
+    return gdr::topo::PciAddress::parse(bdf) ? bdf : std::string();
 }
 
 // Read a port's GID table through verbs (works in containers without sysfs).

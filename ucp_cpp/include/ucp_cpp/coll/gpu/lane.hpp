@@ -1,0 +1,196 @@
+/**
+ * @file coll/gpu/lane.hpp
+ * @brief One engine's GPU resources on one CUDA context: its streams and events, pinned bounce
+ *        buffers, device scratch and reduction kernels; the local actions (device_actions) of
+ *        collectives on CUDA buffers, and what engine.hpp needs to stage their transfers.
+ *
+ * Custom (user) reductions on device buffers are staged: both operands are copied to the host,
+ * reduced there by the user's function and copied back (correct, slow: documented).
+ * Errors are ucx_error(UCS_ERR_UNSUPPORTED / UCS_ERR_IO_ERROR) naming the CUDA call.
+ * Threading: a lane follows its engine (one thread at a time).
+ */
+#pragma once
+
+#include <ucp_cpp/coll/gpu/device_actions.hpp>
+#include <ucp_cpp/coll/gpu/driver.hpp>
+#include <ucp_cpp/coll/gpu/kernels.hpp>
+#include <ucp_cpp/coll/gpu/pinned_pool.hpp>
+#include <ucp_cpp/coll/gpu/scratch_pool.hpp>
+#include <ucp_cpp/coll/gpu/streams.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace ucp_cpp::coll::gpu {
+
+namespace detail {
+
+/// The device and context of a lane: the buffer's own context, else the device's primary
+/// context, retained for the lane's lifetime.
+class device_context {
+public:
+    device_context(const driver &cu, const location &where) :
+        device_(device_of(cu, where.ordinal)),
+        primary_(cu, where.context != nullptr ? -1 : device_, true),
+        context_(where.context != nullptr ? where.context : primary_.get())
+    {
+        if (context_ == nullptr) check(primary_.result(), "cuDevicePrimaryCtxRetain");
+        int major = 0, minor = 0;
+        check(cu.cuDeviceGetAttribute(
+                  &major, gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_),
+              "cuDeviceGetAttribute");
+        check(cu.cuDeviceGetAttribute(
+                  &minor, gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_),
+              "cuDeviceGetAttribute");
+        check(cu.cuDeviceGetAttribute(
+                  &sm_count_, gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_),
+              "cuDeviceGetAttribute");
+        cc_ = major * 10 + minor;
+    }
+
+    [[nodiscard]] CUcontext get() const noexcept { return context_; }
+    [[nodiscard]] int compute_capability() const noexcept { return cc_; }
+    [[nodiscard]] int sm_count() const noexcept { return sm_count_; }
+
+private:
+    static CUdevice device_of(const driver &cu, int ordinal)
+    {
+        CUdevice device = 0;
+        check(cu.cuDeviceGet(&device, ordinal < 0 ? 0 : ordinal), "cuDeviceGet");
+        return device;
+    }
+
+    CUdevice                                   device_;
+    gdr::cuda_driver::retained_primary_context primary_;
+    CUcontext                                  context_;
+    int                                        cc_ = 0, sm_count_ = 1;
+};
+
+}  // namespace detail
+
+/// One engine's GPU resources on one CUDA context (see the file comment).
+class lane : public coll::detail::device_actions, public std::enable_shared_from_this<lane> {
+public:
+    /// @p where: a device buffer's location; @p segment_bytes: pinned bounce-buffer size.
+    lane(const location &where, size_t segment_bytes) :
+        cu_(require_driver()),
+        context_(cu_, where),
+        streams_(cu_, context_.get()),
+        pinned_(cu_, context_.get(), segment_bytes, streams_),
+        scratch_(cu_, context_.get()),
+        kernels_(cu_, context_.compute_capability(), context_.sm_count())
+    {
+    }
+
+    /// Waits for the queued work; the members then free their memory, events and streams.
+    ~lane() override { streams_.synchronize(); }
+    lane(const lane &)            = delete;
+    lane &operator=(const lane &) = delete;
+
+    [[nodiscard]] CUcontext context() const noexcept { return context_.get(); }
+    [[nodiscard]] CUstream stream() const noexcept { return streams_.main(); }
+    [[nodiscard]] int compute_capability() const noexcept { return context_.compute_capability(); }
+    [[nodiscard]] size_t segment_bytes() const noexcept { return pinned_.segment_bytes(); }
+
+    // -------------------------------------------------- local actions (device_actions)
+
+    void copy(void *dst, const void *src, size_t bytes) override
+    {
+        if (dst == src || bytes == 0) return;
+        context_scope scope(cu_, context_.get());
+        check(cu_.cuMemcpyAsync(streams::address(dst), streams::address(src), bytes,
+                                streams_.main()),
+              "cuMemcpyAsync");
+    }
+
+    void reduce(const reduction &op, datatype type, const void *in, void *inout,
+                size_t count) override
+    {
+        if (count == 0) return;
+        context_scope scope(cu_, context_.get());
+        if (op.kind() == op_kind::custom) return reduce_on_host(op, type, in, inout, count);
+        kernels_.launch(type, op.kind(), in, inout, count, streams_.main());
+    }
+
+    /// Device scratch (cached by power-of-two size; freed when the lane goes).
+    std::shared_ptr<std::byte> allocate(size_t bytes) override
+    {
+        const auto [block, rounded] = scratch_.take(bytes);
+        // Returned to the cache when the schedule drops it: the schedule is done with it then
+        // (completed through a stream fence, or abandoned after synchronize()).  The block keeps
+        // the lane alive (the lane frees the cache).
+        return std::shared_ptr<std::byte>(reinterpret_cast<std::byte *>(uintptr_t(block)),
+                                          [owner = shared_from_this(), rounded = rounded](
+                                              std::byte *b) {
+                                              owner->scratch_.give(CUdeviceptr(uintptr_t(b)),
+                                                                   rounded);
+                                          });
+    }
+
+    // -------------------------------------------------- staging support (engine.hpp)
+
+    /// A pinned host block of segment_bytes().
+    void *take_pinned() { return pinned_.take(); }
+    void give_pinned(void *block) { pinned_.give(block); }
+    /// Returns @p block to the pool once the work before @p e (an H2D copy still reading the
+    /// block) has completed; the event goes back with it.
+    void give_pinned_after(void *block, CUevent e) { pinned_.give_after(block, e); }
+
+    /// Device -> pinned host on the D2H stream, after everything queued so far on the main stream.
+    void d2h_after_main(void *host, const void *device, size_t bytes, bool wait_main)
+    {
+        streams_.d2h_after_main(host, device, bytes, wait_main);
+    }
+    /// Pinned host -> device on the main stream.
+    void h2d(void *device, const void *host, size_t bytes) { streams_.h2d(device, host, bytes); }
+
+    /// An event recorded now on the main stream (or the D2H stream).
+    CUevent record(bool on_d2h_stream = false) { return streams_.record(on_d2h_stream); }
+    /// true once the work before @p e has completed; throws on a CUDA error.
+    bool passed(CUevent e) { return streams_.passed(e); }
+    void release(CUevent e) { streams_.release(e); }
+
+    /// Waits for everything queued on both streams (errors ignored: used on failure paths).
+    void synchronize() noexcept { streams_.synchronize(); }
+
+private:
+    static const driver &require_driver()
+    {
+        const driver *cu = cuda();
+        if (cu == nullptr) {
+            throw ucx_error(UCS_ERR_UNSUPPORTED,
+                            "coll/gpu: a CUDA buffer needs the CUDA driver: " + driver_problem());
+        }
+        return *cu;
+    }
+
+    /// Custom reductions: copy both operands to the host, reduce there, copy back (synchronous).
+    void reduce_on_host(const reduction &op, datatype type, const void *in, void *inout,
+                        size_t count)
+    {
+        const size_t           bytes = count * size_of(type);
+        std::vector<std::byte> a(bytes), b(bytes);
+        const CUstream         s = streams_.main();
+        check(cu_.cuMemcpyDtoHAsync_v2(a.data(), streams::address(inout), bytes, s),
+              "cuMemcpyDtoHAsync");
+        check(cu_.cuMemcpyDtoHAsync_v2(b.data(), streams::address(in), bytes, s),
+              "cuMemcpyDtoHAsync");
+        check(cu_.cuStreamSynchronize(s), "cuStreamSynchronize");
+        op.apply(type, b.data(), a.data(), count);
+        check(cu_.cuMemcpyHtoDAsync_v2(streams::address(inout), a.data(), bytes, s),
+              "cuMemcpyHtoDAsync");
+        check(cu_.cuStreamSynchronize(s), "cuStreamSynchronize");
+    }
+
+    // Declaration order is construction order; destruction runs backwards, so the context is
+    // released last, after the pools and streams that live in it.
+    const driver           &cu_;
+    detail::device_context  context_;
+    streams                 streams_;
+    pinned_pool             pinned_;
+    scratch_pool            scratch_;
+    reduction_kernels       kernels_;
+};
+
+}  // namespace ucp_cpp::coll::gpu
