@@ -19,8 +19,8 @@ constexpr unsigned kMemHostRegisterDeviceMap = gdr::cuda_driver::CU_MEMHOSTREGIS
 
 namespace drv = gdr::cuda_driver;
 
-#define GDR_SAME_VALUE(name)                                                               \
-    static_assert(static_cast<long long>(drv::name) == static_cast<long long>(::name),     \
+#define GDR_SAME_VALUE(name)                                                           \
+    static_assert(static_cast<long long>(drv::name) == static_cast<long long>(::name), \
                   #name " differs from cuda.h")
 
 GDR_SAME_VALUE(CUDA_SUCCESS);
@@ -89,7 +89,7 @@ static_assert(std::is_same_v<drv::CUmemGenericAllocationHandle, ::CUmemGenericAl
               "CUmemGenericAllocationHandle");
 static_assert(sizeof(drv::CUresult) == sizeof(::CUresult), "CUresult size");
 
-#define GDR_SAME_LAYOUT(type, member)                                                       \
+#define GDR_SAME_LAYOUT(type, member) \
     static_assert(offsetof(drv::type, member) == offsetof(::type, member), #type "." #member)
 static_assert(sizeof(drv::CUmemLocation) == sizeof(::CUmemLocation), "CUmemLocation size");
 GDR_SAME_LAYOUT(CUmemLocation, type);
@@ -112,9 +112,9 @@ GDR_SAME_LAYOUT(CUmemAccessDesc, flags);
 // The symbols looked up are the ones cuda.h maps the API names to.  (Without
 // CUDA_API_PER_THREAD_DEFAULT_STREAM, as this file is built, the stream-ordered calls keep their
 // legacy-default-stream names, which is what driver_api binds.)
-#define GDR_STR(x) GDR_STR2(x)
+#define GDR_STR(x)  GDR_STR2(x)
 #define GDR_STR2(x) #x
-#define GDR_SAME_SYMBOL(api_name, symbol)                                                 \
+#define GDR_SAME_SYMBOL(api_name, symbol) \
     static_assert(std::string_view(GDR_STR(api_name)) == #symbol, #api_name " is " #symbol)
 GDR_SAME_SYMBOL(cuMemAlloc, cuMemAlloc_v2);
 GDR_SAME_SYMBOL(cuMemFree, cuMemFree_v2);
@@ -167,10 +167,10 @@ template <typename R, typename... A> struct OurPrototype<R (*)(A...)> {
 // __COUNTER__ counts the members checked, so that a member added to driver_api without a
 // check here fails the build.
 constexpr int kFirstCheck = __COUNTER__;
-#define GDR_SAME_PROTOTYPE(symbol)                                                         \
-    static_assert(__COUNTER__ > kFirstCheck &&                                             \
-                      std::is_same_v<decltype(drv::driver_api::symbol),                    \
-                                     OurPrototype<decltype(&::symbol)>::type>,             \
+#define GDR_SAME_PROTOTYPE(symbol)                                             \
+    static_assert(__COUNTER__ > kFirstCheck &&                                 \
+                      std::is_same_v<decltype(drv::driver_api::symbol),        \
+                                     OurPrototype<decltype(&::symbol)>::type>, \
                   #symbol " prototype differs from cuda.h")
 GDR_SAME_PROTOTYPE(cuInit);
 GDR_SAME_PROTOTYPE(cuDriverGetVersion);

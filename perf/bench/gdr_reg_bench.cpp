@@ -91,7 +91,7 @@ double measure(uct_md_h md, void *buffer, size_t size, int iterations)
             die("uct_md_mem_dereg", status);
         }
     };
-    once(); // warm-up: the first cached registration is a miss
+    once();  // warm-up: the first cached registration is a miss
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < iterations; ++i) {
         once();
@@ -100,7 +100,7 @@ double measure(uct_md_h md, void *buffer, size_t size, int iterations)
     return std::chrono::duration<double>(t1 - t0).count() / iterations;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char **argv)
 {
@@ -109,8 +109,12 @@ int main(int argc, char **argv)
     int opt;
     while ((opt = getopt(argc, argv, "n:p:h")) != -1) {
         switch (opt) {
-        case 'n': iterations = std::atoi(optarg); break;
-        case 'p': plugin = optarg; break;
+        case 'n':
+            iterations = std::atoi(optarg);
+            break;
+        case 'p':
+            plugin = optarg;
+            break;
         default:
             std::fprintf(stderr, "usage: %s [-n ITERATIONS] [-p PLUGIN]\n", argv[0]);
             return opt == 'h' ? 0 : 2;
@@ -127,15 +131,16 @@ int main(int argc, char **argv)
     uct_md_h uncached         = open_md(component, "n");
     uct_md_h cached           = open_md(component, "y");
 
-    std::printf("# gdr md registration cost, register+deregister of the same buffer, %d iterations\n",
-                iterations);
+    std::printf(
+        "# gdr md registration cost, register+deregister of the same buffer, %d iterations\n",
+        iterations);
     std::printf("# %10s %16s %16s %10s\n", "size", "uncached (us)", "cached (us)", "ratio");
     for (size_t size : {size_t(4096), size_t(65536), size_t(1) << 20, size_t(16) << 20}) {
         void *buffer = nullptr;
         if (posix_memalign(&buffer, 4096, size) != 0) {
             die("out of memory");
         }
-        std::memset(buffer, 1, size); // fault the pages in: measure registration, not paging
+        std::memset(buffer, 1, size);  // fault the pages in: measure registration, not paging
         double t_uncached = measure(uncached, buffer, size, iterations);
         double t_cached   = measure(cached, buffer, size, iterations);
         std::printf("  %10zu %16.2f %16.3f %9.1fx\n", size, t_uncached * 1e6, t_cached * 1e6,

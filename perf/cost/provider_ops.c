@@ -21,7 +21,7 @@ static void show(const char *name, void *fn)
 
 int main(int argc, char **argv)
 {
-    int n = 0;
+    int n                    = 0;
     struct ibv_device **list = ibv_get_device_list(&n);
     for (int i = 0; list && i < n; i++) {
         if (argc > 1 && strcmp(ibv_get_device_name(list[i]), argv[1]) != 0)

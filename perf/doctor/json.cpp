@@ -12,18 +12,28 @@ void write_string(std::string &out, const std::string &s)
     out += '"';
     for (unsigned char c : s) {
         switch (c) {
-        case '"':  out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        case '\r': out += "\\r"; break;
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
         default:
             if (c < 0x20) {
                 char buf[8];
                 std::snprintf(buf, sizeof(buf), "\\u%04x", c);
                 out += buf;
             } else {
-                out += static_cast<char>(c); // UTF-8 passes through
+                out += static_cast<char>(c);  // UTF-8 passes through
             }
         }
     }
@@ -38,7 +48,7 @@ void newline(std::string &out, int indent, int depth)
     }
 }
 
-} // namespace
+}  // namespace
 
 Json &Json::operator[](const std::string &key)
 {
@@ -127,4 +137,4 @@ void Json::write(std::string &out, int indent, int depth) const
         value_);
 }
 
-} // namespace gdr::doctor
+}  // namespace gdr::doctor

@@ -14,10 +14,10 @@ namespace gdr::doctor {
 
 class Json {
 public:
-    using Array = std::vector<Json>;
-    using Object = std::vector<std::pair<std::string, Json>>; // keeps insertion order
+    using Array  = std::vector<Json>;
+    using Object = std::vector<std::pair<std::string, Json>>;  // keeps insertion order
 
-    Json() = default;                                  // null
+    Json() = default;  // null
     Json(std::nullptr_t) {}
     Json(bool b) : value_(b) {}
     Json(int v) : value_(static_cast<int64_t>(v)) {}
@@ -49,4 +49,4 @@ private:
     std::variant<std::monostate, bool, int64_t, double, std::string, Array, Object> value_;
 };
 
-} // namespace gdr::doctor
+}  // namespace gdr::doctor

@@ -43,12 +43,13 @@ std::vector<std::string> default_plugin_paths()
         exe[n] = '\0';
         std::string dir(exe);
         dir.erase(dir.rfind('/'));
-        paths.push_back(dir + "/../" GDR_DOCTOR_LIBDIR "/ucx-gdr/libuct_gdr.so"); // a relocated prefix
+        paths.push_back(dir + "/../" GDR_DOCTOR_LIBDIR
+                              "/ucx-gdr/libuct_gdr.so");  // a relocated prefix
     }
     return paths;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char **argv)
 {
@@ -56,7 +57,7 @@ int main(int argc, char **argv)
     bool json = false;
     for (int i = 1; i < argc; ++i) {
         std::string arg = argv[i];
-        auto value = [&](const char *name) -> const char * {
+        auto value      = [&](const char *name) -> const char      *{
             if (i + 1 >= argc) {
                 return nullptr;
             }
@@ -76,7 +77,7 @@ int main(int argc, char **argv)
                 options.plugin = v;
             } else {
                 char *end = nullptr;
-                long n = std::strtol(v, &end, 10);
+                long n    = std::strtol(v, &end, 10);
                 if (*v == '\0' || *end != '\0' || n < 0 || n > 65535) {
                     return usage_error(std::string("--gid-index: not a GID index: '") + v + "'");
                 }

@@ -28,27 +28,27 @@ void probe_dmabuf(ibv_context *ctx, VerbsDevice &dev)
         dev.dmabuf_detail = std::string("ibv_alloc_pd: ") + std::strerror(errno);
         return;
     }
-    errno = 0;
+    errno      = 0;
     ibv_mr *mr = ibv_reg_dmabuf_mr(pd, 0, 0, 0, -1, IBV_ACCESS_LOCAL_WRITE);
-    int err = errno;
-    if (mr != nullptr) { // cannot happen with fd -1; never leak it if a provider disagrees
+    int err    = errno;
+    if (mr != nullptr) {  // cannot happen with fd -1; never leak it if a provider disagrees
         ibv_dereg_mr(mr);
         err = 0;
     }
     ibv_dealloc_pd(pd);
     if (err == EOPNOTSUPP || err == ENOSYS) {
-        dev.dmabuf = VerbsDevice::Dmabuf::Unsupported;
+        dev.dmabuf        = VerbsDevice::Dmabuf::Unsupported;
         dev.dmabuf_detail = std::string("ibv_reg_dmabuf_mr(fd=-1): ") + std::strerror(err) +
                             ": the provider has no dma-buf registration";
     } else {
-        dev.dmabuf = VerbsDevice::Dmabuf::Supported;
+        dev.dmabuf        = VerbsDevice::Dmabuf::Supported;
         dev.dmabuf_detail = std::string("ibv_reg_dmabuf_mr(fd=-1): ") +
                             (err ? std::strerror(err) : "accepted") +
                             ": the provider implements dma-buf registration";
     }
 #else
     (void)ctx;
-    dev.dmabuf = VerbsDevice::Dmabuf::Unsupported;
+    dev.dmabuf        = VerbsDevice::Dmabuf::Unsupported;
     dev.dmabuf_detail = "built against a libibverbs without ibv_reg_dmabuf_mr (rdma-core < 34)";
 #endif
 }
@@ -63,7 +63,7 @@ std::vector<std::string> list_components()
 {
     std::vector<std::string> names;
     uct_component_h *components = nullptr;
-    unsigned count = 0;
+    unsigned count              = 0;
     if (uct_query_components(&components, &count) != UCS_OK) {
         return names;
     }
@@ -88,12 +88,12 @@ bool has_gdr(const std::vector<std::string> &names)
     return false;
 }
 
-} // namespace
+}  // namespace
 
 std::vector<VerbsDevice> probe_verbs(std::string *error)
 {
     std::vector<VerbsDevice> result;
-    int count = 0;
+    int count         = 0;
     ibv_device **list = ibv_get_device_list(&count);
     if (list == nullptr) {
         if (error) {
@@ -103,7 +103,7 @@ std::vector<VerbsDevice> probe_verbs(std::string *error)
     }
     for (int i = 0; i < count; ++i) {
         VerbsDevice dev;
-        dev.name = ibv_get_device_name(list[i]);
+        dev.name         = ibv_get_device_name(list[i]);
         ibv_context *ctx = ibv_open_device(list[i]);
         if (ctx == nullptr) {
             dev.error = std::string("ibv_open_device: ") + std::strerror(errno);
@@ -120,11 +120,11 @@ std::vector<VerbsDevice> probe_verbs(std::string *error)
                 continue;
             }
             VerbsPort p;
-            p.port = port;
-            p.state = pattr.state;
+            p.port       = port;
+            p.state      = pattr.state;
             p.active_mtu = mtu_bytes(pattr.active_mtu);
-            p.max_mtu = mtu_bytes(pattr.max_mtu);
-            p.ethernet = pattr.link_layer == IBV_LINK_LAYER_ETHERNET;
+            p.max_mtu    = mtu_bytes(pattr.max_mtu);
+            p.ethernet   = pattr.link_layer == IBV_LINK_LAYER_ETHERNET;
             dev.ports.push_back(p);
         }
         probe_dmabuf(ctx, dev);
@@ -138,7 +138,7 @@ std::vector<VerbsDevice> probe_verbs(std::string *error)
 CudaProbe probe_cuda()
 {
     namespace cu = gdr::cuda_driver;
-    CudaProbe         probe;
+    CudaProbe probe;
     const cu::driver &cuda = cu::driver::instance();
     if (!cuda.initialized()) {
         probe.error = cuda.reason();
@@ -157,7 +157,7 @@ CudaProbe probe_cuda()
             continue;
         }
         CudaGpu gpu;
-        gpu.ordinal = i;
+        gpu.ordinal    = i;
         char name[256] = {};
         if (api.cuDeviceGetName(name, sizeof(name) - 1, dev) == cu::CUDA_SUCCESS) {
             gpu.name = name;
@@ -169,8 +169,8 @@ CudaProbe probe_cuda()
             api.cuDeviceGetAttribute(&bus, cu::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == 0 &&
             api.cuDeviceGetAttribute(&device, cu::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) == 0) {
             gpu.bdf = gdr::topo::PciAddress{static_cast<uint16_t>(domain),
-                                            static_cast<uint8_t>(bus),
-                                            static_cast<uint8_t>(device), 0}
+                                            static_cast<uint8_t>(bus), static_cast<uint8_t>(device),
+                                            0}
                           .str();
         }
         int value = 0;
@@ -189,10 +189,10 @@ CudaProbe probe_cuda()
 UcxProbe probe_ucx(const std::string &plugin_path, const std::vector<std::string> &defaults)
 {
     UcxProbe probe;
-    probe.version = ucp_get_version_string();
+    probe.version    = ucp_get_version_string();
     probe.components = list_components();
     if (has_gdr(probe.components)) {
-        probe.plugin = UcxProbe::Plugin::Preloaded;
+        probe.plugin        = UcxProbe::Plugin::Preloaded;
         probe.plugin_detail = "component \"gdr\" is already registered (LD_PRELOAD or linked)";
         return probe;
     }
@@ -220,17 +220,17 @@ UcxProbe probe_ucx(const std::string &plugin_path, const std::vector<std::string
     // Loading runs the plugin's constructor, which registers the component with the
     // libuct already loaded into this process - exactly what LD_PRELOAD does for an application.
     if (::dlopen(probe.plugin_path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
-        const char *why = ::dlerror();
-        probe.plugin = UcxProbe::Plugin::LoadFailed;
+        const char *why     = ::dlerror();
+        probe.plugin        = UcxProbe::Plugin::LoadFailed;
         probe.plugin_detail = std::string("dlopen: ") + (why ? why : "failed");
         return probe;
     }
     probe.components = list_components();
     if (has_gdr(probe.components)) {
-        probe.plugin = UcxProbe::Plugin::Loaded;
+        probe.plugin        = UcxProbe::Plugin::Loaded;
         probe.plugin_detail = "loaded " + probe.plugin_path + "; UCT lists component \"gdr\"";
     } else {
-        probe.plugin = UcxProbe::Plugin::NotRegistered;
+        probe.plugin        = UcxProbe::Plugin::NotRegistered;
         probe.plugin_detail = "loaded " + probe.plugin_path +
                               " but UCT lists no component \"gdr\" (the plugin refused to "
                               "register: its own message on stderr says why)";
@@ -238,4 +238,4 @@ UcxProbe probe_ucx(const std::string &plugin_path, const std::vector<std::string
     return probe;
 }
 
-} // namespace gdr::doctor
+}  // namespace gdr::doctor

@@ -9,20 +9,24 @@
 namespace gdr::doctor {
 
 struct VerbsPort {
-    unsigned port = 0;
-    int state = 0;           ///< enum ibv_port_state (4 = ACTIVE)
-    int active_mtu = 0;      ///< bytes
-    int max_mtu = 0;         ///< bytes
-    bool ethernet = false;
+    unsigned port  = 0;
+    int state      = 0;  ///< enum ibv_port_state (4 = ACTIVE)
+    int active_mtu = 0;  ///< bytes
+    int max_mtu    = 0;  ///< bytes
+    bool ethernet  = false;
 };
 
 struct VerbsDevice {
     std::string name;
-    std::string error;       ///< why it could not be opened/queried ("" when fine)
+    std::string error;  ///< why it could not be opened/queried ("" when fine)
     std::vector<VerbsPort> ports;
     /// ibv_reg_dmabuf_mr(pd, 0, 0, 0, fd = -1, access): EBADF/EINVAL means the provider has
     /// the dma-buf path, EOPNOTSUPP that it has none.
-    enum class Dmabuf { NotProbed, Supported, Unsupported } dmabuf = Dmabuf::NotProbed;
+    enum class Dmabuf {
+        NotProbed,
+        Supported,
+        Unsupported
+    } dmabuf = Dmabuf::NotProbed;
     std::string dmabuf_detail;
 };
 
@@ -32,9 +36,9 @@ std::vector<VerbsDevice> probe_verbs(std::string *error);
 struct CudaGpu {
     int ordinal = 0;
     std::string name;
-    std::string bdf;         ///< lower-case "0000:05:00.0"
-    int dma_buf_supported = -1;       ///< CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, -1 unknown
-    int gpudirect_rdma_supported = -1; ///< CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED
+    std::string bdf;  ///< lower-case "0000:05:00.0"
+    int dma_buf_supported        = -1;  ///< CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, -1 unknown
+    int gpudirect_rdma_supported = -1;  ///< CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED
 };
 
 struct CudaProbe {
@@ -48,11 +52,16 @@ struct CudaProbe {
 CudaProbe probe_cuda();
 
 struct UcxProbe {
-    std::string version;     ///< ucp_get_version_string()
+    std::string version;  ///< ucp_get_version_string()
     std::vector<std::string> components;
-    std::string plugin_path; ///< what was tried ("" when nothing was found)
-    enum class Plugin { Preloaded, Loaded, NotFound, LoadFailed, NotRegistered } plugin =
-        Plugin::NotFound;
+    std::string plugin_path;  ///< what was tried ("" when nothing was found)
+    enum class Plugin {
+        Preloaded,
+        Loaded,
+        NotFound,
+        LoadFailed,
+        NotRegistered
+    } plugin = Plugin::NotFound;
     std::string plugin_detail;
 };
 
@@ -60,4 +69,4 @@ struct UcxProbe {
 /// exists) and checks that UCT then lists a component named "gdr".
 UcxProbe probe_ucx(const std::string &plugin_path, const std::vector<std::string> &defaults);
 
-} // namespace gdr::doctor
+}  // namespace gdr::doctor

@@ -8,11 +8,16 @@ namespace gdr::doctor {
 const char *status_name(Status status)
 {
     switch (status) {
-    case Status::Ok:      return "ok";
-    case Status::Info:    return "info";
-    case Status::Unknown: return "unknown";
-    case Status::Warn:    return "warn";
-    case Status::Fail:    return "fail";
+    case Status::Ok:
+        return "ok";
+    case Status::Info:
+        return "info";
+    case Status::Unknown:
+        return "unknown";
+    case Status::Warn:
+        return "warn";
+    case Status::Fail:
+        return "fail";
     }
     return "unknown";
 }
@@ -20,11 +25,16 @@ const char *status_name(Status status)
 const char *status_symbol(Status status)
 {
     switch (status) {
-    case Status::Ok:      return "\u2714"; // ✔
-    case Status::Info:    return "\u2139"; // ℹ
-    case Status::Unknown: return "?";
-    case Status::Warn:    return "\u26a0"; // ⚠
-    case Status::Fail:    return "\u2718"; // ✘
+    case Status::Ok:
+        return "\u2714";  // ✔
+    case Status::Info:
+        return "\u2139";  // ℹ
+    case Status::Unknown:
+        return "?";
+    case Status::Warn:
+        return "\u26a0";  // ⚠
+    case Status::Fail:
+        return "\u2718";  // ✘
     }
     return "?";
 }
@@ -61,9 +71,12 @@ int Report::exit_status() const
 const char *Report::verdict() const
 {
     switch (exit_status()) {
-    case kReady:    return "ready";
-    case kDegraded: return "degraded";
-    default:        return "not ready";
+    case kReady:
+        return "ready";
+    case kDegraded:
+        return "degraded";
+    default:
+        return "not ready";
     }
 }
 
@@ -90,8 +103,8 @@ std::string Report::human() const
     for (const auto &f : findings) {
         ++counts[static_cast<int>(f.status)];
     }
-    out << "\nVerdict: " << verdict() << " (exit " << exit_status() << "): "
-        << counts[static_cast<int>(Status::Fail)] << " failed, "
+    out << "\nVerdict: " << verdict() << " (exit " << exit_status()
+        << "): " << counts[static_cast<int>(Status::Fail)] << " failed, "
         << counts[static_cast<int>(Status::Warn)] << " warnings, "
         << counts[static_cast<int>(Status::Ok)] << " ok, "
         << counts[static_cast<int>(Status::Unknown)] << " not readable\n";
@@ -100,25 +113,24 @@ std::string Report::human() const
 
 std::string Report::json() const
 {
-    Json doc = data;
+    Json doc  = data;
     Json list = Json::array();
     for (const auto &f : findings) {
-        Json item = Json::object();
-        item["check"] = f.check;
+        Json item       = Json::object();
+        item["check"]   = f.check;
         item["subject"] = f.subject;
-        item["status"] = status_name(f.status);
+        item["status"]  = status_name(f.status);
         item["message"] = f.message;
-        item["fix"] = f.fix.empty() ? Json() : Json(f.fix);
+        item["fix"]     = f.fix.empty() ? Json() : Json(f.fix);
         list.push(std::move(item));
     }
-    doc["findings"] = std::move(list);
-    doc["verdict"] = verdict();
+    doc["findings"]    = std::move(list);
+    doc["verdict"]     = verdict();
     doc["exit_status"] = exit_status();
     return doc.dump(2);
 }
 
-std::vector<std::string> format_table(const std::vector<std::vector<std::string>> &rows,
-                                      int indent)
+std::vector<std::string> format_table(const std::vector<std::vector<std::string>> &rows, int indent)
 {
     std::vector<size_t> width;
     for (const auto &row : rows) {
@@ -141,4 +153,4 @@ std::vector<std::string> format_table(const std::vector<std::vector<std::string>
     return lines;
 }
 
-} // namespace gdr::doctor
+}  // namespace gdr::doctor

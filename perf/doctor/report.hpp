@@ -10,31 +10,42 @@ namespace gdr::doctor {
 
 /// Severity of a finding.  Only Warn and Fail change the verdict: Info is a fact worth
 /// knowing, Unknown something that could not be read (never guessed).
-enum class Status { Ok, Info, Unknown, Warn, Fail };
-const char *status_name(Status status);   ///< "ok", "info", "unknown", "warn", "fail"
-const char *status_symbol(Status status); ///< ✔ ℹ ? ⚠ ✘
+enum class Status {
+    Ok,
+    Info,
+    Unknown,
+    Warn,
+    Fail
+};
+const char *status_name(Status status);  ///< "ok", "info", "unknown", "warn", "fail"
+const char *status_symbol(Status status);  ///< ✔ ℹ ? ⚠ ✘
 
 struct Finding {
     std::string section;  ///< "rdma", "gid", "gpu", "topology", "system", "ucx"
-    std::string check;    ///< stable id, e.g. "rdma.port", "topology.acs"
+    std::string check;  ///< stable id, e.g. "rdma.port", "topology.acs"
     std::string subject;  ///< what it is about: "mlx5_0:1", "GPU0", "" for the system
     Status status = Status::Info;
     std::string message;
-    std::string fix;      ///< non-empty for Warn and Fail
+    std::string fix;  ///< non-empty for Warn and Fail
 };
 
 /// Exit statuses (documented in docs/doctor.md).
-enum ExitStatus : int { kReady = 0, kDegraded = 1, kNotReady = 2, kUsageError = 3 };
+enum ExitStatus : int {
+    kReady      = 0,
+    kDegraded   = 1,
+    kNotReady   = 2,
+    kUsageError = 3
+};
 
 struct Section {
     std::string id;
     std::string title;
-    std::vector<std::string> lines; ///< pre-formatted tables for the human rendering
+    std::vector<std::string> lines;  ///< pre-formatted tables for the human rendering
 };
 
 class Report {
 public:
-    Json data = Json::object();     ///< the structured facts (devices, GPUs, matrix, ...)
+    Json data = Json::object();  ///< the structured facts (devices, GPUs, matrix, ...)
     std::vector<Section> sections;
     std::vector<Finding> findings;
 
@@ -42,7 +53,7 @@ public:
     void add(Finding finding);
 
     int exit_status() const;
-    const char *verdict() const;    ///< "ready", "degraded", "not ready"
+    const char *verdict() const;  ///< "ready", "degraded", "not ready"
     std::string human() const;
     std::string json() const;
 };
@@ -51,4 +62,4 @@ public:
 std::vector<std::string> format_table(const std::vector<std::vector<std::string>> &rows,
                                       int indent);
 
-} // namespace gdr::doctor
+}  // namespace gdr::doctor

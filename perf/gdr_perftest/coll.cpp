@@ -17,16 +17,15 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 /// Input element k of rank r (small integers: exact sums in every element type).
-template <class T>
-T input(int r, size_t k)
+template <class T> T input(int r, size_t k)
 {
     return T((r + 1) + int(k % 5));
 }
 
-template <class T>
-class coll_case {
+template <class T> class coll_case {
 public:
-    coll_case(session &s, const std::string &name, size_t size) : s_(s), name_(name), p_(size_t(s.size))
+    coll_case(session &s, const std::string &name, size_t size)
+        : s_(s), name_(name), p_(size_t(s.size))
     {
         const size_t esz = sizeof(T);
         if (name == "allreduce" || name == "bcast" || name == "reduce") {
@@ -53,7 +52,8 @@ public:
         fill_input();
         if (s.opt.inject == injection::corrupt && s.rank == 0) {  // rank 0's input is off by 100
             if (name == "bcast") {
-                if (s.opt.root == 0 && !recv_.empty()) recv_[0] = T(recv_[0] + T(100));
+                if (s.opt.root == 0 && !recv_.empty())
+                    recv_[0] = T(recv_[0] + T(100));
             } else if (!send_.empty()) {
                 send_[0] = T(send_[0] + T(100));
             }
@@ -68,29 +68,39 @@ public:
     /// Bytes of results this rank holds after one call (what the check looks at).
     size_t result_bytes() const
     {
-        if (name_ == "barrier") return 0;
-        if (name_ == "reduce") return s_.rank == s_.opt.root ? bytes_ : 0;
+        if (name_ == "barrier")
+            return 0;
+        if (name_ == "reduce")
+            return s_.rank == s_.opt.root ? bytes_ : 0;
         return recv_.size() * sizeof(T);
     }
 
     void call()
     {
-        const auto &w = s_.world;
+        const auto &w  = s_.world;
         const int root = s_.opt.root;
-        if (name_ == "allreduce") w.allreduce(send_.data(), recv_.data(), count_, coll::sum, opts_);
-        else if (name_ == "allgather") w.allgather(send_.data(), recv_.data(), count_, opts_);
-        else if (name_ == "reduce_scatter") w.reduce_scatter(send_.data(), recv_.data(), count_, coll::sum, opts_);
-        else if (name_ == "alltoall") w.alltoall(send_.data(), recv_.data(), count_, opts_);
-        else if (name_ == "bcast") w.bcast(recv_.data(), count_, root, opts_);
-        else if (name_ == "reduce") w.reduce(send_.data(), recv_.data(), count_, coll::sum, root, opts_);
-        else w.barrier(opts_);
+        if (name_ == "allreduce")
+            w.allreduce(send_.data(), recv_.data(), count_, coll::sum, opts_);
+        else if (name_ == "allgather")
+            w.allgather(send_.data(), recv_.data(), count_, opts_);
+        else if (name_ == "reduce_scatter")
+            w.reduce_scatter(send_.data(), recv_.data(), count_, coll::sum, opts_);
+        else if (name_ == "alltoall")
+            w.alltoall(send_.data(), recv_.data(), count_, opts_);
+        else if (name_ == "bcast")
+            w.bcast(recv_.data(), count_, root, opts_);
+        else if (name_ == "reduce")
+            w.reduce(send_.data(), recv_.data(), count_, coll::sum, root, opts_);
+        else
+            w.barrier(opts_);
     }
 
     /// Clears what the call writes (bcast: the non-roots' buffer; the root's holds the input).
     void clear_output()
     {
         if (name_ == "bcast") {
-            if (s_.rank != s_.opt.root) std::fill(recv_.begin(), recv_.end(), T(0));
+            if (s_.rank != s_.opt.root)
+                std::fill(recv_.begin(), recv_.end(), T(0));
         } else {
             std::fill(recv_.begin(), recv_.end(), T(0));
         }
@@ -103,20 +113,25 @@ public:
         size_t good = 0;
         auto expect = [&](size_t at, T value) { good += recv_[at] == value ? sizeof(T) : 0; };
         if (name_ == "allreduce" || (name_ == "reduce" && r == s_.opt.root)) {
-            for (size_t k = 0; k < count_; ++k) expect(k, sum_of_inputs(k));
+            for (size_t k = 0; k < count_; ++k)
+                expect(k, sum_of_inputs(k));
         } else if (name_ == "allgather") {
             for (int q = 0; q < p; ++q) {
-                for (size_t k = 0; k < count_; ++k) expect(size_t(q) * count_ + k, input<T>(q, k));
+                for (size_t k = 0; k < count_; ++k)
+                    expect(size_t(q) * count_ + k, input<T>(q, k));
             }
         } else if (name_ == "reduce_scatter") {
-            for (size_t k = 0; k < count_; ++k) expect(k, sum_of_inputs(size_t(r) * count_ + k));
+            for (size_t k = 0; k < count_; ++k)
+                expect(k, sum_of_inputs(size_t(r) * count_ + k));
         } else if (name_ == "alltoall") {
             // block q = rank q's block r
             for (int q = 0; q < p; ++q) {
-                for (size_t k = 0; k < count_; ++k) expect(size_t(q) * count_ + k, input<T>(q, size_t(r) * count_ + k));
+                for (size_t k = 0; k < count_; ++k)
+                    expect(size_t(q) * count_ + k, input<T>(q, size_t(r) * count_ + k));
             }
         } else if (name_ == "bcast") {
-            for (size_t k = 0; k < count_; ++k) expect(k, input<T>(s_.opt.root, k));
+            for (size_t k = 0; k < count_; ++k)
+                expect(k, input<T>(s_.opt.root, k));
         }
         return good;
     }
@@ -125,15 +140,18 @@ private:
     T sum_of_inputs(size_t k) const
     {
         T total = 0;
-        for (int q = 0; q < int(p_); ++q) total = T(total + input<T>(q, k));
+        for (int q = 0; q < int(p_); ++q)
+            total = T(total + input<T>(q, k));
         return total;
     }
 
     void fill_input()
     {
-        for (size_t k = 0; k < send_.size(); ++k) send_[k] = input<T>(s_.rank, k);
+        for (size_t k = 0; k < send_.size(); ++k)
+            send_[k] = input<T>(s_.rank, k);
         if (name_ == "bcast" && s_.rank == s_.opt.root) {
-            for (size_t k = 0; k < recv_.size(); ++k) recv_[k] = input<T>(s_.rank, k);
+            for (size_t k = 0; k < recv_.size(); ++k)
+                recv_[k] = input<T>(s_.rank, k);
         }
     }
 
@@ -147,41 +165,51 @@ private:
 
 double bus_factor(const std::string &name, double p)
 {
-    if (name == "allreduce") return 2 * (p - 1) / p;
-    if (name == "allgather" || name == "reduce_scatter" || name == "alltoall") return (p - 1) / p;
+    if (name == "allreduce")
+        return 2 * (p - 1) / p;
+    if (name == "allgather" || name == "reduce_scatter" || name == "alltoall")
+        return (p - 1) / p;
     return 1;
 }
 
 template <class T>
-std::vector<result_row> run_typed(session &s, const test_info &test, const std::vector<size_t> &sizes, size_t iters,
-                                  size_t warmup, table_printer *table)
+std::vector<result_row> run_typed(session &s, const test_info &test,
+                                  const std::vector<size_t> &sizes, size_t iters, size_t warmup,
+                                  table_printer *table)
 {
-    const std::string name = test.name;
+    const std::string name   = test.name;
     std::vector<size_t> plan = name == "barrier" ? std::vector<size_t>{0} : sizes;
-    if (table != nullptr) table->begin(test, iters, warmup);
+    if (table != nullptr)
+        table->begin(test, iters, warmup);
     std::vector<result_row> rows;
     for (size_t index = 0; index < plan.size(); ++index) {
         coll_case<T> c(s, name, plan[index]);
         if (c.empty()) {
             if (s.rank == 0) {
-                std::fprintf(stderr, "gdr_perftest: %s: size %zu is less than one %s per rank: skipped\n",
+                std::fprintf(stderr,
+                             "gdr_perftest: %s: size %zu is less than one %s per rank: skipped\n",
                              name.c_str(), plan[index], s.opt.dtype.c_str());
             }
             continue;
         }
         s.progress_line(name, c.bytes(), index, plan.size());
-        for (size_t i = 0; i < warmup; ++i) c.call();
+        for (size_t i = 0; i < warmup; ++i)
+            c.call();
         s.sync();
         std::vector<double> samples(iters);
         uint64_t good = 0, expected = 0;
         const auto start = clock_type::now();
         for (size_t i = 0; i < iters; ++i) {
-            if (s.opt.inject == injection::kill && s.opt.inject_rank == s.rank && index == 0 && i == iters / 2) {
-                std::fprintf(stderr, "gdr_perftest: rank %d: --inject kill: killing myself (SIGKILL)\n", s.rank);
+            if (s.opt.inject == injection::kill && s.opt.inject_rank == s.rank && index == 0 &&
+                i == iters / 2) {
+                std::fprintf(stderr,
+                             "gdr_perftest: rank %d: --inject kill: killing myself (SIGKILL)\n",
+                             s.rank);
                 std::fflush(nullptr);
                 ::raise(SIGKILL);
             }
-            if (s.opt.check) c.clear_output();
+            if (s.opt.check)
+                c.clear_output();
             const auto t0 = clock_type::now();
             c.call();
             samples[i] = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
@@ -190,8 +218,9 @@ std::vector<result_row> run_typed(session &s, const test_info &test, const std::
                 expected += c.result_bytes();
             }
         }
-        const double local_us = std::chrono::duration<double, std::micro>(clock_type::now() - start).count() /
-                                double(iters);
+        const double local_us =
+            std::chrono::duration<double, std::micro>(clock_type::now() - start).count() /
+            double(iters);
         if (!s.opt.check) {  // one more call, outside the timing, with its result checked
             c.clear_output();
             c.call();
@@ -200,7 +229,8 @@ std::vector<result_row> run_typed(session &s, const test_info &test, const std::
         }
         coll::call_options bounded;
         bounded.timeout = s.sync_timeout;
-        s.world.allreduce(samples.data(), samples.size(), coll::max, bounded);  // per call: the slowest rank
+        s.world.allreduce(samples.data(), samples.size(), coll::max,
+                          bounded);  // per call: the slowest rank
         std::sort(samples.begin(), samples.end());
 
         result_row r;
@@ -224,7 +254,8 @@ std::vector<result_row> run_typed(session &s, const test_info &test, const std::
         r.bytes_expected = s.sum_over_ranks(expected);
         r.data_ok        = r.bytes_verified == r.bytes_expected;
         s.progress_done();
-        if (table != nullptr) table->row(test, r);
+        if (table != nullptr)
+            table->row(test, r);
         rows.push_back(std::move(r));
     }
     return rows;
@@ -232,20 +263,27 @@ std::vector<result_row> run_typed(session &s, const test_info &test, const std::
 
 }  // namespace
 
-std::vector<result_row> run_coll(session &s, const test_info &test, const std::vector<size_t> &sizes, size_t iters,
-                                 size_t warmup, table_printer *table)
+std::vector<result_row> run_coll(session &s, const test_info &test,
+                                 const std::vector<size_t> &sizes, size_t iters, size_t warmup,
+                                 table_printer *table)
 {
     if (s.opt.memory_of(0) == mem_kind::cuda) {
-        throw usage_error(std::string(test.name) + ": -m cuda: the collectives of this ucp_cpp::coll copy and reduce "
-                                                   "on the CPU; use -m host");
+        throw usage_error(std::string(test.name) +
+                          ": -m cuda: the collectives of this ucp_cpp::coll copy and reduce "
+                          "on the CPU; use -m host");
     }
     if (s.opt.root >= s.size) {
-        throw usage_error("-r " + std::to_string(s.opt.root) + ": not a rank of " + std::to_string(s.size));
+        throw usage_error("-r " + std::to_string(s.opt.root) + ": not a rank of " +
+                          std::to_string(s.size));
     }
-    if (s.opt.inject == injection::short_message) throw usage_error("--inject short: p2p tests only");
-    if (s.opt.dtype == "double") return run_typed<double>(s, test, sizes, iters, warmup, table);
-    if (s.opt.dtype == "int32") return run_typed<int32_t>(s, test, sizes, iters, warmup, table);
-    if (s.opt.dtype == "int64") return run_typed<int64_t>(s, test, sizes, iters, warmup, table);
+    if (s.opt.inject == injection::short_message)
+        throw usage_error("--inject short: p2p tests only");
+    if (s.opt.dtype == "double")
+        return run_typed<double>(s, test, sizes, iters, warmup, table);
+    if (s.opt.dtype == "int32")
+        return run_typed<int32_t>(s, test, sizes, iters, warmup, table);
+    if (s.opt.dtype == "int64")
+        return run_typed<int64_t>(s, test, sizes, iters, warmup, table);
     return run_typed<float>(s, test, sizes, iters, warmup, table);
 }
 

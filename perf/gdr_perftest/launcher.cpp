@@ -21,7 +21,10 @@ namespace gdr_perftest {
 namespace {
 
 volatile sig_atomic_t interrupted = 0;
-void on_signal(int sig) { interrupted = sig; }
+void on_signal(int sig)
+{
+    interrupted = sig;
+}
 
 int free_port()
 {
@@ -29,22 +32,26 @@ int free_port()
     sockaddr_in address{};
     address.sin_family      = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int port = 0;
+    int port                = 0;
     if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address)) == 0) {
         socklen_t length = sizeof(address);
         ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
         port = ntohs(address.sin_port);
     }
-    if (fd >= 0) ::close(fd);
-    if (port == 0) throw std::runtime_error("-N: cannot find a free TCP port for the bootstrap (use -p)");
+    if (fd >= 0)
+        ::close(fd);
+    if (port == 0)
+        throw std::runtime_error("-N: cannot find a free TCP port for the bootstrap (use -p)");
     return port;
 }
 
 std::string describe(int status)
 {
-    if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+    if (WIFEXITED(status))
+        return "exited with status " + std::to_string(WEXITSTATUS(status));
     if (WIFSIGNALED(status)) {
-        return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+        return "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+               strsignal(WTERMSIG(status)) + ")";
     }
     return "ended with wait status " + std::to_string(status);
 }
@@ -57,7 +64,8 @@ int launch_local(const options &opt, int argc, char **argv)
     const int port = opt.port > 0 ? opt.port : free_port();
     char self[4096];
     ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (len <= 0) throw std::runtime_error("-N: cannot find my own executable (/proc/self/exe)");
+    if (len <= 0)
+        throw std::runtime_error("-N: cannot find my own executable (/proc/self/exe)");
     self[len] = '\0';
 
     struct sigaction sa{};
@@ -69,7 +77,8 @@ int launch_local(const options &opt, int argc, char **argv)
     std::fflush(nullptr);
     for (int r = 0; r < n; ++r) {
         pid_t pid = ::fork();
-        if (pid < 0) throw std::runtime_error(std::string("-N: fork failed: ") + std::strerror(errno));
+        if (pid < 0)
+            throw std::runtime_error(std::string("-N: fork failed: ") + std::strerror(errno));
         if (pid == 0) {
             ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the launcher
             ::setenv("RANK", std::to_string(r).c_str(), 1);
@@ -81,7 +90,8 @@ int launch_local(const options &opt, int argc, char **argv)
             std::vector<char *> args(argv, argv + argc);
             args.push_back(nullptr);
             ::execv(self, args.data());
-            std::fprintf(stderr, "gdr_perftest: rank %d: exec %s: %s\n", r, self, std::strerror(errno));
+            std::fprintf(stderr, "gdr_perftest: rank %d: exec %s: %s\n", r, self,
+                         std::strerror(errno));
             ::_exit(exit_error);
         }
         pids[size_t(r)] = pid;
@@ -97,7 +107,8 @@ int launch_local(const options &opt, int argc, char **argv)
         pid_t pid  = ::waitpid(-1, &status, WNOHANG);
         if (pid > 0) {
             int r = int(std::find(pids.begin(), pids.end(), pid) - pids.begin());
-            if (r >= n) continue;
+            if (r >= n)
+                continue;
             pids[size_t(r)] = -1;
             --running;
             const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -108,23 +119,31 @@ int launch_local(const options &opt, int argc, char **argv)
                 }
                 if (!kill_at) {
                     kill_at = std::chrono::steady_clock::now() +
-                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(grace);
+                              std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  grace);
                 }
             }
             continue;
         }
-        if (pid < 0 && errno != EINTR) break;
+        if (pid < 0 && errno != EINTR)
+            break;
         if (interrupted) {
-            for (pid_t p : pids) if (p > 0) ::kill(p, int(interrupted));
-            if (!kill_at) kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-            if (code == exit_ok) code = exit_error;
+            for (pid_t p : pids)
+                if (p > 0)
+                    ::kill(p, int(interrupted));
+            if (!kill_at)
+                kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+            if (code == exit_ok)
+                code = exit_error;
             interrupted = 0;
         }
         if (kill_at && std::chrono::steady_clock::now() >= *kill_at) {
             for (int r = 0; r < n; ++r) {
                 if (pids[size_t(r)] > 0) {
-                    std::fprintf(stderr, "gdr_perftest: rank %d still running %.0f s after a failure: killing it\n",
-                                 r, grace.count());
+                    std::fprintf(
+                        stderr,
+                        "gdr_perftest: rank %d still running %.0f s after a failure: killing it\n",
+                        r, grace.count());
                     ::kill(pids[size_t(r)], SIGKILL);
                 }
             }

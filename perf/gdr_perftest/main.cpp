@@ -21,14 +21,16 @@ namespace coll = ucp_cpp::coll;
 std::vector<std::vector<uint8_t>> session::exchange(const std::vector<uint8_t> &mine) const
 {
     coll::call_options bounded;
-    bounded.timeout   = sync_timeout;
-    uint64_t length   = mine.size();
+    bounded.timeout = sync_timeout;
+    uint64_t length = mine.size();
     std::vector<uint64_t> lengths(static_cast<size_t>(size));
     world.allgather(&length, lengths.data(), 1, bounded);
     const uint64_t longest = *std::max_element(lengths.begin(), lengths.end());
     std::vector<std::vector<uint8_t>> all(static_cast<size_t>(size));
-    if (longest == 0) return all;
-    std::vector<uint8_t> padded(mine), table(static_cast<size_t>(longest) * static_cast<size_t>(size));
+    if (longest == 0)
+        return all;
+    std::vector<uint8_t> padded(mine),
+        table(static_cast<size_t>(longest) * static_cast<size_t>(size));
     padded.resize(size_t(longest));
     world.allgather(padded.data(), table.data(), size_t(longest), bounded);
     for (int r = 0; r < size; ++r) {
@@ -72,9 +74,10 @@ bool session::all(bool value) const
 
 void session::progress_line(const std::string &test, size_t bytes, size_t index, size_t total) const
 {
-    if (!show_progress) return;
-    std::fprintf(stderr, "%s[gdr_perftest] %s: size %zu (%zu/%zu)%s", isatty(2) ? "\r\033[K" : "", test.c_str(),
-                 bytes, index + 1, total, isatty(2) ? "" : "\n");
+    if (!show_progress)
+        return;
+    std::fprintf(stderr, "%s[gdr_perftest] %s: size %zu (%zu/%zu)%s", isatty(2) ? "\r\033[K" : "",
+                 test.c_str(), bytes, index + 1, total, isatty(2) ? "" : "\n");
     std::fflush(stderr);
 }
 
@@ -97,20 +100,23 @@ const char *env(const char *name)
 /// Shared-memory transports of UCX 1.13 cannot detect dead peers and refuse the peer error mode.
 bool shared_memory_only(const std::string &tls)
 {
-    if (tls.empty() || tls[0] == '^') return false;
-    static const std::set<std::string> shm = {"self", "sm", "shm", "posix", "sysv", "cma", "knem", "xpmem"};
+    if (tls.empty() || tls[0] == '^')
+        return false;
+    static const std::set<std::string> shm = {"self", "sm",  "shm",  "posix",
+                                              "sysv", "cma", "knem", "xpmem"};
     std::stringstream in(tls);
     std::string item;
     while (std::getline(in, item, ',')) {
         item = item.substr(0, item.find(':'));
-        if (shm.count(item) == 0) return false;
+        if (shm.count(item) == 0)
+            return false;
     }
     return true;
 }
 
 int run_rank(const options &opt_in)
 {
-    options opt = opt_in;
+    options opt           = opt_in;
     const char *rank_text = env("RANK"), *size_text_env = env("WORLD_SIZE");
     run_info info;
     if (rank_text == nullptr || size_text_env == nullptr) {
@@ -118,50 +124,58 @@ int run_rank(const options &opt_in)
         size_text_env = env("OMPI_COMM_WORLD_SIZE");
         info.launch   = "mpirun";
     } else {
-        info.launch = env("GDR_PERFTEST_LAUNCH") != nullptr ? env("GDR_PERFTEST_LAUNCH") : "environment";
+        info.launch = env("GDR_PERFTEST_LAUNCH") != nullptr ? env("GDR_PERFTEST_LAUNCH")
+                                                            : "environment";
     }
     coll::bootstrap_params params;
     params.rank      = std::atoi(rank_text);
     params.size      = std::atoi(size_text_env);
     params.root_host = env("MASTER_ADDR") != nullptr ? env("MASTER_ADDR") : "127.0.0.1";
-    params.root_port = uint16_t(opt.port > 0                  ? opt.port
+    params.root_port = uint16_t(opt.port > 0                    ? opt.port
                                 : env("MASTER_PORT") != nullptr ? std::atoi(env("MASTER_PORT"))
                                                                 : 29517);
-    params.timeout = std::chrono::milliseconds(long(opt.timeout_s * 1000));
-    const int rank = params.rank;
+    params.timeout   = std::chrono::milliseconds(long(opt.timeout_s * 1000));
+    const int rank   = params.rank;
 
     try {
         if (params.size < 1 || rank < 0 || rank >= params.size) {
-            throw usage_error("rank " + std::to_string(rank) + " of " + std::to_string(params.size) +
-                              ": bad RANK/WORLD_SIZE");
+            throw usage_error("rank " + std::to_string(rank) + " of " +
+                              std::to_string(params.size) + ": bad RANK/WORLD_SIZE");
         }
         for (const auto &name : opt.tests) {
             if (find_test(name)->family != test_family::coll && params.size < 2) {
-                throw usage_error(name + " needs 2 ranks (this job has " + std::to_string(params.size) + ")");
+                throw usage_error(name + " needs 2 ranks (this job has " +
+                                  std::to_string(params.size) + ")");
             }
         }
-        if (opt.memory_of(rank) == mem_kind::cuda) buffer probe(mem_kind::cuda, 1);  // fail early, clearly
-        if (!opt.plugin.empty()) ucp_cpp::load_plugin(opt.plugin);
+        if (opt.memory_of(rank) == mem_kind::cuda)
+            buffer probe(mem_kind::cuda, 1);  // fail early, clearly
+        if (!opt.plugin.empty())
+            ucp_cpp::load_plugin(opt.plugin);
 
-        info.tls        = !opt.tls.empty() ? opt.tls : (env("UCX_TLS") != nullptr ? env("UCX_TLS") : "");
-        info.tls_source = !opt.tls.empty() ? "-x" : (env("UCX_TLS") != nullptr ? "environment" : "UCX default");
+        info.tls = !opt.tls.empty() ? opt.tls : (env("UCX_TLS") != nullptr ? env("UCX_TLS") : "");
+        info.tls_source = !opt.tls.empty()
+                              ? "-x"
+                              : (env("UCX_TLS") != nullptr ? "environment" : "UCX default");
         info.ranks      = params.size;
         char host[256]  = "?";
         ::gethostname(host, sizeof(host) - 1);
         info.host = host;
-        if (opt.err_mode == "auto") opt.err_mode = shared_memory_only(info.tls) ? "none" : "peer";
+        if (opt.err_mode == "auto")
+            opt.err_mode = shared_memory_only(info.tls) ? "none" : "peer";
 
         ucp_cpp::context_params cp;
         cp.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AM;
         cp.name     = "gdr_perftest";
-        if (!opt.tls.empty()) cp.config["TLS"] = opt.tls;
+        if (!opt.tls.empty())
+            cp.config["TLS"] = opt.tls;
         session s(opt);
-        s.rank         = rank;
-        s.size         = params.size;
-        s.ctx          = ucp_cpp::context::create(cp);
-        s.worker       = ucp_cpp::worker::create(s.ctx);
-        s.timeout      = std::chrono::nanoseconds(long(opt.timeout_s * 1e9));
-        s.sync_timeout = s.timeout * 20;
+        s.rank          = rank;
+        s.size          = params.size;
+        s.ctx           = ucp_cpp::context::create(cp);
+        s.worker        = ucp_cpp::worker::create(s.ctx);
+        s.timeout       = std::chrono::nanoseconds(long(opt.timeout_s * 1e9));
+        s.sync_timeout  = s.timeout * 20;
         s.show_progress = rank == 0 && (opt.progress || isatty(2));
         coll::communicator_params comm_params;
         comm_params.peer_error_handling = opt.err_mode == "peer";
@@ -170,33 +184,40 @@ int run_rank(const options &opt_in)
         table_printer printer(opt, info);
         std::vector<result_row> rows;
         for (const auto &name : opt.tests) {
-            const test_info &test = *find_test(name);
-            const bool is_coll    = test.family == test_family::coll;
+            const test_info &test     = *find_test(name);
+            const bool is_coll        = test.family == test_family::coll;
             std::vector<size_t> sizes = opt.sizes;
             if (!opt.sizes_given) {
                 if (is_coll) {
-                    for (size_t b = 8; b <= (size_t(1) << 20); b *= 2) sizes.push_back(b);
+                    for (size_t b = 8; b <= (size_t(1) << 20); b *= 2)
+                        sizes.push_back(b);
                 } else {
                     sizes = {8};
                 }
             }
-            const size_t iters  = opt.iterations_given ? opt.iterations : (is_coll ? 20 : 1000);
-            const size_t warmup = opt.warmup_given ? opt.warmup : (is_coll ? 5 : 100);
+            const size_t iters   = opt.iterations_given ? opt.iterations : (is_coll ? 20 : 1000);
+            const size_t warmup  = opt.warmup_given ? opt.warmup : (is_coll ? 5 : 100);
             table_printer *table = rank == 0 ? &printer : nullptr;
-            auto got = is_coll ? run_coll(s, test, sizes, iters, warmup, table)
-                               : run_p2p(s, test, sizes, iters, warmup, table);
+            auto got             = is_coll ? run_coll(s, test, sizes, iters, warmup, table)
+                                           : run_p2p(s, test, sizes, iters, warmup, table);
             rows.insert(rows.end(), got.begin(), got.end());
-            if (rank == 0 && !opt.quiet) std::printf("\n");
+            if (rank == 0 && !opt.quiet)
+                std::printf("\n");
         }
         bool passed = true;
-        for (const auto &r : rows) passed = passed && r.ok();
+        for (const auto &r : rows)
+            passed = passed && r.ok();
         if (rank == 0) {
-            if (!opt.csv_path.empty()) write_csv(opt.csv_path, rows);
-            if (!opt.json_path.empty()) write_json(opt.json_path, opt, info, rows, passed);
+            if (!opt.csv_path.empty())
+                write_csv(opt.csv_path, rows);
+            if (!opt.json_path.empty())
+                write_json(opt.json_path, opt, info, rows, passed);
             for (const auto &r : rows) {
-                if (r.ok()) continue;
+                if (r.ok())
+                    continue;
                 std::fprintf(stderr,
-                             "gdr_perftest: FAILED verification: %s size %zu: bytes verified %llu, expected %llu%s\n",
+                             "gdr_perftest: FAILED verification: %s size %zu: bytes verified %llu, "
+                             "expected %llu%s\n",
                              r.test.c_str(), r.size, (unsigned long long)r.bytes_verified,
                              (unsigned long long)r.bytes_expected, r.data_ok ? "" : ", wrong data");
             }
@@ -206,7 +227,8 @@ int run_rank(const options &opt_in)
         std::fflush(nullptr);
         return passed ? exit_ok : exit_verify;
     } catch (const usage_error &e) {
-        if (rank == 0) std::fprintf(stderr, "gdr_perftest: %s (see --help)\n", e.what());
+        if (rank == 0)
+            std::fprintf(stderr, "gdr_perftest: %s (see --help)\n", e.what());
         std::fflush(nullptr);
         std::_Exit(exit_usage);
     } catch (const std::exception &e) {
@@ -231,11 +253,13 @@ int main(int argc, char **argv)
         }
         return exit_usage;
     }
-    if (!opt) return exit_ok;
+    if (!opt)
+        return exit_ok;
     const bool launched = std::getenv("GDR_PERFTEST_LAUNCH") != nullptr;
     const bool external = (env("RANK") && env("WORLD_SIZE")) || env("OMPI_COMM_WORLD_RANK");
     try {
-        if (!launched && (opt->nranks > 0 || !external)) return launch_local(*opt, argc, argv);
+        if (!launched && (opt->nranks > 0 || !external))
+            return launch_local(*opt, argc, argv);
     } catch (const std::exception &e) {
         std::fprintf(stderr, "gdr_perftest: error: %s\n", e.what());
         return exit_error;

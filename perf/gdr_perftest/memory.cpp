@@ -21,8 +21,8 @@ namespace cu = gdr::cuda_driver;
 const cu::driver_api &cuda()
 {
     static std::once_flag once;
-    static std::string    failure;
-    const cu::driver     &driver = cu::driver::instance();
+    static std::string failure;
+    const cu::driver &driver = cu::driver::instance();
     std::call_once(once, [&driver] {
         if (!driver.usable()) {
             failure = driver.reason();
@@ -30,13 +30,15 @@ const cu::driver_api &cuda()
         }
         // One device per rank on the node: the local rank modulo the devices visible.
         const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-        if (local == nullptr) local = std::getenv("LOCAL_RANK");
-        if (local == nullptr) local = std::getenv("RANK");
+        if (local == nullptr)
+            local = std::getenv("LOCAL_RANK");
+        if (local == nullptr)
+            local = std::getenv("RANK");
         const int ordinal = (local != nullptr ? std::atoi(local) : 0) % driver.device_count();
-        const cu::driver_api &api     = driver.api();
-        cu::CUdevice          device  = 0;
-        cu::CUcontext         context = nullptr;
-        cu::CUresult          rc;
+        const cu::driver_api &api = driver.api();
+        cu::CUdevice device       = 0;
+        cu::CUcontext context     = nullptr;
+        cu::CUresult rc;
         if ((rc = api.cuDeviceGet(&device, ordinal)) != cu::CUDA_SUCCESS ||
             (rc = api.cuDevicePrimaryCtxRetain(&context, device)) != cu::CUDA_SUCCESS ||
             (rc = api.cuCtxSetCurrent(context)) != cu::CUDA_SUCCESS) {
@@ -44,7 +46,8 @@ const cu::driver_api &cuda()
                       " current: " + driver.error_text(rc);
         }
     });
-    if (!failure.empty()) throw std::runtime_error("-m cuda: " + failure);
+    if (!failure.empty())
+        throw std::runtime_error("-m cuda: " + failure);
     return driver.api();
 }
 
@@ -70,7 +73,8 @@ buffer::buffer(mem_kind kind, size_t length) : kind_(kind), length_(std::max<siz
         ptr_ = reinterpret_cast<void *>(p);
     } else {
         ptr_ = std::aligned_alloc(4096, (length_ + 4095) / 4096 * 4096);
-        if (ptr_ == nullptr) throw std::bad_alloc();
+        if (ptr_ == nullptr)
+            throw std::bad_alloc();
     }
     clear(0, length_);
 }
@@ -116,7 +120,8 @@ void buffer::clear(size_t offset, size_t n)
 std::vector<std::byte> pattern(size_t size)
 {
     std::vector<std::byte> p(size);
-    for (size_t k = 0; k < size; ++k) p[k] = pattern_byte(size, k);
+    for (size_t k = 0; k < size; ++k)
+        p[k] = pattern_byte(size, k);
     return p;
 }
 
@@ -125,7 +130,8 @@ size_t pattern_matches(const buffer &buf, size_t offset, size_t size)
     std::vector<std::byte> copy(size);
     buf.read(offset, copy.data(), size);
     size_t good = 0;
-    for (size_t k = 0; k < size; ++k) good += copy[k] == pattern_byte(size, k);
+    for (size_t k = 0; k < size; ++k)
+        good += copy[k] == pattern_byte(size, k);
     return good;
 }
 

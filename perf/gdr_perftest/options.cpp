@@ -16,7 +16,8 @@ const std::vector<test_info> &all_tests()
     static const std::vector<test_info> tests = {
         {"tag_lat", test_family::p2p_lat, "tag send/recv ping-pong (half round trip)"},
         {"tag_bw", test_family::p2p_bw, "tag sends, rank 0 -> rank 1, -O outstanding"},
-        {"put_lat", test_family::p2p_lat, "put ping-pong, each side polls its buffer (host memory)"},
+        {"put_lat", test_family::p2p_lat,
+         "put ping-pong, each side polls its buffer (host memory)"},
         {"put_bw", test_family::p2p_bw, "puts rank 0 -> rank 1, timed until the flush completes"},
         {"get_bw", test_family::p2p_bw, "gets by rank 0 from rank 1"},
         {"am_lat", test_family::p2p_lat, "active-message ping-pong (half round trip)"},
@@ -35,30 +36,40 @@ const std::vector<test_info> &all_tests()
 const test_info *find_test(const std::string &name)
 {
     for (const auto &t : all_tests()) {
-        if (name == t.name) return &t;
+        if (name == t.name)
+            return &t;
     }
     return nullptr;
 }
 
-const char *name_of(mem_kind kind) { return kind == mem_kind::cuda ? "cuda" : "host"; }
+const char *name_of(mem_kind kind)
+{
+    return kind == mem_kind::cuda ? "cuda" : "host";
+}
 
 size_t parse_size(const std::string &text, const std::string &flag)
 {
     if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.')) {
         throw usage_error(flag + ": '" + text + "' is not a size (e.g. 8, 64K, 1M, 2G)");
     }
-    errno       = 0;
-    char *end   = nullptr;
+    errno        = 0;
+    char *end    = nullptr;
     double value = std::strtod(text.c_str(), &end);
     std::string suffix(end);
-    if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
+    if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b'))
+        suffix.pop_back();
     double scale = 1;
-    if (suffix == "K" || suffix == "k") scale = 1024.0;
-    else if (suffix == "M" || suffix == "m") scale = 1024.0 * 1024;
-    else if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
-    else if (!suffix.empty()) throw usage_error(flag + ": '" + text + "': unknown suffix (use K, M or G)");
+    if (suffix == "K" || suffix == "k")
+        scale = 1024.0;
+    else if (suffix == "M" || suffix == "m")
+        scale = 1024.0 * 1024;
+    else if (suffix == "G" || suffix == "g")
+        scale = 1024.0 * 1024 * 1024;
+    else if (!suffix.empty())
+        throw usage_error(flag + ": '" + text + "': unknown suffix (use K, M or G)");
     value *= scale;
-    if (errno != 0 || !std::isfinite(value) || value < 0 || value > 1e15 || value != std::floor(value)) {
+    if (errno != 0 || !std::isfinite(value) || value < 0 || value > 1e15 ||
+        value != std::floor(value)) {
         throw usage_error(flag + ": '" + text + "' is not a whole number of bytes");
     }
     return size_t(value);
@@ -67,7 +78,7 @@ size_t parse_size(const std::string &text, const std::string &flag)
 std::string size_text(size_t bytes)
 {
     const char *units[] = {"", "K", "M", "G"};
-    int u = 0;
+    int u               = 0;
     while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) {
         bytes /= 1024;
         ++u;
@@ -81,9 +92,11 @@ void print_help()
 {
     std::printf(
         "Usage: gdr_perftest [-t TEST[,TEST...]] [-b MIN -e MAX [-f FACTOR] | -s SIZE[,SIZE...]]\n"
-        "                    [-n ITERS] [-w WARMUP] [-O WINDOW] [-m host|cuda[,host|cuda]] [-c 0|1]\n"
+        "                    [-n ITERS] [-w WARMUP] [-O WINDOW] [-m host|cuda[,host|cuda]] [-c "
+        "0|1]\n"
         "                    [-x TLS] [-N NRANKS] [-p PORT] [--csv FILE] [--json FILE]\n"
-        "                    [--plugin PATH] [-d TYPE] [-r ROOT] [--timeout SEC] [--progress] [-q]\n"
+        "                    [--plugin PATH] [-d TYPE] [-r ROOT] [--timeout SEC] [--progress] "
+        "[-q]\n"
         "                    [--bw-timing receiver|sender] [--err-mode MODE]\n"
         "\n"
         "Point-to-point and collective benchmarks over ucp_cpp (see docs/gdr_perftest.md).\n"
@@ -91,7 +104,8 @@ void print_help()
         "GB/s (1 GB = 10^9 bytes), message rate in messages/s.\n"
         "\n"
         "Tests (-t, default tag_lat; p2p tests use ranks 0 and 1):\n");
-    for (const auto &t : all_tests()) std::printf("  %-15s %s\n", t.name, t.what);
+    for (const auto &t : all_tests())
+        std::printf("  %-15s %s\n", t.name, t.what);
     std::printf(
         "\n"
         "Options:\n"
@@ -135,8 +149,10 @@ std::vector<std::string> split(const std::string &text, char sep)
     std::vector<std::string> parts;
     std::stringstream in(text);
     std::string item;
-    while (std::getline(in, item, sep)) parts.push_back(item);
-    if (!text.empty() && text.back() == sep) parts.push_back("");
+    while (std::getline(in, item, sep))
+        parts.push_back(item);
+    if (!text.empty() && text.back() == sep)
+        parts.push_back("");
     return parts;
 }
 
@@ -146,8 +162,8 @@ long parse_int(const std::string &text, const std::string &flag, long lo, long h
     errno     = 0;
     long v    = std::strtol(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0' || errno != 0 || v < lo || v > hi) {
-        throw usage_error(flag + ": '" + text + "' is not an integer in [" + std::to_string(lo) + ", " +
-                          std::to_string(hi) + "]");
+        throw usage_error(flag + ": '" + text + "' is not an integer in [" + std::to_string(lo) +
+                          ", " + std::to_string(hi) + "]");
     }
     return v;
 }
@@ -156,19 +172,37 @@ long parse_int(const std::string &text, const std::string &flag, long lo, long h
 
 std::optional<options> parse_options(int argc, char **argv)
 {
-    enum long_only { o_csv = 256, o_json, o_plugin, o_progress, o_timeout, o_err_mode, o_bw_timing,
-                     o_inject };
+    enum long_only {
+        o_csv = 256,
+        o_json,
+        o_plugin,
+        o_progress,
+        o_timeout,
+        o_err_mode,
+        o_bw_timing,
+        o_inject
+    };
     static const option longs[] = {
-        {"test", required_argument, nullptr, 't'},     {"minbytes", required_argument, nullptr, 'b'},
-        {"maxbytes", required_argument, nullptr, 'e'}, {"stepfactor", required_argument, nullptr, 'f'},
-        {"sizes", required_argument, nullptr, 's'},    {"iters", required_argument, nullptr, 'n'},
-        {"warmup", required_argument, nullptr, 'w'},   {"window", required_argument, nullptr, 'O'},
-        {"memory", required_argument, nullptr, 'm'},   {"check", required_argument, nullptr, 'c'},
-        {"tls", required_argument, nullptr, 'x'},      {"nranks", required_argument, nullptr, 'N'},
-        {"port", required_argument, nullptr, 'p'},     {"datatype", required_argument, nullptr, 'd'},
-        {"root", required_argument, nullptr, 'r'},     {"quiet", no_argument, nullptr, 'q'},
-        {"help", no_argument, nullptr, 'h'},           {"version", no_argument, nullptr, 'V'},
-        {"csv", required_argument, nullptr, o_csv},    {"json", required_argument, nullptr, o_json},
+        {"test", required_argument, nullptr, 't'},
+        {"minbytes", required_argument, nullptr, 'b'},
+        {"maxbytes", required_argument, nullptr, 'e'},
+        {"stepfactor", required_argument, nullptr, 'f'},
+        {"sizes", required_argument, nullptr, 's'},
+        {"iters", required_argument, nullptr, 'n'},
+        {"warmup", required_argument, nullptr, 'w'},
+        {"window", required_argument, nullptr, 'O'},
+        {"memory", required_argument, nullptr, 'm'},
+        {"check", required_argument, nullptr, 'c'},
+        {"tls", required_argument, nullptr, 'x'},
+        {"nranks", required_argument, nullptr, 'N'},
+        {"port", required_argument, nullptr, 'p'},
+        {"datatype", required_argument, nullptr, 'd'},
+        {"root", required_argument, nullptr, 'r'},
+        {"quiet", no_argument, nullptr, 'q'},
+        {"help", no_argument, nullptr, 'h'},
+        {"version", no_argument, nullptr, 'V'},
+        {"csv", required_argument, nullptr, o_csv},
+        {"json", required_argument, nullptr, o_json},
         {"plugin", required_argument, nullptr, o_plugin},
         {"progress", no_argument, nullptr, o_progress},
         {"timeout", required_argument, nullptr, o_timeout},
@@ -184,8 +218,9 @@ std::optional<options> parse_options(int argc, char **argv)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, ":t:b:e:f:s:n:w:O:m:c:x:N:p:d:r:qhV", longs, nullptr)) != -1) {
-        const std::string arg = optarg != nullptr ? optarg : "";
+    while ((c = getopt_long(argc, argv, ":t:b:e:f:s:n:w:O:m:c:x:N:p:d:r:qhV", longs, nullptr)) !=
+           -1) {
+        const std::string arg  = optarg != nullptr ? optarg : "";
         const std::string flag = optopt > 0 && optopt < 256 ? std::string("-") + char(optopt)
                                                             : std::string(argv[optind - 1]);
         switch (c) {
@@ -194,13 +229,20 @@ std::optional<options> parse_options(int argc, char **argv)
             for (const auto &name : opt.tests) {
                 if (find_test(name) == nullptr) {
                     std::string known;
-                    for (const auto &t : all_tests()) known += std::string(known.empty() ? "" : ", ") + t.name;
+                    for (const auto &t : all_tests())
+                        known += std::string(known.empty() ? "" : ", ") + t.name;
                     throw usage_error("-t: unknown test '" + name + "' (tests: " + known + ")");
                 }
             }
             break;
-        case 'b': min_bytes = parse_size(arg, "-b"); sweep = true; break;
-        case 'e': max_bytes = parse_size(arg, "-e"); sweep = true; break;
+        case 'b':
+            min_bytes = parse_size(arg, "-b");
+            sweep     = true;
+            break;
+        case 'e':
+            max_bytes = parse_size(arg, "-e");
+            sweep     = true;
+            break;
         case 'f': {
             char *end = nullptr;
             factor    = std::strtod(arg.c_str(), &end);
@@ -211,39 +253,70 @@ std::optional<options> parse_options(int argc, char **argv)
             break;
         }
         case 's':
-            for (const auto &item : split(arg, ',')) opt.sizes.push_back(parse_size(item, "-s"));
+            for (const auto &item : split(arg, ','))
+                opt.sizes.push_back(parse_size(item, "-s"));
             list = true;
             break;
-        case 'n': opt.iterations = size_t(parse_int(arg, "-n", 1, 1L << 30)); opt.iterations_given = true; break;
-        case 'w': opt.warmup = size_t(parse_int(arg, "-w", 0, 1L << 30)); opt.warmup_given = true; break;
-        case 'O': opt.window = size_t(parse_int(arg, "-O", 1, 4096)); break;
+        case 'n':
+            opt.iterations       = size_t(parse_int(arg, "-n", 1, 1L << 30));
+            opt.iterations_given = true;
+            break;
+        case 'w':
+            opt.warmup       = size_t(parse_int(arg, "-w", 0, 1L << 30));
+            opt.warmup_given = true;
+            break;
+        case 'O':
+            opt.window = size_t(parse_int(arg, "-O", 1, 4096));
+            break;
         case 'm':
             opt.memory.clear();
             for (const auto &item : split(arg, ',')) {
-                if (item == "host") opt.memory.push_back(mem_kind::host);
-                else if (item == "cuda") opt.memory.push_back(mem_kind::cuda);
-                else throw usage_error("-m: '" + item + "' is not a memory type (host or cuda)");
+                if (item == "host")
+                    opt.memory.push_back(mem_kind::host);
+                else if (item == "cuda")
+                    opt.memory.push_back(mem_kind::cuda);
+                else
+                    throw usage_error("-m: '" + item + "' is not a memory type (host or cuda)");
             }
             break;
-        case 'c': opt.check = parse_int(arg, "-c", 0, 1) == 1; break;
+        case 'c':
+            opt.check = parse_int(arg, "-c", 0, 1) == 1;
+            break;
         case 'x':
-            if (arg.empty()) throw usage_error("-x: empty transport list");
+            if (arg.empty())
+                throw usage_error("-x: empty transport list");
             opt.tls = arg;
             break;
-        case 'N': opt.nranks = int(parse_int(arg, "-N", 1, 256)); break;
-        case 'p': opt.port = int(parse_int(arg, "-p", 1, 65535)); break;
+        case 'N':
+            opt.nranks = int(parse_int(arg, "-N", 1, 256));
+            break;
+        case 'p':
+            opt.port = int(parse_int(arg, "-p", 1, 65535));
+            break;
         case 'd':
             if (arg != "float" && arg != "double" && arg != "int32" && arg != "int64") {
                 throw usage_error("-d: '" + arg + "' is not one of float, double, int32, int64");
             }
             opt.dtype = arg;
             break;
-        case 'r': opt.root = int(parse_int(arg, "-r", 0, 255)); break;
-        case 'q': opt.quiet = true; break;
-        case o_csv: opt.csv_path = arg; break;
-        case o_json: opt.json_path = arg; break;
-        case o_plugin: opt.plugin = arg; break;
-        case o_progress: opt.progress = true; break;
+        case 'r':
+            opt.root = int(parse_int(arg, "-r", 0, 255));
+            break;
+        case 'q':
+            opt.quiet = true;
+            break;
+        case o_csv:
+            opt.csv_path = arg;
+            break;
+        case o_json:
+            opt.json_path = arg;
+            break;
+        case o_plugin:
+            opt.plugin = arg;
+            break;
+        case o_progress:
+            opt.progress = true;
+            break;
         case o_timeout: {
             char *end     = nullptr;
             opt.timeout_s = std::strtod(arg.c_str(), &end);
@@ -265,30 +338,43 @@ std::optional<options> parse_options(int argc, char **argv)
             opt.bw_at_sender = arg == "sender";
             break;
         case o_inject:
-            if (arg == "corrupt") opt.inject = injection::corrupt;
-            else if (arg == "short") opt.inject = injection::short_message;
+            if (arg == "corrupt")
+                opt.inject = injection::corrupt;
+            else if (arg == "short")
+                opt.inject = injection::short_message;
             else if (arg.rfind("kill:", 0) == 0) {
                 opt.inject      = injection::kill;
                 opt.inject_rank = int(parse_int(arg.substr(5), "--inject kill:", 0, 255));
-            } else throw usage_error("--inject: corrupt, short or kill:RANK");
+            } else
+                throw usage_error("--inject: corrupt, short or kill:RANK");
             break;
-        case 'h': print_help(); return std::nullopt;
-        case 'V': std::printf("gdr_perftest %s\n", version); return std::nullopt;
-        case ':': throw usage_error("option " + flag + " needs a value");
-        default: throw usage_error("unknown option '" + std::string(argv[optind - 1]) + "'");
+        case 'h':
+            print_help();
+            return std::nullopt;
+        case 'V':
+            std::printf("gdr_perftest %s\n", version);
+            return std::nullopt;
+        case ':':
+            throw usage_error("option " + flag + " needs a value");
+        default:
+            throw usage_error("unknown option '" + std::string(argv[optind - 1]) + "'");
         }
     }
-    if (optind < argc) throw usage_error("unexpected argument '" + std::string(argv[optind]) + "'");
-    if (sweep && list) throw usage_error("-s and -b/-e/-f are alternatives: use one of them");
+    if (optind < argc)
+        throw usage_error("unexpected argument '" + std::string(argv[optind]) + "'");
+    if (sweep && list)
+        throw usage_error("-s and -b/-e/-f are alternatives: use one of them");
     if (sweep) {
         const size_t lo = min_bytes.value_or(max_bytes.value_or(8));
         const size_t hi = max_bytes.value_or(lo);
-        if (lo > hi) throw usage_error("-b " + size_text(lo) + " is larger than -e " + size_text(hi));
+        if (lo > hi)
+            throw usage_error("-b " + size_text(lo) + " is larger than -e " + size_text(hi));
         for (double s = double(lo); s <= double(hi) * (1 + 1e-12);) {
             opt.sizes.push_back(size_t(s));
             double next = std::floor(s * factor);
-            s = next > s ? next : s + 1;
-            if (opt.sizes.size() > 4096) throw usage_error("-b/-e/-f: more than 4096 sizes");
+            s           = next > s ? next : s + 1;
+            if (opt.sizes.size() > 4096)
+                throw usage_error("-b/-e/-f: more than 4096 sizes");
         }
     }
     opt.sizes_given = sweep || list;
@@ -298,15 +384,18 @@ std::optional<options> parse_options(int argc, char **argv)
     }
     if (any_p2p) {
         for (size_t s : opt.sizes) {
-            if (s == 0) throw usage_error("point-to-point tests need sizes of at least 1 byte");
+            if (s == 0)
+                throw usage_error("point-to-point tests need sizes of at least 1 byte");
         }
     }
     if (any_coll && opt.memory.size() > 1) {
         for (auto kind : opt.memory) {
-            if (kind != opt.memory[0]) throw usage_error("-m: collectives use one memory type on all ranks");
+            if (kind != opt.memory[0])
+                throw usage_error("-m: collectives use one memory type on all ranks");
         }
     }
-    if (opt.nranks == 1 && any_p2p) throw usage_error("-N 1: point-to-point tests need 2 ranks");
+    if (opt.nranks == 1 && any_p2p)
+        throw usage_error("-N 1: point-to-point tests need 2 ranks");
     return opt;
 }
 

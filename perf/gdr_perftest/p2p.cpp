@@ -20,21 +20,22 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-constexpr ucp_tag_t tag_ping = 0x67707400, tag_pong = 0x67707401, tag_data = 0x67707402, tag_go = 0x67707403,
-                    tag_done = 0x67707404;
+constexpr ucp_tag_t tag_ping = 0x67707400, tag_pong = 0x67707401, tag_data = 0x67707402,
+                    tag_go = 0x67707403, tag_done = 0x67707404;
 constexpr ucp_tag_t full_mask = ~ucp_tag_t(0);
 constexpr uint16_t am_ping = 0x6701, am_pong = 0x6702, am_data = 0x6703;
 
 /// What one rank measured and counted for one size.
 struct local_result {
     std::vector<double> samples_us;  // lat tests, rank 0
-    double elapsed_s = 0;            // bw tests, the measuring rank
-    uint64_t counted = 0;            // bytes that arrived here (timed iterations)
-    uint64_t expected = 0;           // bytes that should have arrived here
-    bool data_ok = true;
+    double elapsed_s  = 0;  // bw tests, the measuring rank
+    uint64_t counted  = 0;  // bytes that arrived here (timed iterations)
+    uint64_t expected = 0;  // bytes that should have arrived here
+    bool data_ok      = true;
 
     /// A timed ping-pong iteration: half the round trip, and the bytes that came back of @p size.
-    void record_round_trip(clock_type::time_point t0, clock_type::time_point t1, uint64_t arrived, size_t size)
+    void record_round_trip(clock_type::time_point t0, clock_type::time_point t1, uint64_t arrived,
+                           size_t size)
     {
         samples_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / 2);
         counted += arrived;
@@ -44,7 +45,8 @@ struct local_result {
 
 void die_now(const session &s)
 {
-    std::fprintf(stderr, "gdr_perftest: rank %d: --inject kill: killing myself (SIGKILL)\n", s.rank);
+    std::fprintf(stderr, "gdr_perftest: rank %d: --inject kill: killing myself (SIGKILL)\n",
+                 s.rank);
     std::fflush(nullptr);
     ::raise(SIGKILL);
 }
@@ -57,8 +59,7 @@ public:
     ucp_cpp::endpoint &ep() { return *ep_; }
     session &sess() { return s_; }
 
-    template <class Done>
-    void wait_until(Done &&done, const char *what)
+    template <class Done> void wait_until(Done &&done, const char *what)
     {
         const auto deadline = clock_type::now() + s_.timeout;
         unsigned spins      = 0;
@@ -71,9 +72,10 @@ public:
                                                  std::to_string(1 - s_.rank) + " failed");
                 }
                 if (clock_type::now() >= deadline) {
-                    throw ucp_cpp::ucx_error(UCS_ERR_TIMED_OUT, std::string(what) + ": no completion within " +
-                                                                    std::to_string(s_.opt.timeout_s) +
-                                                                    " s (--timeout)");
+                    throw ucp_cpp::ucx_error(UCS_ERR_TIMED_OUT,
+                                             std::string(what) + ": no completion within " +
+                                                 std::to_string(s_.opt.timeout_s) +
+                                                 " s (--timeout)");
                 }
             }
         }
@@ -129,7 +131,8 @@ double flushed_since(link &l, clock_type::time_point t0, const char *what)
 void fill_slots(buffer &b, size_t size, size_t slots)
 {
     const auto p = pattern(size);
-    for (size_t j = 0; j < slots; ++j) b.write(j * size, p.data(), size);
+    for (size_t j = 0; j < slots; ++j)
+        b.write(j * size, p.data(), size);
 }
 
 /// --inject corrupt: flips the first byte of every slot of the source data.
@@ -151,7 +154,8 @@ struct window_buffer {
     {
         if (source) {
             fill_slots(buf, size, window);
-            if (s.opt.inject == injection::corrupt) corrupt(buf, size, window);
+            if (s.opt.inject == injection::corrupt)
+                corrupt(buf, size, window);
         }
     }
     buffer buf;
@@ -179,17 +183,23 @@ local_result tag_lat(link &l, const size_plan &sp)
     const size_t size = sp.size;
     buffer sbuf(s.opt.memory_of(s.rank), size), rbuf(s.opt.memory_of(s.rank), size);
     fill_slots(sbuf, size, 1);
-    if (s.opt.inject == injection::corrupt && s.rank == 0) corrupt(sbuf, size, 1);
+    if (s.opt.inject == injection::corrupt && s.rank == 0)
+        corrupt(sbuf, size, 1);
     const auto so = mem_options(sbuf), ro = mem_options(rbuf);
     const bool initiator = s.rank == 0;
     out.samples_us.reserve(sp.iters);
     for (size_t i = 0; i < sp.total(); ++i) {
-        if (sp.kill_point(s, i)) die_now(s);
+        if (sp.kill_point(s, i))
+            die_now(s);
         const bool verify = sp.timed(i) && (s.opt.check || sp.last(i));
-        if (verify) rbuf.clear(0, size);
-        const size_t send_length = (s.opt.inject == injection::short_message && initiator && sp.last(i)) ? size - 1 : size;
-        const auto t0 = clock_type::now();
-        size_t got    = 0;
+        if (verify)
+            rbuf.clear(0, size);
+        const size_t send_length = (s.opt.inject == injection::short_message && initiator &&
+                                    sp.last(i))
+                                       ? size - 1
+                                       : size;
+        const auto t0            = clock_type::now();
+        size_t got               = 0;
         if (initiator) {
             auto recv = s.worker->tag_recv(rbuf.data(), size, tag_pong, full_mask, ro);
             auto send = l.ep().tag_send(sbuf.data(), send_length, tag_ping, so);
@@ -204,9 +214,11 @@ local_result tag_lat(link &l, const size_plan &sp)
             l.wait(send, "tag_lat send");
         }
         const auto t1 = clock_type::now();
-        if (!sp.timed(i)) continue;
+        if (!sp.timed(i))
+            continue;
         out.record_round_trip(t0, t1, got, size);
-        if (verify && pattern_matches(rbuf, 0, size) != size) out.data_ok = false;
+        if (verify && pattern_matches(rbuf, 0, size) != size)
+            out.data_ok = false;
     }
     return out;
 }
@@ -230,37 +242,52 @@ local_result tag_bw(link &l, const size_plan &sp)
             const auto t0 = clock_type::now();
             for (size_t i = 0; i < count; ++i) {
                 const size_t j = i % window;
-                if (i >= window) l.wait(slots[j], "tag_bw send");
-                if (timed && sp.kill_point(s, sp.warmup + i)) die_now(s);
-                const size_t length =
-                    (timed && s.opt.inject == injection::short_message && i + 1 == count) ? size - 1 : size;
-                slots[j] = l.ep().tag_send(buf.bytes() + j * size, length, tag_data, mo);
+                if (i >= window)
+                    l.wait(slots[j], "tag_bw send");
+                if (timed && sp.kill_point(s, sp.warmup + i))
+                    die_now(s);
+                const size_t length = (timed && s.opt.inject == injection::short_message &&
+                                       i + 1 == count)
+                                          ? size - 1
+                                          : size;
+                slots[j]            = l.ep().tag_send(buf.bytes() + j * size, length, tag_data, mo);
             }
-            for (size_t i = count > window ? count - window : 0; i < count; ++i) l.wait(slots[i % window], "tag_bw send");
-            if (timed && s.opt.bw_at_sender) out.elapsed_s = flushed_since(l, t0, "tag_bw flush");
+            for (size_t i = count > window ? count - window : 0; i < count; ++i)
+                l.wait(slots[i % window], "tag_bw send");
+            if (timed && s.opt.bw_at_sender)
+                out.elapsed_s = flushed_since(l, t0, "tag_bw flush");
             return;
         }
-        if (timed) buf.clear(0, size * window);
+        if (timed)
+            buf.clear(0, size * window);
         const size_t first = std::min(count, window);
-        for (size_t i = 0; i < first; ++i) slots[i] = s.worker->tag_recv(buf.bytes() + i * size, size, tag_data, full_mask, mo);
+        for (size_t i = 0; i < first; ++i)
+            slots[i] = s.worker->tag_recv(buf.bytes() + i * size, size, tag_data, full_mask, mo);
         l.signal(tag_go);
         const auto t0 = clock_type::now();
         for (size_t i = 0; i < count; ++i) {
             const size_t j = i % window;
             l.wait(slots[j], "tag_bw receive");
             if (timed) {
-                if (sp.kill_point(s, sp.warmup + i)) die_now(s);
+                if (sp.kill_point(s, sp.warmup + i))
+                    die_now(s);
                 const size_t got = slots[j].length();
                 out.counted += got;
                 out.expected += size;
-                if ((s.opt.check || i + 1 == count) && pattern_matches(buf, j * size, size) != size) out.data_ok = false;
-                if (s.opt.check) buf.clear(j * size, size);
+                if ((s.opt.check || i + 1 == count) && pattern_matches(buf, j * size, size) != size)
+                    out.data_ok = false;
+                if (s.opt.check)
+                    buf.clear(j * size, size);
             }
-            if (i + window < count) slots[j] = s.worker->tag_recv(buf.bytes() + j * size, size, tag_data, full_mask, mo);
+            if (i + window < count)
+                slots[j] = s.worker->tag_recv(buf.bytes() + j * size, size, tag_data, full_mask,
+                                              mo);
         }
-        if (timed && !s.opt.bw_at_sender) out.elapsed_s = seconds_since(t0);
+        if (timed && !s.opt.bw_at_sender)
+            out.elapsed_s = seconds_since(t0);
     };
-    if (sp.warmup > 0) round(sp.warmup, false);
+    if (sp.warmup > 0)
+        round(sp.warmup, false);
     round(sp.iters, true);
     return out;
 }
@@ -269,25 +296,29 @@ local_result tag_bw(link &l, const size_plan &sp)
 
 /// Registers @p region and swaps packed keys: returns the peer's key unpacked on the link's endpoint
 /// and the peer's region address.  Collective (all ranks).
-std::pair<std::optional<ucp_cpp::remote_key>, uint64_t> swap_keys(link *l, session &s, const buffer *region,
-                                                                  std::shared_ptr<ucp_cpp::memory_handle> &memh)
+std::pair<std::optional<ucp_cpp::remote_key>, uint64_t> swap_keys(
+    link *l, session &s, const buffer *region, std::shared_ptr<ucp_cpp::memory_handle> &memh)
 {
     std::vector<uint8_t> mine;
     if (region != nullptr) {
-        memh = ucp_cpp::memory_handle::map(s.ctx, region->data(), region->length(), region->ucs_type());
-        auto packed     = memh->pack_rkey();
+        memh             = ucp_cpp::memory_handle::map(s.ctx, region->data(), region->length(),
+                                                       region->ucs_type());
+        auto packed      = memh->pack_rkey();
         uint64_t address = memh->remote_address();
         mine.resize(sizeof(address));
         std::memcpy(mine.data(), &address, sizeof(address));
         mine.insert(mine.end(), packed.bytes.begin(), packed.bytes.end());
     }
     auto all = s.exchange(mine);
-    if (l == nullptr) return {std::nullopt, 0};
+    if (l == nullptr)
+        return {std::nullopt, 0};
     const auto &theirs = all.at(size_t(1 - s.rank));
-    if (theirs.size() <= sizeof(uint64_t)) return {std::nullopt, 0};
+    if (theirs.size() <= sizeof(uint64_t))
+        return {std::nullopt, 0};
     uint64_t address = 0;
     std::memcpy(&address, theirs.data(), sizeof(address));
-    ucp_cpp::packed_rkey packed{std::vector<uint8_t>(theirs.begin() + sizeof(address), theirs.end())};
+    ucp_cpp::packed_rkey packed{
+        std::vector<uint8_t>(theirs.begin() + sizeof(address), theirs.end())};
     return {l->ep().unpack_rkey(packed), address};
 }
 
@@ -299,21 +330,23 @@ local_result put_lat(link &l, const size_plan &sp)
     // The receive buffer is polled by the CPU: host memory on both sides.
     buffer sbuf(mem_kind::host, size), rbuf(mem_kind::host, size);
     fill_slots(sbuf, size, 1);
-    if (s.opt.inject == injection::corrupt && s.rank == 0) corrupt(sbuf, size, 1);
+    if (s.opt.inject == injection::corrupt && s.rank == 0)
+        corrupt(sbuf, size, 1);
     std::shared_ptr<ucp_cpp::memory_handle> memh;
-    auto [rkey, remote] = swap_keys(&l, s, &rbuf, memh);
-    const bool initiator = s.rank == 0;
+    auto [rkey, remote]    = swap_keys(&l, s, &rbuf, memh);
+    const bool initiator   = s.rank == 0;
     volatile uint8_t *flag = reinterpret_cast<volatile uint8_t *>(rbuf.bytes() + size - 1);
-    auto seq = [](size_t i) { return uint8_t(i % 251 + 1); };
+    auto seq               = [](size_t i) { return uint8_t(i % 251 + 1); };
     auto arrive = [&](size_t i) { l.wait_until([&] { return *flag == seq(i); }, "put_lat poll"); };
-    auto send = [&](size_t i) {
+    auto send   = [&](size_t i) {
         sbuf.bytes()[size - 1] = std::byte(seq(i));
-        auto req = l.ep().put(sbuf.data(), size, remote, *rkey);
+        auto req               = l.ep().put(sbuf.data(), size, remote, *rkey);
         l.wait(req, "put_lat put");
     };
     const auto pat = pattern(size);
     for (size_t i = 0; i < sp.total(); ++i) {
-        if (sp.kill_point(s, i)) die_now(s);
+        if (sp.kill_point(s, i))
+            die_now(s);
         const auto t0 = clock_type::now();
         if (initiator) {
             send(i);
@@ -323,10 +356,13 @@ local_result put_lat(link &l, const size_plan &sp)
             send(i);
         }
         const auto t1 = clock_type::now();
-        if (!sp.timed(i)) continue;
-        out.record_round_trip(t0, t1, size, size);  // the put's last byte arrived (the rest is checked below)
+        if (!sp.timed(i))
+            continue;
+        out.record_round_trip(t0, t1, size,
+                              size);  // the put's last byte arrived (the rest is checked below)
         if (s.opt.check || sp.last(i)) {
-            if (std::memcmp(rbuf.bytes(), pat.data(), size - 1) != 0) out.data_ok = false;
+            if (std::memcmp(rbuf.bytes(), pat.data(), size - 1) != 0)
+                out.data_ok = false;
         }
     }
     // Both sides have seen the other's last put: flush before the key goes away.
@@ -347,43 +383,55 @@ local_result rma_bw(link &l, const size_plan &sp, bool is_put)
     buffer &buf   = slots_buffer.buf;
     const auto mo = slots_buffer.mo;
     std::shared_ptr<ucp_cpp::memory_handle> memh;
-    auto [rkey, remote] = swap_keys(&l, s, initiator ? nullptr : &buf, memh);
+    auto [rkey, remote]  = swap_keys(&l, s, initiator ? nullptr : &buf, memh);
     const size_t touched = std::min(sp.iters, window);
-    auto verify_region = [&] {
+    auto verify_region   = [&] {
         for (size_t j = 0; j < touched; ++j) {
-            if (pattern_matches(buf, j * size, size) != size) out.data_ok = false;
+            if (pattern_matches(buf, j * size, size) != size)
+                out.data_ok = false;
         }
     };
     auto round = [&](size_t count, bool timed) {
         if (!initiator) {
-            if (timed && is_put) buf.clear(0, size * window);
+            if (timed && is_put)
+                buf.clear(0, size * window);
             l.signal(tag_go);
-            if (timed && sp.kill_point(s, sp.warmup + sp.iters / 2)) die_now(s);  // passive side
+            if (timed && sp.kill_point(s, sp.warmup + sp.iters / 2))
+                die_now(s);  // passive side
             l.await(tag_done);
-            if (timed && is_put) verify_region();
+            if (timed && is_put)
+                verify_region();
             return;
         }
-        if (timed && !is_put) buf.clear(0, size * window);
+        if (timed && !is_put)
+            buf.clear(0, size * window);
         l.await(tag_go);
         std::vector<ucp_cpp::request> slots(window);
-        const auto t0 = clock_type::now();
+        const auto t0   = clock_type::now();
         uint64_t issued = 0;
         for (size_t i = 0; i < count; ++i) {
             const size_t j = i % window;
             if (i >= window) {
                 l.wait(slots[j], is_put ? "put_bw put" : "get_bw get");
-                if (timed) out.counted += slots[j].length();
+                if (timed)
+                    out.counted += slots[j].length();
             }
-            if (timed && sp.kill_point(s, sp.warmup + i)) die_now(s);
-            const size_t length =
-                (timed && s.opt.inject == injection::short_message && i + 1 == count) ? size - 1 : size;
-            slots[j] = is_put ? l.ep().put(buf.bytes() + j * size, length, remote + j * size, *rkey, mo)
-                              : l.ep().get(buf.bytes() + j * size, length, remote + j * size, *rkey, mo);
+            if (timed && sp.kill_point(s, sp.warmup + i))
+                die_now(s);
+            const size_t length = (timed && s.opt.inject == injection::short_message &&
+                                   i + 1 == count)
+                                      ? size - 1
+                                      : size;
+            slots[j] = is_put ? l.ep().put(buf.bytes() + j * size, length, remote + j * size, *rkey,
+                                           mo)
+                              : l.ep().get(buf.bytes() + j * size, length, remote + j * size, *rkey,
+                                           mo);
             issued += size;
         }
         for (size_t i = count > window ? count - window : 0; i < count; ++i) {
             l.wait(slots[i % window], is_put ? "put_bw put" : "get_bw get");
-            if (timed) out.counted += slots[i % window].length();
+            if (timed)
+                out.counted += slots[i % window].length();
         }
         if (is_put) {
             auto flush = l.ep().flush();  // remote completion: the data is in rank 1's memory
@@ -392,11 +440,13 @@ local_result rma_bw(link &l, const size_plan &sp, bool is_put)
         if (timed) {
             out.elapsed_s = seconds_since(t0);
             out.expected  = issued;
-            if (!is_put) verify_region();
+            if (!is_put)
+                verify_region();
         }
         l.signal(tag_done);
     };
-    if (sp.warmup > 0) round(sp.warmup, false);
+    if (sp.warmup > 0)
+        round(sp.warmup, false);
     round(sp.iters, true);
     s.sync();  // nobody unmaps before the other side is done
     return out;
@@ -412,7 +462,8 @@ public:
     {
         s_.worker->set_am_handler(id_, [this](ucp_cpp::am_message &m) {
             const size_t j = arrived_++ % slots_;
-            pending_.push_back({m.receive(buf_.bytes() + j * size_, size_, mem_options(buf_)), m.length(), j});
+            pending_.push_back(
+                {m.receive(buf_.bytes() + j * size_, size_, mem_options(buf_)), m.length(), j});
         });
     }
     ~am_sink() { s_.worker->set_am_handler(id_, nullptr); }
@@ -444,21 +495,27 @@ local_result am_lat(link &l, const size_plan &sp)
 {
     session &s = l.sess();
     local_result out;
-    const size_t size = sp.size;
+    const size_t size    = sp.size;
     const bool initiator = s.rank == 0;
     buffer sbuf(s.opt.memory_of(s.rank), size), rbuf(s.opt.memory_of(s.rank), size);
     fill_slots(sbuf, size, 1);
-    if (s.opt.inject == injection::corrupt && s.rank == 0) corrupt(sbuf, size, 1);
+    if (s.opt.inject == injection::corrupt && s.rank == 0)
+        corrupt(sbuf, size, 1);
     am_sink sink(s, initiator ? am_pong : am_ping, rbuf, size, 1);
     s.sync();  // both handlers are registered
     const auto so = mem_options(sbuf);
     for (size_t i = 0; i < sp.total(); ++i) {
-        if (sp.kill_point(s, i)) die_now(s);
+        if (sp.kill_point(s, i))
+            die_now(s);
         const bool verify = sp.timed(i) && (s.opt.check || sp.last(i));
-        if (verify) rbuf.clear(0, size);
-        const size_t send_length = (s.opt.inject == injection::short_message && initiator && sp.last(i)) ? size - 1 : size;
-        const auto t0 = clock_type::now();
-        size_t got    = 0;
+        if (verify)
+            rbuf.clear(0, size);
+        const size_t send_length = (s.opt.inject == injection::short_message && initiator &&
+                                    sp.last(i))
+                                       ? size - 1
+                                       : size;
+        const auto t0            = clock_type::now();
+        size_t got               = 0;
         if (initiator) {
             auto send = l.ep().am_send(am_ping, nullptr, 0, sbuf.data(), send_length, so);
             l.wait(send, "am_lat send");
@@ -469,9 +526,11 @@ local_result am_lat(link &l, const size_plan &sp)
             l.wait(send, "am_lat send");
         }
         const auto t1 = clock_type::now();
-        if (!sp.timed(i)) continue;
+        if (!sp.timed(i))
+            continue;
         out.record_round_trip(t0, t1, got, size);
-        if (verify && pattern_matches(rbuf, 0, size) != size) out.data_ok = false;
+        if (verify && pattern_matches(rbuf, 0, size) != size)
+            out.data_ok = false;
     }
     s.sync();  // no message in flight when the handlers go
     return out;
@@ -487,7 +546,8 @@ local_result am_bw(link &l, const size_plan &sp)
     buffer &buf   = slots_buffer.buf;
     const auto mo = slots_buffer.mo;
     std::optional<am_sink> sink;
-    if (!sender) sink.emplace(s, am_data, buf, size, window);
+    if (!sender)
+        sink.emplace(s, am_data, buf, size, window);
     s.sync();
     auto round = [&](size_t count, bool timed) {
         if (sender) {
@@ -496,33 +556,47 @@ local_result am_bw(link &l, const size_plan &sp)
             const auto t0 = clock_type::now();
             for (size_t i = 0; i < count; ++i) {
                 const size_t j = i % window;
-                if (i >= window) l.wait(slots[j], "am_bw send");
-                if (timed && sp.kill_point(s, sp.warmup + i)) die_now(s);
-                const size_t length =
-                    (timed && s.opt.inject == injection::short_message && i + 1 == count) ? size - 1 : size;
+                if (i >= window)
+                    l.wait(slots[j], "am_bw send");
+                if (timed && sp.kill_point(s, sp.warmup + i))
+                    die_now(s);
+                const size_t length = (timed && s.opt.inject == injection::short_message &&
+                                       i + 1 == count)
+                                          ? size - 1
+                                          : size;
                 slots[j] = l.ep().am_send(am_data, nullptr, 0, buf.bytes() + j * size, length, mo);
             }
-            for (size_t i = count > window ? count - window : 0; i < count; ++i) l.wait(slots[i % window], "am_bw send");
-            if (timed && s.opt.bw_at_sender) out.elapsed_s = flushed_since(l, t0, "am_bw flush");
+            for (size_t i = count > window ? count - window : 0; i < count; ++i)
+                l.wait(slots[i % window], "am_bw send");
+            if (timed && s.opt.bw_at_sender)
+                out.elapsed_s = flushed_since(l, t0, "am_bw flush");
             l.await(tag_done);
             return;
         }
-        if (timed) buf.clear(0, size * window);
+        if (timed)
+            buf.clear(0, size * window);
         l.signal(tag_go);
         const auto t0 = clock_type::now();
         for (size_t i = 0; i < count; ++i) {
             auto it = sink->next(l, "am_bw receive");
-            if (!timed) continue;
-            if (sp.kill_point(s, sp.warmup + i)) die_now(s);
+            if (!timed)
+                continue;
+            if (sp.kill_point(s, sp.warmup + i))
+                die_now(s);
             out.counted += it.length;
             out.expected += size;
-            if ((s.opt.check || i + 1 == count) && pattern_matches(buf, it.slot * size, size) != size) out.data_ok = false;
-            if (s.opt.check) buf.clear(it.slot * size, size);
+            if ((s.opt.check || i + 1 == count) &&
+                pattern_matches(buf, it.slot * size, size) != size)
+                out.data_ok = false;
+            if (s.opt.check)
+                buf.clear(it.slot * size, size);
         }
-        if (timed && !s.opt.bw_at_sender) out.elapsed_s = seconds_since(t0);
+        if (timed && !s.opt.bw_at_sender)
+            out.elapsed_s = seconds_since(t0);
         l.signal(tag_done);
     };
-    if (sp.warmup > 0) round(sp.warmup, false);
+    if (sp.warmup > 0)
+        round(sp.warmup, false);
     round(sp.iters, true);
     s.sync();
     return out;
@@ -530,13 +604,16 @@ local_result am_bw(link &l, const size_plan &sp)
 
 }  // namespace
 
-std::vector<result_row> run_p2p(session &s, const test_info &test, const std::vector<size_t> &sizes, size_t iters,
-                                size_t warmup, table_printer *table)
+std::vector<result_row> run_p2p(session &s, const test_info &test, const std::vector<size_t> &sizes,
+                                size_t iters, size_t warmup, table_printer *table)
 {
     const std::string name = test.name;
-    if (s.size < 2) throw usage_error(name + " needs 2 ranks (got " + std::to_string(s.size) + ")");
-    if (name == "put_lat" && (s.opt.memory_of(0) != mem_kind::host || s.opt.memory_of(1) != mem_kind::host)) {
-        throw usage_error("put_lat polls its receive buffer with the CPU: host memory only (-m host)");
+    if (s.size < 2)
+        throw usage_error(name + " needs 2 ranks (got " + std::to_string(s.size) + ")");
+    if (name == "put_lat" &&
+        (s.opt.memory_of(0) != mem_kind::host || s.opt.memory_of(1) != mem_kind::host)) {
+        throw usage_error(
+            "put_lat polls its receive buffer with the CPU: host memory only (-m host)");
     }
     if (name == "put_lat" && s.opt.inject == injection::short_message) {
         throw usage_error("--inject short: not for put_lat (the last byte is the arrival flag)");
@@ -552,22 +629,31 @@ std::vector<result_row> run_p2p(session &s, const test_info &test, const std::ve
         ucp_cpp::worker_address peer{addresses.at(size_t(1 - s.rank))};
         l.emplace(s, ucp_cpp::endpoint::connect(s.worker, peer, ep_params));
     }
-    if (table != nullptr) table->begin(test, iters, warmup);
+    if (table != nullptr)
+        table->begin(test, iters, warmup);
     std::vector<result_row> rows;
     for (size_t index = 0; index < sizes.size(); ++index) {
         const size_plan sp{sizes[index], iters, warmup, index};
         s.progress_line(name, sp.size, index, sizes.size());
         local_result mine;
         if (active) {
-            if (name == "tag_lat") mine = tag_lat(*l, sp);
-            else if (name == "tag_bw") mine = tag_bw(*l, sp);
-            else if (name == "put_lat") mine = put_lat(*l, sp);
-            else if (name == "put_bw") mine = rma_bw(*l, sp, true);
-            else if (name == "get_bw") mine = rma_bw(*l, sp, false);
-            else if (name == "am_lat") mine = am_lat(*l, sp);
-            else if (name == "am_bw") mine = am_bw(*l, sp);
+            if (name == "tag_lat")
+                mine = tag_lat(*l, sp);
+            else if (name == "tag_bw")
+                mine = tag_bw(*l, sp);
+            else if (name == "put_lat")
+                mine = put_lat(*l, sp);
+            else if (name == "put_bw")
+                mine = rma_bw(*l, sp, true);
+            else if (name == "get_bw")
+                mine = rma_bw(*l, sp, false);
+            else if (name == "am_lat")
+                mine = am_lat(*l, sp);
+            else if (name == "am_bw")
+                mine = am_bw(*l, sp);
         } else {
-            if (s.opt.inject == injection::kill && s.opt.inject_rank == s.rank && index == 0) die_now(s);
+            if (s.opt.inject == injection::kill && s.opt.inject_rank == s.rank && index == 0)
+                die_now(s);
             // The tests' own collective steps, then wait for ranks 0 and 1.
             if (name == "put_lat") {
                 std::shared_ptr<ucp_cpp::memory_handle> none;
@@ -582,23 +668,25 @@ std::vector<result_row> run_p2p(session &s, const test_info &test, const std::ve
             }
         }
         result_row r;
-        r.test    = name;
-        r.size    = sp.size;
-        r.iters   = iters;
-        r.warmup  = warmup;
-        r.ranks   = s.size;
-        r.memory  = std::string(name_of(s.opt.memory_of(0))) + "/" + name_of(s.opt.memory_of(1));
-        if (name == "put_lat") r.memory = "host/host";
-        r.bytes_verified = s.sum_over_ranks(mine.counted);
-        r.bytes_expected = s.sum_over_ranks(mine.expected);
-        r.data_ok        = s.all(mine.data_ok);
+        r.test   = name;
+        r.size   = sp.size;
+        r.iters  = iters;
+        r.warmup = warmup;
+        r.ranks  = s.size;
+        r.memory = std::string(name_of(s.opt.memory_of(0))) + "/" + name_of(s.opt.memory_of(1));
+        if (name == "put_lat")
+            r.memory = "host/host";
+        r.bytes_verified     = s.sum_over_ranks(mine.counted);
+        r.bytes_expected     = s.sum_over_ranks(mine.expected);
+        r.data_ok            = s.all(mine.data_ok);
         const double elapsed = s.max_over_ranks(mine.elapsed_s);
         if (test.family == test_family::p2p_lat) {
             if (s.rank == 0) {
                 auto sorted = mine.samples_us;
                 std::sort(sorted.begin(), sorted.end());
                 double sum = 0;
-                for (double v : sorted) sum += v;
+                for (double v : sorted)
+                    sum += v;
                 r.avg_us = sorted.empty() ? 0 : sum / double(sorted.size());
                 r.p50_us = percentile(sorted, 50);
                 r.p90_us = percentile(sorted, 90);
@@ -611,7 +699,8 @@ std::vector<result_row> run_p2p(session &s, const test_info &test, const std::ve
             r.msg_rate = double(iters) / elapsed;
         }
         s.progress_done();
-        if (table != nullptr) table->row(test, r);
+        if (table != nullptr)
+            table->row(test, r);
         rows.push_back(std::move(r));
     }
     return rows;

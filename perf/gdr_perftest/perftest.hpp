@@ -19,14 +19,23 @@ namespace gdr_perftest {
 inline constexpr const char *version = "0.1.0";
 
 /// Exit codes (documented in docs/gdr_perftest.md).
-enum exit_code : int { exit_ok = 0, exit_error = 1, exit_usage = 2, exit_verify = 3 };
+enum exit_code : int {
+    exit_ok     = 0,
+    exit_error  = 1,
+    exit_usage  = 2,
+    exit_verify = 3
+};
 
 /// A usage error: printed with a hint to --help, exit code 2.
 struct usage_error : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-enum class test_family { p2p_lat, p2p_bw, coll };
+enum class test_family {
+    p2p_lat,
+    p2p_bw,
+    coll
+};
 
 struct test_info {
     const char *name;
@@ -37,36 +46,44 @@ struct test_info {
 const std::vector<test_info> &all_tests();
 const test_info *find_test(const std::string &name);
 
-enum class mem_kind { host, cuda };
+enum class mem_kind {
+    host,
+    cuda
+};
 const char *name_of(mem_kind kind);
 
 /// Deliberate faults, for the tests of the tool itself (hidden option --inject).
-enum class injection { none, corrupt, short_message, kill };
+enum class injection {
+    none,
+    corrupt,
+    short_message,
+    kill
+};
 
 struct options {
     std::vector<std::string> tests{"tag_lat"};
-    std::vector<size_t> sizes;       // empty: the test family's default
-    bool sizes_given = false;
-    size_t iterations = 0;            // 0: family default
-    size_t warmup     = 0;
+    std::vector<size_t> sizes;  // empty: the test family's default
+    bool sizes_given      = false;
+    size_t iterations     = 0;  // 0: family default
+    size_t warmup         = 0;
     bool iterations_given = false, warmup_given = false;
-    size_t window = 32;               // -O: outstanding operations of the bw tests
-    bool bw_at_sender = false;        // --bw-timing sender: rank 0 times tag_bw/am_bw
+    size_t window     = 32;  // -O: outstanding operations of the bw tests
+    bool bw_at_sender = false;  // --bw-timing sender: rank 0 times tag_bw/am_bw
     std::vector<mem_kind> memory{mem_kind::host};  // per rank (last one repeats)
-    bool check = false;               // -c 1
-    std::string tls;                  // -x: UCX_TLS for this run (empty: environment)
-    int nranks = 0;                   // -N (0: not given)
-    int port   = 0;                   // -p (0: pick a free one / MASTER_PORT)
+    bool check = false;  // -c 1
+    std::string tls;  // -x: UCX_TLS for this run (empty: environment)
+    int nranks = 0;  // -N (0: not given)
+    int port   = 0;  // -p (0: pick a free one / MASTER_PORT)
     std::string csv_path, json_path;
-    std::string plugin;               // --plugin
-    bool progress = false;            // --progress
-    std::string dtype = "float";      // -d: collectives element type
-    int root = 0;                     // -r: bcast/reduce root
-    double timeout_s = 60;            // --timeout: bound of every wait
-    std::string err_mode = "auto";    // --err-mode peer|none|auto
-    injection inject = injection::none;
-    int inject_rank  = 1;             // --inject kill:RANK
-    bool quiet = false;               // -q: no table on stdout
+    std::string plugin;  // --plugin
+    bool progress        = false;  // --progress
+    std::string dtype    = "float";  // -d: collectives element type
+    int root             = 0;  // -r: bcast/reduce root
+    double timeout_s     = 60;  // --timeout: bound of every wait
+    std::string err_mode = "auto";  // --err-mode peer|none|auto
+    injection inject     = injection::none;
+    int inject_rank      = 1;  // --inject kill:RANK
+    bool quiet           = false;  // -q: no table on stdout
 
     mem_kind memory_of(int rank) const
     {
@@ -93,18 +110,21 @@ class buffer {
 public:
     buffer(mem_kind kind, size_t length);
     ~buffer();
-    buffer(const buffer &) = delete;
+    buffer(const buffer &)            = delete;
     buffer &operator=(const buffer &) = delete;
 
     void *data() const { return ptr_; }
     std::byte *bytes() const { return static_cast<std::byte *>(ptr_); }
     size_t length() const { return length_; }
     mem_kind kind() const { return kind_; }
-    ucs_memory_type_t ucs_type() const { return kind_ == mem_kind::cuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST; }
+    ucs_memory_type_t ucs_type() const
+    {
+        return kind_ == mem_kind::cuda ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+    }
 
     void write(size_t offset, const void *src, size_t n);  // host -> buffer
-    void read(size_t offset, void *dst, size_t n) const;   // buffer -> host
-    void clear(size_t offset, size_t n);                   // zero
+    void read(size_t offset, void *dst, size_t n) const;  // buffer -> host
+    void clear(size_t offset, size_t n);  // zero
 
 private:
     mem_kind kind_;
@@ -126,25 +146,25 @@ size_t pattern_matches(const buffer &buf, size_t offset, size_t size);
 
 struct result_row {
     std::string test;
-    size_t size  = 0;      // bytes (collectives: nccl-tests' size)
-    size_t count = 0;      // elements (collectives)
-    std::string dtype;     // collectives
+    size_t size  = 0;  // bytes (collectives: nccl-tests' size)
+    size_t count = 0;  // elements (collectives)
+    std::string dtype;  // collectives
     size_t iters = 0, warmup = 0;
     int ranks = 0;
     std::string memory;
     std::optional<double> avg_us, p50_us, p90_us, p99_us;
-    std::optional<double> bw_GBps, msg_rate;          // p2p bw
-    std::optional<double> algbw_GBps, busbw_GBps;     // collectives
+    std::optional<double> bw_GBps, msg_rate;  // p2p bw
+    std::optional<double> algbw_GBps, busbw_GBps;  // collectives
     uint64_t bytes_expected = 0, bytes_verified = 0;
     bool data_ok = true;
     bool ok() const { return data_ok && bytes_verified == bytes_expected; }
 };
 
 struct run_info {
-    std::string tls;           // effective UCX_TLS ("" : UCX default)
-    std::string tls_source;    // "-x", "environment", "UCX default"
+    std::string tls;  // effective UCX_TLS ("" : UCX default)
+    std::string tls_source;  // "-x", "environment", "UCX default"
     int ranks = 0;
-    std::string launch;        // "local (-N)", "mpirun", "environment"
+    std::string launch;  // "local (-N)", "mpirun", "environment"
     std::string host;
 };
 
@@ -177,7 +197,7 @@ struct session {
     std::shared_ptr<ucp_cpp::context> ctx;
     std::shared_ptr<ucp_cpp::worker> worker;
     ucp_cpp::coll::communicator world;
-    std::chrono::nanoseconds timeout;       // one operation
+    std::chrono::nanoseconds timeout;  // one operation
     std::chrono::nanoseconds sync_timeout;  // a rank waiting for others' whole measurement
     bool show_progress = false;
 
@@ -195,7 +215,8 @@ struct session {
 std::vector<result_row> run_p2p(session &s, const test_info &test, const std::vector<size_t> &sizes,
                                 size_t iters, size_t warmup, table_printer *table);
 /// Runs one collective over @p sizes on all ranks; rows are valid on rank 0.
-std::vector<result_row> run_coll(session &s, const test_info &test, const std::vector<size_t> &sizes,
-                                 size_t iters, size_t warmup, table_printer *table);
+std::vector<result_row> run_coll(session &s, const test_info &test,
+                                 const std::vector<size_t> &sizes, size_t iters, size_t warmup,
+                                 table_printer *table);
 
 }  // namespace gdr_perftest

@@ -25,7 +25,8 @@ inline std::string describe(const char *what, const char *type, coll::op_kind op
 {
     std::string text = std::string(what) + " " + type + " " + op_name(op) +
                        " count=" + std::to_string(count) + " algo=" + coll::name_of(a);
-    if (extra >= 0) text += " root=" + std::to_string(extra);
+    if (extra >= 0)
+        text += " root=" + std::to_string(extra);
     return text;
 }
 
@@ -39,9 +40,11 @@ void check_allreduce(local_world &world, size_t count, coll::op_kind op, coll::a
     std::vector<std::vector<T>> send(static_cast<size_t>(p)),
         recv(static_cast<size_t>(p), std::vector<T>(count + 1, T(99)));
     std::vector<T> expected(count);
-    for (size_t i = 0; i < count; ++i) expected[i] = reference<T>(p, i, op);
+    for (size_t i = 0; i < count; ++i)
+        expected[i] = reference<T>(p, i, op);
     for (int r = 0; r < p; ++r) {
-        for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(input<T>(r, i, op));
+        for (size_t i = 0; i < count; ++i)
+            send[size_t(r)].push_back(input<T>(r, i, op));
         if (in_place) {
             std::copy(send[size_t(r)].begin(), send[size_t(r)].end(), recv[size_t(r)].begin());
         }
@@ -67,16 +70,18 @@ void check_reduce(local_world &world, size_t count, coll::op_kind op, coll::algo
     const int p = world.size();
     std::vector<std::vector<T>> send(static_cast<size_t>(p));
     std::vector<T> recv(count + 1, T(99)), expected(count);
-    for (size_t i = 0; i < count; ++i) expected[i] = reference<T>(p, i, op);
+    for (size_t i = 0; i < count; ++i)
+        expected[i] = reference<T>(p, i, op);
     for (int r = 0; r < p; ++r) {
-        for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(input<T>(r, i, op));
+        for (size_t i = 0; i < count; ++i)
+            send[size_t(r)].push_back(input<T>(r, i, op));
     }
     world.run([&](int r) {
         return world.comm(r).ireduce(send[size_t(r)].data(), r == root ? recv.data() : nullptr,
                                      count, op_object(op), root, with(algo));
     });
-    const auto what =
-        describe("reduce", coll::name_of(coll::datatype_of<T>()), op, count, algo, root);
+    const auto what = describe("reduce", coll::name_of(coll::datatype_of<T>()), op, count, algo,
+                               root);
     ASSERT_TRUE(equal_elements(recv.data(), expected.data(), count, what));
     ASSERT_EQ(recv[count], T(99)) << what;
 }
@@ -85,11 +90,12 @@ template <class T>
 void check_reduce_scatter(local_world &world, size_t count, coll::op_kind op, bool in_place,
                           coll::algorithm algo = coll::algorithm::automatic)
 {
-    const int p = world.size();
+    const int p        = world.size();
     const size_t total = count * size_t(p);
     std::vector<std::vector<T>> send(static_cast<size_t>(p)), recv(static_cast<size_t>(p));
     for (int r = 0; r < p; ++r) {
-        for (size_t i = 0; i < total; ++i) send[size_t(r)].push_back(input<T>(r, i, op));
+        for (size_t i = 0; i < total; ++i)
+            send[size_t(r)].push_back(input<T>(r, i, op));
         recv[size_t(r)] = in_place ? send[size_t(r)] : std::vector<T>(count + 1, T(99));
     }
     world.run([&](int r) {
@@ -99,11 +105,13 @@ void check_reduce_scatter(local_world &world, size_t count, coll::op_kind op, bo
     });
     for (int r = 0; r < p; ++r) {
         std::vector<T> expected(count);
-        for (size_t i = 0; i < count; ++i) expected[i] = reference<T>(p, size_t(r) * count + i, op);
-        ASSERT_TRUE(equal_elements(
-            recv[size_t(r)].data(), expected.data(), count,
-            describe("reduce_scatter", coll::name_of(coll::datatype_of<T>()), op, count, algo) +
-                (in_place ? " in place" : "") + " rank " + std::to_string(r)));
+        for (size_t i = 0; i < count; ++i)
+            expected[i] = reference<T>(p, size_t(r) * count + i, op);
+        ASSERT_TRUE(equal_elements(recv[size_t(r)].data(), expected.data(), count,
+                                   describe("reduce_scatter", coll::name_of(coll::datatype_of<T>()),
+                                            op, count, algo) +
+                                       (in_place ? " in place" : "") + " rank " +
+                                       std::to_string(r)));
     }
 }
 
@@ -112,7 +120,8 @@ void check_bcast(local_world &world, size_t count, int root, coll::algorithm alg
 {
     const int p = world.size();
     std::vector<std::vector<T>> buf(static_cast<size_t>(p), std::vector<T>(count + 1, T(99)));
-    for (size_t i = 0; i < count; ++i) buf[size_t(root)][i] = payload<T>(root, i);
+    for (size_t i = 0; i < count; ++i)
+        buf[size_t(root)][i] = payload<T>(root, i);
     world.run([&](int r) {
         return world.comm(r).ibcast(buf[size_t(r)].data(), count, root, with(algo));
     });
@@ -129,12 +138,14 @@ void check_allgather(local_world &world, size_t count, coll::algorithm algo, boo
     const int p = world.size();
     std::vector<T> expected;
     for (int q = 0; q < p; ++q) {
-        for (size_t i = 0; i < count; ++i) expected.push_back(payload<T>(q, i));
+        for (size_t i = 0; i < count; ++i)
+            expected.push_back(payload<T>(q, i));
     }
     std::vector<std::vector<T>> send(static_cast<size_t>(p)),
         recv(static_cast<size_t>(p), std::vector<T>(count * size_t(p), T(99)));
     for (int r = 0; r < p; ++r) {
-        for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(payload<T>(r, i));
+        for (size_t i = 0; i < count; ++i)
+            send[size_t(r)].push_back(payload<T>(r, i));
         if (in_place) {
             std::copy(send[size_t(r)].begin(), send[size_t(r)].end(),
                       recv[size_t(r)].begin() + long(count) * r);
@@ -156,7 +167,7 @@ template <class T>
 void check_alltoall(local_world &world, size_t count, bool in_place,
                     coll::algorithm algo = coll::algorithm::automatic)
 {
-    const int p = world.size();
+    const int p  = world.size();
     auto element = [count](int from, int to, size_t i) {
         return payload<T>(from * 16 + to, i + count);
     };
@@ -164,9 +175,11 @@ void check_alltoall(local_world &world, size_t count, bool in_place,
         recv(static_cast<size_t>(p), std::vector<T>(count * size_t(p), T(99)));
     for (int r = 0; r < p; ++r) {
         for (int to = 0; to < p; ++to) {
-            for (size_t i = 0; i < count; ++i) send[size_t(r)].push_back(element(r, to, i));
+            for (size_t i = 0; i < count; ++i)
+                send[size_t(r)].push_back(element(r, to, i));
         }
-        if (in_place) recv[size_t(r)] = send[size_t(r)];
+        if (in_place)
+            recv[size_t(r)] = send[size_t(r)];
     }
     world.run([&](int r) {
         T *out = recv[size_t(r)].data();
@@ -185,12 +198,12 @@ void check_alltoall(local_world &world, size_t count, bool in_place,
 }
 
 /// Every rank's block of a gather / scatter: rank q's block is `count` payloads of q.
-template <class T>
-std::vector<T> blocks_of_every_rank(int p, size_t count)
+template <class T> std::vector<T> blocks_of_every_rank(int p, size_t count)
 {
     std::vector<T> all;
     for (int q = 0; q < p; ++q) {
-        for (size_t i = 0; i < count; ++i) all.push_back(payload<T>(q, i));
+        for (size_t i = 0; i < count; ++i)
+            all.push_back(payload<T>(q, i));
     }
     return all;
 }
@@ -199,11 +212,12 @@ template <class T>
 void check_gather(local_world &world, size_t count, int root, bool in_place,
                   coll::algorithm algo = coll::algorithm::automatic)
 {
-    const int p = world.size();
+    const int p              = world.size();
     const std::vector<T> all = blocks_of_every_rank<T>(p, count);
-    auto block = [&](int r) { return all.data() + count * size_t(r); };
+    auto block               = [&](int r) { return all.data() + count * size_t(r); };
     std::vector<T> gathered(count * size_t(p), T(99));
-    if (in_place) std::copy(block(root), block(root + 1), gathered.begin() + long(count) * root);
+    if (in_place)
+        std::copy(block(root), block(root + 1), gathered.begin() + long(count) * root);
     world.run([&](int r) {
         const T *send = (in_place && r == root) ? gathered.data() + count * size_t(root) : block(r);
         return world.comm(r).igather(send, r == root ? gathered.data() : nullptr, count, root,
@@ -217,13 +231,13 @@ template <class T>
 void check_scatter(local_world &world, size_t count, int root, bool in_place,
                    coll::algorithm algo = coll::algorithm::automatic)
 {
-    const int p = world.size();
+    const int p              = world.size();
     const std::vector<T> all = blocks_of_every_rank<T>(p, count);
     std::vector<std::vector<T>> parts(static_cast<size_t>(p), std::vector<T>(count + 1, T(99)));
     std::vector<T> source = all;
-    auto own = [&](int r) {
+    auto own              = [&](int r) {
         return (in_place && r == root) ? source.data() + count * size_t(root)
-                                       : parts[size_t(r)].data();
+                                                    : parts[size_t(r)].data();
     };
     world.run([&](int r) {
         return world.comm(r).iscatter(r == root ? source.data() : nullptr, own(r), count, root,
@@ -260,8 +274,10 @@ inline void on_rank_threads(int size, const std::function<void(int)> &body)
             }
         });
     }
-    for (auto &t : threads) t.join();
-    for (int r = 0; r < size; ++r) EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
+    for (auto &t : threads)
+        t.join();
+    for (int r = 0; r < size; ++r)
+        EXPECT_EQ(errors[size_t(r)], "") << "rank " << r;
 }
 
 }  // namespace coll_test

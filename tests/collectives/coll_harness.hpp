@@ -35,10 +35,10 @@ inline std::shared_ptr<ucp_cpp::context> make_context(
     std::map<std::string, std::string> extra_config = {})
 {
     ucp_cpp::context_params params;
-    params.config         = std::move(extra_config);
-    params.features       = UCP_FEATURE_TAG;
-    params.config["TLS"]  = test_tls();
-    params.name           = "coll_test";
+    params.config            = std::move(extra_config);
+    params.features          = UCP_FEATURE_TAG;
+    params.config["TLS"]     = test_tls();
+    params.name              = "coll_test";
     params.mt_workers_shared = true;  // split/dup tests run one thread per rank
     return ucp_cpp::context::create(params);
 }
@@ -71,10 +71,11 @@ public:
     {
         comms_.clear();
         unsigned quiet_rounds = 0;
-        const auto deadline = std::chrono::steady_clock::now() + 2s;
+        const auto deadline   = std::chrono::steady_clock::now() + 2s;
         while (quiet_rounds < 100 && std::chrono::steady_clock::now() < deadline) {
             unsigned events = 0;
-            for (auto &w : workers_) events += w->progress();
+            for (auto &w : workers_)
+                events += w->progress();
             quiet_rounds = events == 0 ? quiet_rounds + 1 : 0;
         }
     }
@@ -90,9 +91,11 @@ public:
              std::chrono::seconds timeout = 60s)
     {
         std::vector<coll::request> requests;
-        for (int r = 0; r < size(); ++r) requests.push_back(issue(r));
+        for (int r = 0; r < size(); ++r)
+            requests.push_back(issue(r));
         ran_.clear();
-        for (const auto &req : requests) ran_.push_back(req.algorithm());
+        for (const auto &req : requests)
+            ran_.push_back(req.algorithm());
         drive(requests, timeout);
     }
 
@@ -102,16 +105,18 @@ public:
     static void drive(std::vector<coll::request> &requests, std::chrono::seconds timeout = 60s)
     {
         const auto deadline = std::chrono::steady_clock::now() + timeout;
-        bool all_done = false;
+        bool all_done       = false;
         while (!all_done) {
             all_done = true;
-            for (auto &req : requests) all_done = req.test() && all_done;
+            for (auto &req : requests)
+                all_done = req.test() && all_done;
             if (!all_done && std::chrono::steady_clock::now() > deadline) {
                 throw ucp_cpp::ucx_error(UCS_ERR_TIMED_OUT,
                                          "coll_test: collectives did not complete");
             }
         }
-        for (auto &req : requests) req.wait(0s);  // throws the failure, if any
+        for (auto &req : requests)
+            req.wait(0s);  // throws the failure, if any
     }
 
 private:
@@ -125,30 +130,40 @@ private:
 
 /// Input element i of rank r for reductions with @p op: small values (products stay in
 /// range), negative ones for signed types, halves for floating point.
-template <class T>
-T input(int rank, size_t i, coll::op_kind op)
+template <class T> T input(int rank, size_t i, coll::op_kind op)
 {
-    if (op == coll::op_kind::prod) return T(1 + int((size_t(rank) + i) % 2));
+    if (op == coll::op_kind::prod)
+        return T(1 + int((size_t(rank) + i) % 2));
     int v = int((size_t(rank) * 7 + i * 3) % 23);
-    if (std::is_signed_v<T>) v -= 11;
-    if constexpr (std::is_floating_point_v<T>) return T(v) + T(0.5) * T(rank % 2);
+    if (std::is_signed_v<T>)
+        v -= 11;
+    if constexpr (std::is_floating_point_v<T>)
+        return T(v) + T(0.5) * T(rank % 2);
     return T(v);
 }
 
 /// Reference reduction of element i over ranks [0, size), computed in int64/double.
-template <class T>
-T reference(int size, size_t i, coll::op_kind op)
+template <class T> T reference(int size, size_t i, coll::op_kind op)
 {
     using wide = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-    wide acc = wide(input<T>(0, i, op));
+    wide acc   = wide(input<T>(0, i, op));
     for (int r = 1; r < size; ++r) {
         wide v = wide(input<T>(r, i, op));
         switch (op) {
-        case coll::op_kind::sum: acc += v; break;
-        case coll::op_kind::prod: acc *= v; break;
-        case coll::op_kind::min: acc = std::min(acc, v); break;
-        case coll::op_kind::max: acc = std::max(acc, v); break;
-        default: break;
+        case coll::op_kind::sum:
+            acc += v;
+            break;
+        case coll::op_kind::prod:
+            acc *= v;
+            break;
+        case coll::op_kind::min:
+            acc = std::min(acc, v);
+            break;
+        case coll::op_kind::max:
+            acc = std::max(acc, v);
+            break;
+        default:
+            break;
         }
     }
     if constexpr (std::is_integral_v<T>) {
@@ -180,8 +195,7 @@ template <class T>
 }
 
 /// Rank r's "payload" element i for data-movement collectives (distinct per rank and index).
-template <class T>
-T payload(int rank, size_t i)
+template <class T> T payload(int rank, size_t i)
 {
     return T((size_t(rank) * 131 + i * 7 + 1) % 127);
 }
@@ -189,10 +203,14 @@ T payload(int rank, size_t i)
 inline const coll::reduction &op_object(coll::op_kind op)
 {
     switch (op) {
-    case coll::op_kind::sum: return coll::sum;
-    case coll::op_kind::prod: return coll::prod;
-    case coll::op_kind::min: return coll::min;
-    default: return coll::max;
+    case coll::op_kind::sum:
+        return coll::sum;
+    case coll::op_kind::prod:
+        return coll::prod;
+    case coll::op_kind::min:
+        return coll::min;
+    default:
+        return coll::max;
     }
 }
 

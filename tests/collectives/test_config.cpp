@@ -27,8 +27,10 @@ public:
     explicit scoped_environment(const variables &values = {})
         : saved_(detail::environment_with_prefix("UCP_CPP_COLL_"))
     {
-        for (const auto &[name, value] : saved_) ::unsetenv(name.c_str());
-        for (const auto &[name, value] : values) set(name, value);
+        for (const auto &[name, value] : saved_)
+            ::unsetenv(name.c_str());
+        for (const auto &[name, value] : values)
+            set(name, value);
     }
     ~scoped_environment()
     {
@@ -42,7 +44,8 @@ public:
                 ::unsetenv(name.c_str());
             }
         }
-        for (const auto &[name, value] : saved_) ::setenv(name.c_str(), value.c_str(), 1);
+        for (const auto &[name, value] : saved_)
+            ::setenv(name.c_str(), value.c_str(), 1);
     }
     scoped_environment(const scoped_environment &) = delete;
 
@@ -50,7 +53,7 @@ public:
     {
         if (name.rfind("UCP_CPP_COLL_", 0) != 0 && others_.count(name) == 0) {
             const char *before = std::getenv(name.c_str());
-            others_[name] = before ? std::optional<std::string>(before) : std::nullopt;
+            others_[name]      = before ? std::optional<std::string>(before) : std::nullopt;
         }
         ::setenv(name.c_str(), value.c_str(), 1);
     }
@@ -61,8 +64,7 @@ private:
 };
 
 /// The message of the UCS_ERR_INVALID_PARAM error @p call throws ("" and a failure if none).
-template <class F>
-std::string invalid_param_message(F &&call)
+template <class F> std::string invalid_param_message(F &&call)
 {
     try {
         call();
@@ -76,14 +78,16 @@ std::string invalid_param_message(F &&call)
 
 ::testing::AssertionResult contains(const std::string &text, const std::string &part)
 {
-    if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+    if (text.find(part) != std::string::npos)
+        return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << "\"" << text << "\" lacks \"" << part << "\"";
 }
 
 std::string accepted_list(collective which)
 {
     std::string names = "automatic";
-    for (algorithm a : coll::algorithms_of(which)) names += std::string(", ") + name_of(a);
+    for (algorithm a : coll::algorithms_of(which))
+        names += std::string(", ") + name_of(a);
     return names;
 }
 
@@ -122,8 +126,8 @@ TEST(CollConfig, EveryAlgorithmVariableSelectsWhatItsCollectiveAccepts)
 TEST(CollConfig, TypoInAnAlgorithmNamesTheVariableValueAndAcceptedValues)
 {
     scoped_environment env(variables{{"UCP_CPP_COLL_ALLREDUCE_ALGORITHM", "rign"}});
-    const std::string message =
-        invalid_param_message([] { (void)coll::config::from_environment(); });
+    const std::string message = invalid_param_message(
+        [] { (void)coll::config::from_environment(); });
     EXPECT_TRUE(contains(message, "UCP_CPP_COLL_ALLREDUCE_ALGORITHM=rign: unknown algorithm"));
     EXPECT_TRUE(contains(message, "(accepted: automatic, recursive_doubling, ring, knomial, "
                                   "rabenseifner)"));
@@ -143,11 +147,12 @@ TEST(CollConfig, AlgorithmOfAnotherCollectiveIsRejected)
     scoped_environment env;
     for (const auto &row : detail::algorithm_table) {
         for (const auto &target : detail::collective_table) {
-            if (coll::implements(row.id, target.id)) continue;
+            if (coll::implements(row.id, target.id))
+                continue;
             const std::string variable = detail::algorithm_variable(target.id);
             env.set(variable, row.name);
-            const std::string message =
-                invalid_param_message([] { (void)coll::config::from_environment(); });
+            const std::string message = invalid_param_message(
+                [] { (void)coll::config::from_environment(); });
             EXPECT_TRUE(contains(message, variable + "=" + row.name + ": " + row.name +
                                               " does not implement " + target.name));
             EXPECT_TRUE(contains(message, "(accepted: " + accepted_list(target.id) + ")"));
@@ -210,11 +215,11 @@ TEST(CollConfig, EveryVariableTakesEffect)
             << variable.name << "=" << found->second.value;
     }
     // The other spellings of the GPU staging switch.
-    for (const auto &[value, staging] : std::map<std::string, coll::gpu::staging>{
-             {"auto", coll::gpu::staging::automatic},
-             {"yes", coll::gpu::staging::always},
-             {"1", coll::gpu::staging::always},
-             {"no", coll::gpu::staging::never}}) {
+    for (const auto &[value, staging] :
+         std::map<std::string, coll::gpu::staging>{{"auto", coll::gpu::staging::automatic},
+                                                   {"yes", coll::gpu::staging::always},
+                                                   {"1", coll::gpu::staging::always},
+                                                   {"no", coll::gpu::staging::never}}) {
         scoped_environment env(variables{{"UCP_CPP_COLL_GPU_STAGING", value}});
         EXPECT_EQ(coll::config::from_environment().gpu_staging(), staging) << value;
     }
@@ -243,12 +248,13 @@ TEST(CollConfig, MalformedValuesNameTheVariable)
     };
     // Every variable rejects a value that is nothing (the NVRTC path is any path).
     for (const std::string &name : detail::config_variable_names()) {
-        if (name != "UCP_CPP_COLL_NVRTC") bad.emplace_back(name, "x!");
+        if (name != "UCP_CPP_COLL_NVRTC")
+            bad.emplace_back(name, "x!");
     }
     for (const auto &[name, value] : bad) {
         scoped_environment env(variables{{name, value}});
-        const std::string message =
-            invalid_param_message([] { (void)coll::config::from_environment(); });
+        const std::string message = invalid_param_message(
+            [] { (void)coll::config::from_environment(); });
         EXPECT_TRUE(contains(message, name + "=" + value + ": "));
         EXPECT_TRUE(contains(message, "(accepted: "));
     }
@@ -256,8 +262,10 @@ TEST(CollConfig, MalformedValuesNameTheVariable)
 
 TEST(CollConfig, LauncherVariablesAreReadStrictly)
 {
-    const variables good = {
-        {"RANK", "1"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29500"}};
+    const variables good = {{"RANK", "1"},
+                            {"WORLD_SIZE", "4"},
+                            {"MASTER_ADDR", "h"},
+                            {"MASTER_PORT", "29500"}};
     {
         scoped_environment env(good);
         env.set("UCP_CPP_COLL_BOOTSTRAP_TIMEOUT", "2.5");
@@ -267,18 +275,18 @@ TEST(CollConfig, LauncherVariablesAreReadStrictly)
         EXPECT_EQ(params.root_port, 29500);
         EXPECT_EQ(params.timeout, std::chrono::milliseconds(2500));
     }
-    for (const auto &[name, value] : std::vector<std::pair<std::string, std::string>>{
-             {"RANK", "one"},
-             {"RANK", "4"},
-             {"WORLD_SIZE", "0"},
-             {"MASTER_PORT", "70000"},
-             {"MASTER_PORT", "29500x"},
-             {"UCP_CPP_COLL_BOOTSTRAP_TIMEOUT", "x"}}) {
+    for (const auto &[name, value] :
+         std::vector<std::pair<std::string, std::string>>{{"RANK", "one"},
+                                                          {"RANK", "4"},
+                                                          {"WORLD_SIZE", "0"},
+                                                          {"MASTER_PORT", "70000"},
+                                                          {"MASTER_PORT", "29500x"},
+                                                          {"UCP_CPP_COLL_BOOTSTRAP_TIMEOUT",
+                                                           "x"}}) {
         scoped_environment env(good);
         env.set(name, value);
-        EXPECT_TRUE(contains(invalid_param_message([] {
-                                 (void)coll::bootstrap_params::from_environment();
-                             }),
+        EXPECT_TRUE(contains(invalid_param_message(
+                                 [] { (void)coll::bootstrap_params::from_environment(); }),
                              name + "=" + value + ": not accepted"));
     }
 }
@@ -286,11 +294,13 @@ TEST(CollConfig, LauncherVariablesAreReadStrictly)
 TEST(CollConfig, UnknownVariableWarnsOnceNamingTheNearest)
 {
     scoped_environment env(variables{{"UCP_CPP_COLL_ALLREDUCE_ALGORITM", "ring"},
-                            {"UCP_CPP_COLL_ENTIRELY_DIFFERENT_KNOB", "1"}});
+                                     {"UCP_CPP_COLL_ENTIRELY_DIFFERENT_KNOB", "1"}});
     ::testing::internal::CaptureStderr();
     const coll::config first = coll::config::from_environment();
     (void)coll::config::from_environment();
-    { local_world world(1); }
+    {
+        local_world world(1);
+    }
     const std::string warnings = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(first.algorithm_for(collective::allreduce), algorithm::automatic);  // ignored
     const std::string typo = "unknown environment variable UCP_CPP_COLL_ALLREDUCE_ALGORITM is "
@@ -304,15 +314,13 @@ TEST(CollConfig, UnknownVariableWarnsOnceNamingTheNearest)
 TEST(CollConfig, SettersRejectWhatTheyDoNotAccept)
 {
     coll::config settings;
-    EXPECT_TRUE(contains(invalid_param_message([&] {
-                             settings.use(collective::bcast, algorithm::ring);
-                         }),
-                         "ring does not implement bcast (accepted: " +
-                             accepted_list(collective::bcast) + ")"));
+    EXPECT_TRUE(
+        contains(invalid_param_message([&] { settings.use(collective::bcast, algorithm::ring); }),
+                 "ring does not implement bcast (accepted: " + accepted_list(collective::bcast) +
+                     ")"));
     EXPECT_TRUE(contains(invalid_param_message([&] { settings.knomial_radix(1); }), "1"));
     EXPECT_TRUE(contains(invalid_param_message([&] { settings.timeout({}); }), "not positive"));
-    EXPECT_TRUE(contains(invalid_param_message([&] { settings.gpu_segment_bytes(4095); }),
-                         "4095"));
+    EXPECT_TRUE(contains(invalid_param_message([&] { settings.gpu_segment_bytes(4095); }), "4095"));
     coll::thresholds negative;
     negative.allreduce_knomial_ranks = -1;
     EXPECT_TRUE(contains(invalid_param_message([&] { settings.thresholds(negative); }),
@@ -326,8 +334,8 @@ TEST(CollConfig, SettersRejectWhatTheyDoNotAccept)
 /// the algorithm rank 0 ran (every rank ran the same, checked).
 algorithm allreduce_ran(local_world &world, const coll::call_options &options = {})
 {
-    check_allreduce<int32_t>(world, size_t(2 * world.size() + 1), coll::op_kind::sum,
-                             options.algo, false);
+    check_allreduce<int32_t>(world, size_t(2 * world.size() + 1), coll::op_kind::sum, options.algo,
+                             false);
     const std::vector<algorithm> ran = world.ran();
     EXPECT_EQ(std::set<algorithm>(ran.begin(), ran.end()).size(), 1u) << "ranks disagree";
     return ran.at(0);
@@ -336,7 +344,7 @@ algorithm allreduce_ran(local_world &world, const coll::call_options &options = 
 TEST(CollConfig, CodeOverridesTheEnvironmentWhichIsReadOnce)
 {
     scoped_environment env(variables{{"UCP_CPP_COLL_ALLREDUCE_ALGORITHM", "ring"},
-                            {"UCP_CPP_COLL_ALLGATHER_ALGORITHM", "bruck"}});
+                                     {"UCP_CPP_COLL_ALLGATHER_ALGORITHM", "bruck"}});
     local_world from_environment(4);
     local_world overridden(4, coll::config::from_environment().use(collective::allreduce,
                                                                    algorithm::rabenseifner));
@@ -364,12 +372,12 @@ TEST(CollConfig, CodeOverridesTheEnvironmentWhichIsReadOnce)
 TEST(CollConfig, ThresholdsAndTimeoutFromTheConfigTakeEffect)
 {
     scoped_environment env(variables{{"UCP_CPP_COLL_ALLREDUCE_RABENSEIFNER_THRESH", "0"},
-                            {"UCP_CPP_COLL_ALLREDUCE_ALPHA_BETA", "1G"}});
+                                     {"UCP_CPP_COLL_ALLREDUCE_ALPHA_BETA", "1G"}});
     local_world from_environment(4);  // 36 bytes: Rabenseifner from 0 bytes, the ring never
     EXPECT_EQ(allreduce_ran(from_environment), algorithm::rabenseifner);
     coll::thresholds cut;
     cut.allreduce_rabenseifner = 0;
-    cut.allreduce_alpha_beta = 0;  // the ring from 0 bytes
+    cut.allreduce_alpha_beta   = 0;  // the ring from 0 bytes
     local_world from_code(4,
                           coll::config().thresholds(cut).timeout(std::chrono::milliseconds(200)));
     EXPECT_EQ(allreduce_ran(from_code), algorithm::ring);
@@ -384,8 +392,10 @@ TEST(CollConfig, ThresholdsAndTimeoutFromTheConfigTakeEffect)
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
     // Let it complete: the others enter it, and rank 0 a second barrier with them.
     std::vector<coll::request> rest;
-    for (int r = 1; r < 4; ++r) rest.push_back(from_code.comm(r).ibarrier());
-    for (int r = 0; r < 4; ++r) rest.push_back(from_code.comm(r).ibarrier());
+    for (int r = 1; r < 4; ++r)
+        rest.push_back(from_code.comm(r).ibarrier());
+    for (int r = 0; r < 4; ++r)
+        rest.push_back(from_code.comm(r).ibarrier());
     local_world::drive(rest);
 }
 
@@ -413,18 +423,24 @@ void check_collective(local_world &world, collective which, algorithm algo)
     const int p = world.size(), root = p - 1;
     const size_t count = size_t(2 * p + 1);
     switch (which) {
-    case collective::barrier: return check_barrier(world, algo);
-    case collective::bcast: return check_bcast<int32_t>(world, count, root, algo);
+    case collective::barrier:
+        return check_barrier(world, algo);
+    case collective::bcast:
+        return check_bcast<int32_t>(world, count, root, algo);
     case collective::reduce:
         return check_reduce<int32_t>(world, count, coll::op_kind::sum, algo, root);
     case collective::allreduce:
         return check_allreduce<int32_t>(world, count, coll::op_kind::sum, algo, false);
-    case collective::allgather: return check_allgather<int32_t>(world, count, algo, false);
+    case collective::allgather:
+        return check_allgather<int32_t>(world, count, algo, false);
     case collective::reduce_scatter:
         return check_reduce_scatter<int32_t>(world, 3, coll::op_kind::max, false, algo);
-    case collective::alltoall: return check_alltoall<int32_t>(world, 3, false, algo);
-    case collective::gather: return check_gather<int32_t>(world, count, root, false, algo);
-    case collective::scatter: return check_scatter<int32_t>(world, count, root, false, algo);
+    case collective::alltoall:
+        return check_alltoall<int32_t>(world, 3, false, algo);
+    case collective::gather:
+        return check_gather<int32_t>(world, count, root, false, algo);
+    case collective::scatter:
+        return check_scatter<int32_t>(world, count, root, false, algo);
     }
 }
 
@@ -436,7 +452,8 @@ TEST_P(CollAlgorithmTable, EveryRowRunsEveryCollectiveItImplements)
     const bool pof2 = (GetParam() & (GetParam() - 1)) == 0;
     for (const auto &row : detail::algorithm_table) {
         for (const auto &implementation : row.implementations) {
-            if (implementation.build == nullptr) continue;
+            if (implementation.build == nullptr)
+                continue;
             const std::string what = std::string(row.name) + " " + name_of(implementation.serves);
             if (implementation.serves == collective::allgather &&
                 row.id == algorithm::recursive_doubling && !pof2) {
@@ -468,16 +485,16 @@ TEST_P(CollAlgorithmTable, EveryRowRunsThroughTheConfig)
         for (const auto &row : detail::collective_table) {
             std::vector<algorithm> choices = coll::algorithms_of(row.id);
             if (row.id == collective::allgather && !pof2) {
-                choices.erase(std::find(choices.begin(), choices.end(),
-                                        algorithm::recursive_doubling));
+                choices.erase(
+                    std::find(choices.begin(), choices.end(), algorithm::recursive_doubling));
             }
             settings.use(row.id, choices[k % choices.size()]);
         }
         local_world world(GetParam(), settings);
         for (const auto &row : detail::collective_table) {
             check_collective(world, row.id, algorithm::automatic);
-            EXPECT_EQ(world.ran(), std::vector<algorithm>(size_t(GetParam()),
-                                                          settings.algorithm_for(row.id)))
+            EXPECT_EQ(world.ran(),
+                      std::vector<algorithm>(size_t(GetParam()), settings.algorithm_for(row.id)))
                 << row.name << " configured " << name_of(settings.algorithm_for(row.id));
         }
     }
@@ -505,9 +522,10 @@ TEST(CollConfig, DocsListEveryVariable)
     for (auto it = std::sregex_iterator(docs.begin(), docs.end(), mentioned);
          it != std::sregex_iterator(); ++it) {
         const std::string name = it->str();
-        if (docs.compare(size_t(it->position()) + name.size(), 11, " is ignored") == 0) continue;
-        EXPECT_TRUE(known.count(name)) << "docs/collectives.md names " << name
-                                       << ", which the config does not know";
+        if (docs.compare(size_t(it->position()) + name.size(), 11, " is ignored") == 0)
+            continue;
+        EXPECT_TRUE(known.count(name))
+            << "docs/collectives.md names " << name << ", which the config does not know";
     }
 }
 

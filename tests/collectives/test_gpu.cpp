@@ -40,10 +40,10 @@ public:
         if (preferred != 0 && cu_->cuDeviceGet(&dev, preferred) == 0) {
             ordinal_ = preferred;
         }
-        if (cu_->cuDeviceGet(&dev, ordinal_) != 0 || cu_->cuDevicePrimaryCtxRetain(&ctx_, dev) != 0 ||
-            cu_->cuCtxPushCurrent_v2(ctx_) != 0) {
+        if (cu_->cuDeviceGet(&dev, ordinal_) != 0 ||
+            cu_->cuDevicePrimaryCtxRetain(&ctx_, dev) != 0 || cu_->cuCtxPushCurrent_v2(ctx_) != 0) {
             why_ = "no CUDA device 0";
-            cu_ = nullptr;
+            cu_  = nullptr;
         }
     }
     ~cuda_session()
@@ -59,26 +59,29 @@ public:
 
 private:
     const gpu::driver *cu_ = nullptr;
-    gpu::CUcontext ctx_ = nullptr;
-    int ordinal_ = 0;
+    gpu::CUcontext ctx_    = nullptr;
+    int ordinal_           = 0;
     std::string why_;
 };
 
 /// A device array of T with host upload/download (synchronous, legacy default stream).
-template <class T>
-class device_array {
+template <class T> class device_array {
 public:
     device_array(const gpu::driver &cu, size_t n) : cu_(cu), n_(n)
     {
         gpu::check(cu_.cuMemAlloc_v2(&ptr_, std::max<size_t>(n, 1) * sizeof(T)), "cuMemAlloc");
     }
-    device_array(const gpu::driver &cu, const std::vector<T> &host) : device_array(cu, host.size()) { upload(host); }
+    device_array(const gpu::driver &cu, const std::vector<T> &host) : device_array(cu, host.size())
+    {
+        upload(host);
+    }
     ~device_array() { cu_.cuMemFree_v2(ptr_); }
     device_array(const device_array &) = delete;
 
     void upload(const std::vector<T> &host)
     {
-        if (host.empty()) return;
+        if (host.empty())
+            return;
         gpu::check(cu_.cuMemcpyHtoDAsync_v2(ptr_, host.data(), host.size() * sizeof(T), nullptr),
                    "cuMemcpyHtoDAsync");
         gpu::check(cu_.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
@@ -86,7 +89,8 @@ public:
     std::vector<T> download() const
     {
         std::vector<T> host(n_);
-        if (n_ == 0) return host;
+        if (n_ == 0)
+            return host;
         gpu::check(cu_.cuMemcpyDtoHAsync_v2(host.data(), ptr_, n_ * sizeof(T), nullptr),
                    "cuMemcpyDtoHAsync");
         gpu::check(cu_.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
@@ -103,10 +107,10 @@ private:
 // ---------------------------------------------------------------- values and references
 
 template <class T>
-constexpr bool is_float_like = std::is_floating_point_v<T> || std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>;
+constexpr bool is_float_like = std::is_floating_point_v<T> || std::is_same_v<T, half_t> ||
+                               std::is_same_v<T, bfloat16_t>;
 
-template <class T>
-double as_double(T v)
+template <class T> double as_double(T v)
 {
     if constexpr (std::is_same_v<T, half_t> || std::is_same_v<T, bfloat16_t>) {
         return double(float(v));
@@ -117,11 +121,11 @@ double as_double(T v)
 
 /// Rank r's element i.  Floating types: multiples of 1/64 in [-15.6, 15.6] (sums round in
 /// float16/bfloat16); products: 1 or 2 (exact); integers: the harness's inputs.
-template <class T>
-T value(int r, size_t i, coll::op_kind op)
+template <class T> T value(int r, size_t i, coll::op_kind op)
 {
     if constexpr (is_float_like<T>) {
-        if (op == coll::op_kind::prod) return T(float(1 + (size_t(r) + i) % 2));
+        if (op == coll::op_kind::prod)
+            return T(float(1 + (size_t(r) + i) % 2));
         const long v = long((size_t(r) * 7919 + i * 104729) % 2001) - 1000;
         return T(float(v) / 64.0f);
     } else {
@@ -130,73 +134,82 @@ T value(int r, size_t i, coll::op_kind op)
 }
 
 /// Relative rounding unit of T (what one reduction step may lose).
-template <class T>
-double unit()
+template <class T> double unit()
 {
-    if constexpr (std::is_same_v<T, half_t>) return std::ldexp(1.0, -10);
-    else if constexpr (std::is_same_v<T, bfloat16_t>) return std::ldexp(1.0, -7);
-    else if constexpr (std::is_same_v<T, float>) return 1e-6;
-    else return 1e-14;
+    if constexpr (std::is_same_v<T, half_t>)
+        return std::ldexp(1.0, -10);
+    else if constexpr (std::is_same_v<T, bfloat16_t>)
+        return std::ldexp(1.0, -7);
+    else if constexpr (std::is_same_v<T, float>)
+        return 1e-6;
+    else
+        return 1e-14;
 }
 
-template <class T>
-struct expectation {
+template <class T> struct expectation {
     double value;
     double tolerance;  ///< 0: exact
 };
 
 /// Reference of element i over ranks [0, p) where rank r contributes value<T>(r, index(r)).
-template <class T, class Index>
-expectation<T> reference_of(int p, coll::op_kind op, Index index)
+template <class T, class Index> expectation<T> reference_of(int p, coll::op_kind op, Index index)
 {
     double acc = as_double(value<T>(0, index(0), op)), magnitude = std::fabs(acc);
     for (int r = 1; r < p; ++r) {
         const double v = as_double(value<T>(r, index(r), op));
         magnitude += std::fabs(v);
         switch (op) {
-        case coll::op_kind::sum: acc += v; break;
-        case coll::op_kind::prod: acc *= v; break;
-        case coll::op_kind::min: acc = std::min(acc, v); break;
-        default: acc = std::max(acc, v); break;
+        case coll::op_kind::sum:
+            acc += v;
+            break;
+        case coll::op_kind::prod:
+            acc *= v;
+            break;
+        case coll::op_kind::min:
+            acc = std::min(acc, v);
+            break;
+        default:
+            acc = std::max(acc, v);
+            break;
         }
     }
     if constexpr (std::is_integral_v<T>) {
         acc = double(T(std::make_unsigned_t<T>(uint64_t(int64_t(acc)))));  // wraps like the library
     }
-    const double tol = (is_float_like<T> && op == coll::op_kind::sum) ? p * unit<T>() * (1.0 + magnitude) : 0.0;
+    const double tol = (is_float_like<T> && op == coll::op_kind::sum)
+                           ? p * unit<T>() * (1.0 + magnitude)
+                           : 0.0;
     return {acc, tol};
 }
 
-template <class T>
-::testing::AssertionResult matches(T got, const expectation<T> &want)
+template <class T>::testing::AssertionResult matches(T got, const expectation<T> &want)
 {
     const double g = as_double(got);
     if (want.tolerance == 0 ? g == want.value : std::fabs(g - want.value) <= want.tolerance) {
         return ::testing::AssertionSuccess();
     }
-    return ::testing::AssertionFailure() << "got " << g << ", expected " << want.value << " +- " << want.tolerance;
+    return ::testing::AssertionFailure()
+           << "got " << g << ", expected " << want.value << " +- " << want.tolerance;
 }
 
-template <class T>
-T sentinel()
+template <class T> T sentinel()
 {
     return T(float(-77));
 }
 
-template <class T>
-bool same_bits(T a, T b)
+template <class T> bool same_bits(T a, T b)
 {
     return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
 /// Runs @p body once with the automatic choice, then once per algorithm of @p names (names
 /// the library does not know are skipped).
-template <class F>
-void for_each_algorithm(const std::vector<const char *> &names, F &&body)
+template <class F> void for_each_algorithm(const std::vector<const char *> &names, F &&body)
 {
     body("automatic");
     for (const char *name : names) {
-        if (coll::algorithm_named(name)) body(name);
+        if (coll::algorithm_named(name))
+            body(name);
     }
 }
 
@@ -208,10 +221,11 @@ coll::call_options run_with(const char *name)
     return options;
 }
 
-std::string what(const char *collective, const char *type, coll::op_kind op, size_t count, int p, const char *algo)
+std::string what(const char *collective, const char *type, coll::op_kind op, size_t count, int p,
+                 const char *algo)
 {
-    return std::string(collective) + " " + type + " " + op_name(op) + " count=" + std::to_string(count) +
-           " ranks=" + std::to_string(p) + " algo=" + algo;
+    return std::string(collective) + " " + type + " " + op_name(op) +
+           " count=" + std::to_string(count) + " ranks=" + std::to_string(p) + " algo=" + algo;
 }
 
 // ---------------------------------------------------------------- the checks
@@ -220,13 +234,13 @@ class CollGpu : public ::testing::TestWithParam<int> {
 protected:
     void SetUp() override
     {
-        if (session_.cu() == nullptr) GTEST_SKIP() << "no usable CUDA driver/device: " << session_.why();
+        if (session_.cu() == nullptr)
+            GTEST_SKIP() << "no usable CUDA driver/device: " << session_.why();
         world_ = std::make_unique<local_world>(GetParam());
     }
     void TearDown() override { world_.reset(); }
 
-    template <class T>
-    static std::vector<size_t> counts()
+    template <class T> static std::vector<size_t> counts()
     {
         return {0, 1, 7, (size_t(1) << 20) / sizeof(T) + 3};
     }
@@ -240,9 +254,11 @@ protected:
         std::vector<std::unique_ptr<device_array<T>>> send, recv;
         for (int r = 0; r < p(); ++r) {
             std::vector<T> mine(count), out(count + 1, sentinel<T>());
-            for (size_t i = 0; i < count; ++i) mine[i] = value<T>(r, i, op);
+            for (size_t i = 0; i < count; ++i)
+                mine[i] = value<T>(r, i, op);
             send.push_back(std::make_unique<device_array<T>>(cu(), mine));
-            if (in_place) std::copy(mine.begin(), mine.end(), out.begin());
+            if (in_place)
+                std::copy(mine.begin(), mine.end(), out.begin());
             recv.push_back(std::make_unique<device_array<T>>(cu(), out));
         }
         world_->run([&](int r) {
@@ -251,85 +267,96 @@ protected:
                                               op_object(op), run_with(algo));
         });
         for (int r = 0; r < p(); ++r) {
-            const auto got = recv[size_t(r)]->download();
-            const auto label = what(in_place ? "allreduce(in place)" : "allreduce", coll::name_of(coll::datatype_of<T>()),
-                                    op, count, p(), algo) + " rank " + std::to_string(r);
+            const auto got   = recv[size_t(r)]->download();
+            const auto label = what(in_place ? "allreduce(in place)" : "allreduce",
+                                    coll::name_of(coll::datatype_of<T>()), op, count, p(), algo) +
+                               " rank " + std::to_string(r);
             for (size_t i = 0; i < count; ++i) {
-                ASSERT_TRUE(matches(got[i], reference_of<T>(p(), op, [i](int) { return i; }))) << label << " element " << i;
+                ASSERT_TRUE(matches(got[i], reference_of<T>(p(), op, [i](int) { return i; })))
+                    << label << " element " << i;
             }
             ASSERT_TRUE(same_bits(got[count], sentinel<T>())) << label << ": wrote past the end";
         }
     }
 
-    template <class T>
-    void reduce(coll::op_kind op, size_t count, const char *algo, int root)
+    template <class T> void reduce(coll::op_kind op, size_t count, const char *algo, int root)
     {
         std::vector<std::unique_ptr<device_array<T>>> send;
         for (int r = 0; r < p(); ++r) {
             std::vector<T> mine(count);
-            for (size_t i = 0; i < count; ++i) mine[i] = value<T>(r, i, op);
+            for (size_t i = 0; i < count; ++i)
+                mine[i] = value<T>(r, i, op);
             send.push_back(std::make_unique<device_array<T>>(cu(), mine));
         }
         device_array<T> out(cu(), std::vector<T>(count + 1, sentinel<T>()));
         world_->run([&](int r) {
-            return world_->comm(r).ireduce(send[size_t(r)]->get(), r == root ? out.get() : nullptr, count,
-                                           op_object(op), root, run_with(algo));
+            return world_->comm(r).ireduce(send[size_t(r)]->get(), r == root ? out.get() : nullptr,
+                                           count, op_object(op), root, run_with(algo));
         });
-        const auto got = out.download();
-        const auto label = what("reduce", coll::name_of(coll::datatype_of<T>()), op, count, p(), algo) + " root " +
-                           std::to_string(root);
+        const auto got   = out.download();
+        const auto label = what("reduce", coll::name_of(coll::datatype_of<T>()), op, count, p(),
+                                algo) +
+                           " root " + std::to_string(root);
         for (size_t i = 0; i < count; ++i) {
-            ASSERT_TRUE(matches(got[i], reference_of<T>(p(), op, [i](int) { return i; }))) << label << " element " << i;
+            ASSERT_TRUE(matches(got[i], reference_of<T>(p(), op, [i](int) { return i; })))
+                << label << " element " << i;
         }
         ASSERT_TRUE(same_bits(got[count], sentinel<T>())) << label << ": wrote past the end";
     }
 
-    template <class T>
-    void reduce_scatter(coll::op_kind op, size_t count)
+    template <class T> void reduce_scatter(coll::op_kind op, size_t count)
     {
         std::vector<std::unique_ptr<device_array<T>>> send, recv;
         for (int r = 0; r < p(); ++r) {
             std::vector<T> mine(count * size_t(p()));
-            for (size_t i = 0; i < mine.size(); ++i) mine[i] = value<T>(r, i, op);
+            for (size_t i = 0; i < mine.size(); ++i)
+                mine[i] = value<T>(r, i, op);
             send.push_back(std::make_unique<device_array<T>>(cu(), mine));
-            recv.push_back(std::make_unique<device_array<T>>(cu(), std::vector<T>(count + 1, sentinel<T>())));
+            recv.push_back(
+                std::make_unique<device_array<T>>(cu(), std::vector<T>(count + 1, sentinel<T>())));
         }
         world_->run([&](int r) {
-            return world_->comm(r).ireduce_scatter(send[size_t(r)]->get(), recv[size_t(r)]->get(), count, op_object(op));
+            return world_->comm(r).ireduce_scatter(send[size_t(r)]->get(), recv[size_t(r)]->get(),
+                                                   count, op_object(op));
         });
         for (int r = 0; r < p(); ++r) {
-            const auto got = recv[size_t(r)]->download();
-            const auto label = what("reduce_scatter", coll::name_of(coll::datatype_of<T>()), op, count, p(), "ring") +
+            const auto got   = recv[size_t(r)]->download();
+            const auto label = what("reduce_scatter", coll::name_of(coll::datatype_of<T>()), op,
+                                    count, p(), "ring") +
                                " rank " + std::to_string(r);
             for (size_t i = 0; i < count; ++i) {
                 const size_t at = size_t(r) * count + i;
-                ASSERT_TRUE(matches(got[i], reference_of<T>(p(), op, [at](int) { return at; }))) << label << " element " << i;
+                ASSERT_TRUE(matches(got[i], reference_of<T>(p(), op, [at](int) { return at; })))
+                    << label << " element " << i;
             }
             ASSERT_TRUE(same_bits(got[count], sentinel<T>())) << label << ": wrote past the end";
         }
     }
 
     /// Data movement: rank r's element i is value<T>(r, i, sum) (distinct enough per rank).
-    template <class T>
-    void bcast(size_t count, const char *algo, int root)
+    template <class T> void bcast(size_t count, const char *algo, int root)
     {
         std::vector<std::unique_ptr<device_array<T>>> buf;
         std::vector<T> theirs(count);
-        for (size_t i = 0; i < count; ++i) theirs[i] = value<T>(root, i, coll::op_kind::sum);
+        for (size_t i = 0; i < count; ++i)
+            theirs[i] = value<T>(root, i, coll::op_kind::sum);
         for (int r = 0; r < p(); ++r) {
             std::vector<T> mine(count + 1, sentinel<T>());
-            if (r == root) std::copy(theirs.begin(), theirs.end(), mine.begin());
+            if (r == root)
+                std::copy(theirs.begin(), theirs.end(), mine.begin());
             buf.push_back(std::make_unique<device_array<T>>(cu(), mine));
         }
         world_->run([&](int r) {
             return world_->comm(r).ibcast(buf[size_t(r)]->get(), count, root, run_with(algo));
         });
         for (int r = 0; r < p(); ++r) {
-            const auto got = buf[size_t(r)]->download();
-            const auto label = what("bcast", coll::name_of(coll::datatype_of<T>()), coll::op_kind::sum, count, p(), algo) +
+            const auto got   = buf[size_t(r)]->download();
+            const auto label = what("bcast", coll::name_of(coll::datatype_of<T>()),
+                                    coll::op_kind::sum, count, p(), algo) +
                                " root " + std::to_string(root) + " rank " + std::to_string(r);
             for (size_t i = 0; i <= count; ++i) {
-                ASSERT_TRUE(same_bits(got[i], i < count ? theirs[i] : sentinel<T>())) << label << " element " << i;
+                ASSERT_TRUE(same_bits(got[i], i < count ? theirs[i] : sentinel<T>()))
+                    << label << " element " << i;
             }
         }
     }
@@ -339,66 +366,78 @@ protected:
     void movement(const char *collective, size_t count, const char *algo, int root)
     {
         const std::string kind = collective;
-        const size_t total = count * size_t(p());
-        const bool big_send = kind == "alltoall" || kind == "scatter";
-        const bool big_recv = kind != "scatter";
+        const size_t total     = count * size_t(p());
+        const bool big_send    = kind == "alltoall" || kind == "scatter";
+        const bool big_recv    = kind != "scatter";
         auto element = [&](int r, size_t i) { return value<T>(r, i, coll::op_kind::sum); };
         std::vector<std::unique_ptr<device_array<T>>> send, recv;
         for (int r = 0; r < p(); ++r) {
             std::vector<T> mine(big_send ? total : count);
-            for (size_t i = 0; i < mine.size(); ++i) mine[i] = element(r, i);
+            for (size_t i = 0; i < mine.size(); ++i)
+                mine[i] = element(r, i);
             send.push_back(std::make_unique<device_array<T>>(cu(), mine));
-            recv.push_back(std::make_unique<device_array<T>>(cu(), std::vector<T>((big_recv ? total : count) + 1,
-                                                                                  sentinel<T>())));
+            recv.push_back(std::make_unique<device_array<T>>(
+                cu(), std::vector<T>((big_recv ? total : count) + 1, sentinel<T>())));
         }
         world_->run([&](int r) {
             T *s = send[size_t(r)]->get(), *o = recv[size_t(r)]->get();
-            auto &c = world_->comm(r);
+            auto &c                          = world_->comm(r);
             const coll::call_options options = run_with(algo);
-            if (kind == "allgather") return c.iallgather(s, o, count, options);
-            if (kind == "gather") return c.igather(s, r == root ? o : nullptr, count, root, options);
-            if (kind == "scatter") return c.iscatter(r == root ? s : nullptr, o, count, root, options);
+            if (kind == "allgather")
+                return c.iallgather(s, o, count, options);
+            if (kind == "gather")
+                return c.igather(s, r == root ? o : nullptr, count, root, options);
+            if (kind == "scatter")
+                return c.iscatter(r == root ? s : nullptr, o, count, root, options);
             return c.ialltoall(s, o, count, options);
         });
         for (int r = 0; r < p(); ++r) {
-            if (kind == "gather" && r != root) continue;
-            const auto got = recv[size_t(r)]->download();
-            const auto label = what(collective, coll::name_of(coll::datatype_of<T>()), coll::op_kind::sum, count, p(),
-                                    algo) + " root " + std::to_string(root) + " rank " + std::to_string(r);
+            if (kind == "gather" && r != root)
+                continue;
+            const auto got   = recv[size_t(r)]->download();
+            const auto label = what(collective, coll::name_of(coll::datatype_of<T>()),
+                                    coll::op_kind::sum, count, p(), algo) +
+                               " root " + std::to_string(root) + " rank " + std::to_string(r);
             const size_t n = big_recv ? total : count;
             for (size_t i = 0; i < n; ++i) {
                 const int from = big_recv ? int(i / std::max<size_t>(count, 1)) : root;
                 const size_t j = i % std::max<size_t>(count, 1);
                 T want;
-                if (kind == "alltoall") want = element(from, size_t(r) * count + j);
-                else if (kind == "scatter") want = element(root, size_t(r) * count + j);
-                else want = element(from, j);
-                ASSERT_TRUE(same_bits(got[i], want)) << label << " element " << i << ": " << as_double(got[i]) << " vs "
-                                                     << as_double(want);
+                if (kind == "alltoall")
+                    want = element(from, size_t(r) * count + j);
+                else if (kind == "scatter")
+                    want = element(root, size_t(r) * count + j);
+                else
+                    want = element(from, j);
+                ASSERT_TRUE(same_bits(got[i], want))
+                    << label << " element " << i << ": " << as_double(got[i]) << " vs "
+                    << as_double(want);
             }
             ASSERT_TRUE(same_bits(got[n], sentinel<T>())) << label << ": wrote past the end";
         }
     }
 
-    template <class T>
-    void every_collective(std::initializer_list<coll::op_kind> ops)
+    template <class T> void every_collective(std::initializer_list<coll::op_kind> ops)
     {
         const int last = p() - 1;
         for (size_t count : counts<T>()) {
             for (coll::op_kind op : ops) {
                 for_each_algorithm({"recursive_doubling", "ring", "knomial", "rabenseifner"},
                                    [&](const char *algo) { allreduce<T>(op, count, algo, false); });
-                if (HasFatalFailure()) return;
+                if (HasFatalFailure())
+                    return;
                 allreduce<T>(op, count, "automatic", true);
                 for_each_algorithm({"binomial", "reduce_scatter_gather"}, [&](const char *algo) {
                     reduce<T>(op, count, algo, 0);
                     reduce<T>(op, count, algo, last);
                 });
                 reduce_scatter<T>(op, count);
-                if (HasFatalFailure()) return;
+                if (HasFatalFailure())
+                    return;
             }
-            for_each_algorithm({"binomial", "scatter_allgather"},
-                               [&](const char *algo) { bcast<T>(count, algo, last / 2 + (p() > 2)); });
+            for_each_algorithm({"binomial", "scatter_allgather"}, [&](const char *algo) {
+                bcast<T>(count, algo, last / 2 + (p() > 2));
+            });
             const bool pof2 = (p() & (p() - 1)) == 0;
             // (a vector: an initializer_list's array would not outlive this statement)
             const std::vector<const char *> allgather_algos =
@@ -409,7 +448,8 @@ protected:
             movement<T>("gather", count, "binomial", last);
             movement<T>("scatter", count, "binomial", last);
             movement<T>("alltoall", count, "pairwise", 0);
-            if (HasFatalFailure()) return;
+            if (HasFatalFailure())
+                return;
         }
     }
 
@@ -423,7 +463,8 @@ TEST_P(CollGpu, Int32)
 }
 TEST_P(CollGpu, Float32WithProdAndMin)
 {
-    every_collective<float>({coll::op_kind::sum, coll::op_kind::max, coll::op_kind::prod, coll::op_kind::min});
+    every_collective<float>(
+        {coll::op_kind::sum, coll::op_kind::max, coll::op_kind::prod, coll::op_kind::min});
 }
 TEST_P(CollGpu, Float64)
 {
@@ -446,14 +487,14 @@ TEST_P(CollGpu, Barrier)
 /// A user reduction on CUDA buffers is staged through the host (documented: correct, slow).
 TEST_P(CollGpu, CustomReductionIsStagedThroughTheHost)
 {
-    const auto absmax = coll::reduction::custom<int32_t>([](int32_t a, int32_t b) {
-        return std::max(std::abs(a), std::abs(b));
-    });
+    const auto absmax = coll::reduction::custom<int32_t>(
+        [](int32_t a, int32_t b) { return std::max(std::abs(a), std::abs(b)); });
     const size_t count = 100003;
     std::vector<std::unique_ptr<device_array<int32_t>>> buf;
     for (int r = 0; r < p(); ++r) {
         std::vector<int32_t> mine(count);
-        for (size_t i = 0; i < count; ++i) mine[i] = int32_t((size_t(r) * 31 + i) % 61) - 30;
+        for (size_t i = 0; i < count; ++i)
+            mine[i] = int32_t((size_t(r) * 31 + i) % 61) - 30;
         buf.push_back(std::make_unique<device_array<int32_t>>(cu(), mine));
     }
     world_->run([&](int r) {
@@ -463,9 +504,10 @@ TEST_P(CollGpu, CustomReductionIsStagedThroughTheHost)
     for (int r = 0; r < p(); ++r) {
         const auto got = buf[size_t(r)]->download();
         for (size_t i = 0; i < count; ++i) {
-            auto v = [i](int q) { return int32_t((size_t(q) * 31 + i) % 61) - 30; };
+            auto v       = [i](int q) { return int32_t((size_t(q) * 31 + i) % 61) - 30; };
             int32_t want = v(0);  // combine(accumulated, incoming) from rank 0's value on
-            for (int q = 1; q < p(); ++q) want = std::max(std::abs(want), std::abs(v(q)));
+            for (int q = 1; q < p(); ++q)
+                want = std::max(std::abs(want), std::abs(v(q)));
             ASSERT_EQ(got[i], want) << "rank " << r << " element " << i;
         }
     }
@@ -486,43 +528,73 @@ TEST_P(CollGpu, MixedHostAndDeviceBuffersAreRefused)
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CollGpu, ::testing::Values(1, 2, 3, 4),
-                         [](const ::testing::TestParamInfo<int> &info) { return std::to_string(info.param) + "ranks"; });
+                         [](const ::testing::TestParamInfo<int> &info) {
+                             return std::to_string(info.param) + "ranks";
+                         });
 
 /// The reduction kernels against the host reductions, bit for bit (float16/bfloat16 included:
 /// both compute in float and round to nearest even), every type x op, aligned and unaligned.
 TEST(CollGpuKernels, MatchHostReductionsBitForBit)
 {
     cuda_session session;
-    if (session.cu() == nullptr) GTEST_SKIP() << "no usable CUDA driver/device: " << session.why();
+    if (session.cu() == nullptr)
+        GTEST_SKIP() << "no usable CUDA driver/device: " << session.why();
     const gpu::driver &cu = *session.cu();
     device_array<uint8_t> probe(cu, 1);
-    auto lane = std::make_shared<gpu::lane>(gpu::locate(probe.get()), size_t(1) << 20);
+    auto lane      = std::make_shared<gpu::lane>(gpu::locate(probe.get()), size_t(1) << 20);
     const size_t n = 100000;
     for (int t = 0; t <= int(coll::datatype::bfloat16); ++t) {
-        const auto type = coll::datatype(t);
+        const auto type   = coll::datatype(t);
         const size_t elem = coll::size_of(type);
-        for (coll::op_kind op : {coll::op_kind::sum, coll::op_kind::prod, coll::op_kind::min, coll::op_kind::max}) {
+        for (coll::op_kind op :
+             {coll::op_kind::sum, coll::op_kind::prod, coll::op_kind::min, coll::op_kind::max}) {
             for (size_t shift : {size_t(0), size_t(1)}) {  // element offset: 16-byte vectors or not
                 std::vector<uint8_t> a((n + 1) * elem), b((n + 1) * elem);
                 uint64_t state = 0x9e3779b97f4a7c15ull * uint64_t(t * 8 + int(op) + 1);
-                auto next = [&] { state ^= state << 13; state ^= state >> 7; state ^= state << 17; return state; };
+                auto next      = [&] {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    return state;
+                };
                 for (size_t i = 0; i < n + 1; ++i) {
                     // Moderate values (no infinities / NaN): small integers or fractions, by type.
-                    const double v = double(int64_t(next() % 2001) - 1000) / (t >= int(coll::datatype::float32) ? 37.0 : 1.0);
+                    const double v = double(int64_t(next() % 2001) - 1000) /
+                                     (t >= int(coll::datatype::float32) ? 37.0 : 1.0);
                     const double w = op == coll::op_kind::prod ? double(1 + next() % 3) : v;
-                    auto put = [&](std::vector<uint8_t> &dst, double x) {
+                    auto put       = [&](std::vector<uint8_t> &dst, double x) {
                         uint8_t *at = dst.data() + i * elem;
                         switch (type) {
-                        case coll::datatype::float16: { const half_t h{float(x)}; std::memcpy(at, &h, 2); break; }
-                        case coll::datatype::bfloat16: { const bfloat16_t h{float(x)}; std::memcpy(at, &h, 2); break; }
-                        case coll::datatype::float32: { float f = float(x); std::memcpy(at, &f, 4); break; }
-                        case coll::datatype::float64: std::memcpy(at, &x, 8); break;
-                        default: { int64_t k = int64_t(x); std::memcpy(at, &k, elem); break; }  // little endian
+                        case coll::datatype::float16: {
+                            const half_t h{float(x)};
+                            std::memcpy(at, &h, 2);
+                            break;
+                        }
+                        case coll::datatype::bfloat16: {
+                            const bfloat16_t h{float(x)};
+                            std::memcpy(at, &h, 2);
+                            break;
+                        }
+                        case coll::datatype::float32: {
+                            float f = float(x);
+                            std::memcpy(at, &f, 4);
+                            break;
+                        }
+                        case coll::datatype::float64:
+                            std::memcpy(at, &x, 8);
+                            break;
+                        default: {
+                            int64_t k = int64_t(x);
+                            std::memcpy(at, &k, elem);
+                            break;
+                        }  // little endian
                         }
                     };
                     put(a, w);
-                    put(b, op == coll::op_kind::prod ? double(1 + next() % 3) : double(int64_t(next() % 2001) - 1000) /
-                                                                                   (t >= int(coll::datatype::float32) ? 37.0 : 1.0));
+                    put(b, op == coll::op_kind::prod
+                               ? double(1 + next() % 3)
+                               : double(int64_t(next() % 2001) - 1000) /
+                                     (t >= int(coll::datatype::float32) ? 37.0 : 1.0));
                 }
                 device_array<uint8_t> da(cu, a), db(cu, b);
                 const coll::reduction &reduction = op_object(op);
@@ -562,29 +634,36 @@ void gpu_process_rank(int rank, int size, uint16_t port)
     // allreduce (float, sum), 1 MiB + 3 elements: several staged segments per transfer
     const size_t n = (size_t(1) << 18) + 3;
     std::vector<float> mine(n), expected(n, 0.0f);
-    for (size_t i = 0; i < n; ++i) mine[i] = value<float>(rank, i, coll::op_kind::sum);
+    for (size_t i = 0; i < n; ++i)
+        mine[i] = value<float>(rank, i, coll::op_kind::sum);
     for (int q = 0; q < size; ++q)
-        for (size_t i = 0; i < n; ++i) expected[i] += value<float>(q, i, coll::op_kind::sum);
+        for (size_t i = 0; i < n; ++i)
+            expected[i] += value<float>(q, i, coll::op_kind::sum);
     device_array<float> d_in(cu, mine), d_out(cu, n);
     world.allreduce(d_in.get(), d_out.get(), n, coll::sum);
     const auto got = d_out.download();
-    for (size_t i = 0; i < n; ++i) PEER_CHECK(std::fabs(double(got[i]) - double(expected[i])) <= 1e-3);
+    for (size_t i = 0; i < n; ++i)
+        PEER_CHECK(std::fabs(double(got[i]) - double(expected[i])) <= 1e-3);
 
     // allgather (bfloat16) and bcast (float16) from the last rank
     const size_t block = 1001;
     std::vector<bfloat16_t> part(block);
-    for (size_t i = 0; i < block; ++i) part[i] = bfloat16_t(float(rank * 3 + int(i % 5)));
+    for (size_t i = 0; i < block; ++i)
+        part[i] = bfloat16_t(float(rank * 3 + int(i % 5)));
     device_array<bfloat16_t> d_part(cu, part), d_all(cu, block * size_t(size));
     world.allgather(d_part.get(), d_all.get(), block);
     const auto all = d_all.download();
     for (int q = 0; q < size; ++q)
-        for (size_t i = 0; i < block; ++i) PEER_CHECK(float(all[size_t(q) * block + i]) == float(q * 3 + int(i % 5)));
+        for (size_t i = 0; i < block; ++i)
+            PEER_CHECK(float(all[size_t(q) * block + i]) == float(q * 3 + int(i % 5)));
     std::vector<half_t> root_data(4099);
-    for (size_t i = 0; i < root_data.size(); ++i) root_data[i] = half_t(rank == size - 1 ? float(i % 97) : -1.0f);
+    for (size_t i = 0; i < root_data.size(); ++i)
+        root_data[i] = half_t(rank == size - 1 ? float(i % 97) : -1.0f);
     device_array<half_t> d_b(cu, root_data);
     world.bcast(d_b.get(), root_data.size(), size - 1);
     const auto b = d_b.download();
-    for (size_t i = 0; i < b.size(); ++i) PEER_CHECK(float(b[i]) == float(i % 97));
+    for (size_t i = 0; i < b.size(); ++i)
+        PEER_CHECK(float(b[i]) == float(i % 97));
     world.barrier();
 }
 
@@ -595,7 +674,8 @@ TEST(CollGpuProcesses, FourProcessesBootstrapOverTcp)
     ucp_cpp_test::peer_process probe([](ucp_cpp_test::channel &ch) {
         cuda_session session;
         ch.send_value(session.cu() != nullptr ? 1 : 0);
-        if (session.cu() == nullptr) ch.send(session.why().data(), session.why().size());
+        if (session.cu() == nullptr)
+            ch.send(session.why().data(), session.why().size());
     });
     if (probe.control().recv_value() == 0) {
         const auto why = probe.control().recv();
@@ -611,7 +691,8 @@ TEST(CollGpuProcesses, FourProcessesBootstrapOverTcp)
         ranks.push_back(std::make_unique<ucp_cpp_test::peer_process>(
             [=](ucp_cpp_test::channel &) { gpu_process_rank(r, size, port); }, 120));
     }
-    for (int r = 0; r < size; ++r) EXPECT_EQ(ranks[size_t(r)]->wait_exit(100s), 0) << "rank " << r;
+    for (int r = 0; r < size; ++r)
+        EXPECT_EQ(ranks[size_t(r)]->wait_exit(100s), 0) << "rank " << r;
 }
 
 }  // namespace

@@ -13,12 +13,18 @@
 namespace coll_test {
 namespace {
 
-template <class F>
-void for_each_type(F &&f)
+template <class F> void for_each_type(F &&f)
 {
-    f(int8_t{}); f(int16_t{}); f(int32_t{}); f(int64_t{});
-    f(uint8_t{}); f(uint16_t{}); f(uint32_t{}); f(uint64_t{});
-    f(float{}); f(double{});
+    f(int8_t{});
+    f(int16_t{});
+    f(int32_t{});
+    f(int64_t{});
+    f(uint8_t{});
+    f(uint16_t{});
+    f(uint32_t{});
+    f(uint64_t{});
+    f(float{});
+    f(double{});
 }
 
 constexpr coll::op_kind all_ops[] = {coll::op_kind::sum, coll::op_kind::prod, coll::op_kind::min,
@@ -121,7 +127,7 @@ TEST_P(CollLocal, ReduceScatterEveryTypeOp)
 
 TEST_P(CollLocal, DataMovementEveryTypeAlgorithmRoot)
 {
-    const int p = world.size();
+    const int p     = world.size();
     const bool pof2 = (p & (p - 1)) == 0;
     for_each_type([&](auto t) {
         using T = decltype(t);
@@ -155,7 +161,8 @@ TEST_P(CollLocal, BarrierWaitsForEveryRank)
     const int p = world.size();
     for (int round = 0; round < 3; ++round) {
         std::vector<coll::request> early;
-        for (int r = 0; r + 1 < p; ++r) early.push_back(world.comm(r).ibarrier());
+        for (int r = 0; r + 1 < p; ++r)
+            early.push_back(world.comm(r).ibarrier());
         // Without the last rank nobody may leave (progress all the others for a while).
         const auto until = std::chrono::steady_clock::now() + 50ms;
         while (std::chrono::steady_clock::now() < until) {
@@ -236,11 +243,13 @@ TEST(CollLocalApi, CustomReductionAndTypeMismatch)
     local_world world(3);
     auto bit_or = coll::reduction::custom<uint32_t>([](uint32_t a, uint32_t b) { return a | b; });
     std::vector<std::vector<uint32_t>> buf(3);
-    for (int r = 0; r < 3; ++r) buf[size_t(r)] = {1u << r, 0x100u << r, 0};
+    for (int r = 0; r < 3; ++r)
+        buf[size_t(r)] = {1u << r, 0x100u << r, 0};
     world.run([&](int r) {
         return world.comm(r).iallreduce(buf[size_t(r)].data(), buf[size_t(r)].data(), 3, bit_or);
     });
-    for (int r = 0; r < 3; ++r) EXPECT_EQ(buf[size_t(r)], (std::vector<uint32_t>{7u, 0x700u, 0u}));
+    for (int r = 0; r < 3; ++r)
+        EXPECT_EQ(buf[size_t(r)], (std::vector<uint32_t>{7u, 0x700u, 0u}));
     float f = 1;
     try {
         (void)world.comm(0).iallreduce(&f, &f, 1, bit_or);
@@ -254,7 +263,7 @@ TEST(CollLocalApi, CustomReductionAndTypeMismatch)
 TEST(CollLocalApi, BadArgumentsAreClearErrors)
 {
     local_world world(3);
-    int value = 0;
+    int value           = 0;
     auto expect_invalid = [](auto &&call, const char *needle) {
         try {
             call();
@@ -286,8 +295,8 @@ TEST(CollLocalApi, ConfiguredAlgorithmRunsOnOddSizes)
 {
     // Ring for a one-element allreduce on 5 ranks (empty blocks) must still be right; the
     // radix reaches the k-nomial schedule.
-    for (auto algo : {coll::algorithm::ring, coll::algorithm::knomial,
-                      coll::algorithm::rabenseifner}) {
+    for (auto algo :
+         {coll::algorithm::ring, coll::algorithm::knomial, coll::algorithm::rabenseifner}) {
         local_world world(5,
                           coll::config().use(coll::collective::allreduce, algo).knomial_radix(5));
         check_allreduce<int32_t>(world, 1, coll::op_kind::sum, coll::algorithm::automatic, false);
@@ -353,10 +362,12 @@ TEST(CollLocalApi, SplitDupAndConcurrentCollectives)
     }
     // The sub-communicator of the odd ranks works with the blocking API on their own threads.
     on_rank_threads(5, [&](int r) {
-        if (r % 2 == 0) return;
+        if (r % 2 == 0)
+            return;
         int32_t v = r;
         halves[size_t(r)].allreduce(&v, 1, coll::prod, bounded);
-        if (v != 3) throw std::runtime_error("odd-rank product " + std::to_string(v));
+        if (v != 3)
+            throw std::runtime_error("odd-rank product " + std::to_string(v));
     });
 }
 
@@ -374,8 +385,10 @@ TEST(CollLocalApi, NonblockingOverlapsUserTaggedTraffic)
     std::vector<int32_t> a(3 * 100), b(3 * 100);
     std::vector<coll::request> requests;
     for (int r = 0; r < 3; ++r) {
-        for (int i = 0; i < 100; ++i) a[size_t(r * 100 + i)] = r + i;
-        for (int i = 0; i < 100; ++i) b[size_t(r * 100 + i)] = r * i;
+        for (int i = 0; i < 100; ++i)
+            a[size_t(r * 100 + i)] = r + i;
+        for (int i = 0; i < 100; ++i)
+            b[size_t(r * 100 + i)] = r * i;
         requests.push_back(
             world.comm(r).iallreduce(&a[size_t(r * 100)], &a[size_t(r * 100)], 100, coll::sum));
         requests.push_back(world.comm(r).ibcast(&b[size_t(r * 100)], 100, 2));
@@ -387,10 +400,12 @@ TEST(CollLocalApi, NonblockingOverlapsUserTaggedTraffic)
     local_world::drive(requests);
     user_sends.push_back(to_rank0->tag_send(&user_out[1], 8, 43));
     const auto deadline = std::chrono::steady_clock::now() + 20s;
-    auto all_user_done = [&] {
+    auto all_user_done  = [&] {
         bool done = true;
-        for (auto &req : user_recvs) done = req.test() && done;
-        for (auto &req : user_sends) done = req.test() && done;
+        for (auto &req : user_recvs)
+            done = req.test() && done;
+        for (auto &req : user_sends)
+            done = req.test() && done;
         return done;
     };
     while (!all_user_done()) {
@@ -419,14 +434,15 @@ namespace detail = ucp_cpp::coll::detail;
 ::testing::AssertionResult simulate(std::vector<detail::schedule> &plans)
 {
     const int p = int(plans.size());
-    using key = std::tuple<int, int, uint32_t>;  // sender, receiver, step
+    using key   = std::tuple<int, int, uint32_t>;  // sender, receiver, step
     std::set<key> seen_sends, seen_recvs;
     std::map<key, const detail::transfer *> open_sends, open_recvs;
     std::vector<size_t> next(size_t(p), 0);
     std::vector<int> outstanding(size_t(p), 0);
     std::vector<bool> busy(size_t(p), false);
     for (auto &plan : plans) {
-        if (plan.prologue) plan.prologue();
+        if (plan.prologue)
+            plan.prologue();
     }
     for (bool moved = true; moved;) {
         moved = false;
@@ -434,7 +450,7 @@ namespace detail = ucp_cpp::coll::detail;
             auto &plan = plans[size_t(r)];
             if (!busy[size_t(r)] && next[size_t(r)] < plan.rounds.size()) {
                 busy[size_t(r)] = true;
-                moved = true;
+                moved           = true;
                 for (const detail::transfer &t : plan.rounds[next[size_t(r)]].transfers) {
                     const key k = t.is_send ? key{r, t.peer, t.step} : key{t.peer, r, t.step};
                     if (!(t.is_send ? seen_sends : seen_recvs).insert(k).second) {
@@ -444,7 +460,7 @@ namespace detail = ucp_cpp::coll::detail;
                                << " with step " << std::get<2>(k);
                     }
                     auto &others = t.is_send ? open_recvs : open_sends;
-                    auto match = others.find(k);
+                    auto match   = others.find(k);
                     if (match == others.end()) {
                         (t.is_send ? open_sends : open_recvs)[k] = &t;
                         ++outstanding[size_t(r)];
@@ -458,16 +474,18 @@ namespace detail = ucp_cpp::coll::detail;
                                << std::get<1>(k) << ": " << send.bytes << " bytes sent, "
                                << recv.bytes << " expected";
                     }
-                    if (send.bytes) std::memcpy(recv.buffer, send.buffer, send.bytes);
+                    if (send.bytes)
+                        std::memcpy(recv.buffer, send.buffer, send.bytes);
                     --outstanding[size_t(match->second == &send ? std::get<0>(k) : std::get<1>(k))];
                     others.erase(match);
                 }
             }
             if (busy[size_t(r)] && outstanding[size_t(r)] == 0) {
                 auto &then = plan.rounds[next[size_t(r)]++].then;
-                if (then) then();
+                if (then)
+                    then();
                 busy[size_t(r)] = false;
-                moved = true;
+                moved           = true;
             }
         }
     }
@@ -496,10 +514,10 @@ template <class T>
     for (int r = 0; r < p; ++r) {
         detail::context c{plans[size_t(r)], r, p, coll::datatype_of<T>(), sizeof(T)};
         detail::arguments call;
-        call.recv = reinterpret_cast<std::byte *>(buffers[size_t(r)].data());
-        call.send = call.recv;
-        call.count = buffers[0].size();
-        call.op = &coll::sum;
+        call.recv          = reinterpret_cast<std::byte *>(buffers[size_t(r)].data());
+        call.send          = call.recv;
+        call.count         = buffers[0].size();
+        call.op            = &coll::sum;
         call.knomial_radix = radix;
         build(c, call);
     }
@@ -540,8 +558,7 @@ TEST(CollSchedule, AllreduceAnySizeAndRadixMatchesAndIsBitIdentical)
                         ASSERT_EQ(ints[size_t(r)][i],
                                   int64_t(p) * (p + 1) / 2 * 1000 + int64_t(p) * int64_t(i))
                             << what << " rank " << r << " element " << i;
-                        ASSERT_EQ(std::memcmp(&reals[size_t(r)][i], &reals[0][i], sizeof(double)),
-                                  0)
+                        ASSERT_EQ(std::memcmp(&reals[size_t(r)][i], &reals[0][i], sizeof(double)), 0)
                             << what << ": rank " << r << " element " << i
                             << " differs from rank 0 (" << reals[size_t(r)][i] << " vs "
                             << reals[0][i] << ")";
@@ -579,8 +596,9 @@ TEST(CollSchedule, KnomialShapes)
     for (int p = 1; p <= 200; ++p) {
         for (int k = 2; k <= 9; ++k) {
             const auto s = shape(p, k);
-            int product = 1;
-            for (int radix : s.radices) product *= radix;
+            int product  = 1;
+            for (int radix : s.radices)
+                product *= radix;
             ASSERT_EQ(product, s.core);
             ASSERT_LE(s.core, p);
             ASSERT_LE(p - s.core, s.core)

@@ -16,7 +16,8 @@ using ucp_cpp_test::peer_process;
 
 using gdr_test::free_loopback_port;
 
-coll::bootstrap_params rendezvous(int rank, int size, uint16_t port, std::chrono::milliseconds timeout = 20s)
+coll::bootstrap_params rendezvous(int rank, int size, uint16_t port,
+                                  std::chrono::milliseconds timeout = 20s)
 {
     coll::bootstrap_params params;
     params.rank      = rank;
@@ -27,7 +28,8 @@ coll::bootstrap_params rendezvous(int rank, int size, uint16_t port, std::chrono
     return params;
 }
 
-coll::communicator join(const coll::bootstrap_params &params, std::map<std::string, std::string> extra_config = {})
+coll::communicator join(const coll::bootstrap_params &params,
+                        std::map<std::string, std::string> extra_config = {})
 {
     auto worker = ucp_cpp::worker::create(make_context(std::move(extra_config)));
     return coll::communicator::bootstrap(worker, params);
@@ -48,10 +50,11 @@ void exercise(coll::communicator world)
     std::vector<uint16_t> ranks(static_cast<size_t>(p));
     uint16_t mine = uint16_t(r);
     world.allgather(&mine, ranks.data(), 1);
-    for (int q = 0; q < p; ++q) RANK_CHECK(ranks[size_t(q)] == q);
+    for (int q = 0; q < p; ++q)
+        RANK_CHECK(ranks[size_t(q)] == q);
     world.barrier();
     auto pairs = world.split(r / 2, r);
-    double x = 1.5 * r;
+    double x   = 1.5 * r;
     pairs.allreduce(&x, 1, coll::max);
     RANK_CHECK(x == 1.5 * std::min(p - 1, (r / 2) * 2 + 1));
     world.barrier();  // leave together: an exiting rank looks dead to ranks still in a collective
@@ -60,29 +63,33 @@ void exercise(coll::communicator world)
 TEST(CollProcesses, BootstrapOverTcpAndCollectives)
 {
     ::setenv("UCP_CPP_COLL_TIMEOUT", "30", 1);
-    const int size  = 4;
+    const int size      = 4;
     const uint16_t port = free_loopback_port();
     std::vector<std::unique_ptr<peer_process>> peers;
     for (int r = 1; r < size; ++r) {
-        peers.push_back(std::make_unique<peer_process>([=](ucp_cpp_test::channel &) {
-            // rank 2 from torchrun-style variables, rank 3 from OpenMPI's, rank 1 explicit
-            if (r == 2) {
-                ::setenv("RANK", "2", 1);
-                ::setenv("WORLD_SIZE", "4", 1);
-            } else if (r == 3) {
-                ::unsetenv("RANK");
-                ::setenv("OMPI_COMM_WORLD_RANK", "3", 1);
-                ::setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
-            }
-            ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-            ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-            auto params = r == 1 ? rendezvous(1, size, port) : coll::bootstrap_params::from_environment();
-            RANK_CHECK(params.rank == r && params.size == size);
-            exercise(join(params));
-        }, 90));
+        peers.push_back(std::make_unique<peer_process>(
+            [=](ucp_cpp_test::channel &) {
+                // rank 2 from torchrun-style variables, rank 3 from OpenMPI's, rank 1 explicit
+                if (r == 2) {
+                    ::setenv("RANK", "2", 1);
+                    ::setenv("WORLD_SIZE", "4", 1);
+                } else if (r == 3) {
+                    ::unsetenv("RANK");
+                    ::setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+                    ::setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+                }
+                ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+                ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+                auto params = r == 1 ? rendezvous(1, size, port)
+                                     : coll::bootstrap_params::from_environment();
+                RANK_CHECK(params.rank == r && params.size == size);
+                exercise(join(params));
+            },
+            90));
     }
     exercise(join(rendezvous(0, size, port)));
-    for (auto &peer : peers) EXPECT_EQ(peer->wait_exit(60s), 0);
+    for (auto &peer : peers)
+        EXPECT_EQ(peer->wait_exit(60s), 0);
 }
 
 TEST(CollProcesses, UnreachableRootIsAClearErrorWithinTheTimeout)
@@ -93,7 +100,9 @@ TEST(CollProcesses, UnreachableRootIsAClearErrorWithinTheTimeout)
         FAIL() << "bootstrap without a root succeeded";
     } catch (const ucp_cpp::ucx_error &e) {
         EXPECT_EQ(e.status(), UCS_ERR_UNREACHABLE) << e.what();
-        EXPECT_NE(std::string(e.what()).find("cannot reach the root at 127.0.0.1:"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("cannot reach the root at 127.0.0.1:"),
+                  std::string::npos)
+            << e.what();
     }
     EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
 }
@@ -101,23 +110,26 @@ TEST(CollProcesses, UnreachableRootIsAClearErrorWithinTheTimeout)
 TEST(CollProcesses, MissingRankIsAClearErrorOnEveryRank)
 {
     const uint16_t port = free_loopback_port();
-    peer_process rank1([=](ucp_cpp_test::channel &) {
-        try {
-            join(rendezvous(1, 3, port, 10s));
-        } catch (const ucp_cpp::ucx_error &e) {
-            // the root gives up (rank 2 never came) and closes: rank 1 must hear of it
-            RANK_CHECK(std::string(e.what()).find("address table") != std::string::npos);
-            return;
-        }
-        throw std::runtime_error("rank 1 bootstrapped without rank 2");
-    }, 30);
+    peer_process rank1(
+        [=](ucp_cpp_test::channel &) {
+            try {
+                join(rendezvous(1, 3, port, 10s));
+            } catch (const ucp_cpp::ucx_error &e) {
+                // the root gives up (rank 2 never came) and closes: rank 1 must hear of it
+                RANK_CHECK(std::string(e.what()).find("address table") != std::string::npos);
+                return;
+            }
+            throw std::runtime_error("rank 1 bootstrapped without rank 2");
+        },
+        30);
     const auto start = std::chrono::steady_clock::now();
     try {
         join(rendezvous(0, 3, port, 2s));
         FAIL() << "root bootstrapped without rank 2";
     } catch (const ucp_cpp::ucx_error &e) {
         EXPECT_EQ(e.status(), UCS_ERR_TIMED_OUT);
-        EXPECT_NE(std::string(e.what()).find("ranks never registered: 2"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("ranks never registered: 2"), std::string::npos)
+            << e.what();
     }
     EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
     EXPECT_EQ(rank1.wait_exit(30s), 0);
@@ -133,7 +145,7 @@ void survive(coll::communicator world)
     world.allreduce(data.data(), data.size(), coll::sum);
     RANK_CHECK(data[12345] == 3.0f);
     coll::call_options bounded;
-    bounded.timeout = 60s;
+    bounded.timeout  = 60s;
     const auto start = std::chrono::steady_clock::now();
     try {
         world.barrier(bounded);
@@ -157,19 +169,23 @@ const std::map<std::string, std::string> no_zcopy{{"ZCOPY_THRESH", "inf"}};
 TEST(CollProcesses, RankKilledMidAllreduceFailsTheOthers)
 {
     const uint16_t port = free_loopback_port();
-    peer_process rank1([=](ucp_cpp_test::channel &) { survive(join(rendezvous(1, 3, port), no_zcopy)); }, 90);
-    peer_process rank2([=](ucp_cpp_test::channel &) {
-        auto world = join(rendezvous(2, 3, port), no_zcopy);
-        std::vector<float> data(4 << 20, 1.0f);
-        world.allreduce(data.data(), data.size(), coll::sum);
-        world.barrier();
-        // Join the second allreduce and start it (its first ring round is posted, 5 MiB blocks go
-        // by rendezvous), then die without any goodbye.  A count of progress calls, not a time:
-        // on a fast host a time budget could let the whole allreduce finish first.
-        auto req = world.iallreduce(data.data(), data.data(), data.size(), coll::sum);
-        for (int i = 0; i < 2; ++i) (void)req.test();
-        ::raise(SIGKILL);
-    }, 90);
+    peer_process rank1(
+        [=](ucp_cpp_test::channel &) { survive(join(rendezvous(1, 3, port), no_zcopy)); }, 90);
+    peer_process rank2(
+        [=](ucp_cpp_test::channel &) {
+            auto world = join(rendezvous(2, 3, port), no_zcopy);
+            std::vector<float> data(4 << 20, 1.0f);
+            world.allreduce(data.data(), data.size(), coll::sum);
+            world.barrier();
+            // Join the second allreduce and start it (its first ring round is posted, 5 MiB blocks go
+            // by rendezvous), then die without any goodbye.  A count of progress calls, not a time:
+            // on a fast host a time budget could let the whole allreduce finish first.
+            auto req = world.iallreduce(data.data(), data.data(), data.size(), coll::sum);
+            for (int i = 0; i < 2; ++i)
+                (void)req.test();
+            ::raise(SIGKILL);
+        },
+        90);
     survive(join(rendezvous(0, 3, port), no_zcopy));
     EXPECT_EQ(rank1.wait_exit(60s), 0);
     EXPECT_EQ(rank2.wait_exit(10s), -SIGKILL);

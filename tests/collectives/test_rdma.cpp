@@ -26,22 +26,27 @@ protected:
 };
 
 template <class T>
-void allreduce_matches_reference(local_world &world, size_t count, coll::op_kind op, coll::algorithm algo)
+void allreduce_matches_reference(local_world &world, size_t count, coll::op_kind op,
+                                 coll::algorithm algo)
 {
     const int p = world.size();
     std::vector<std::vector<T>> data(static_cast<size_t>(p));
     for (int r = 0; r < p; ++r) {
-        for (size_t i = 0; i < count; ++i) data[size_t(r)].push_back(input<T>(r, i, op));
+        for (size_t i = 0; i < count; ++i)
+            data[size_t(r)].push_back(input<T>(r, i, op));
     }
     coll::call_options options;
     options.algo = algo;
     world.run([&](int r) {
-        return world.comm(r).iallreduce(data[size_t(r)].data(), data[size_t(r)].data(), count, op_object(op), options);
+        return world.comm(r).iallreduce(data[size_t(r)].data(), data[size_t(r)].data(), count,
+                                        op_object(op), options);
     });
     std::vector<T> expected(count);
-    for (size_t i = 0; i < count; ++i) expected[i] = reference<T>(p, i, op);
+    for (size_t i = 0; i < count; ++i)
+        expected[i] = reference<T>(p, i, op);
     for (int r = 0; r < p; ++r) {
-        ASSERT_TRUE(equal_elements(data[size_t(r)].data(), expected.data(), count, "rank " + std::to_string(r)));
+        ASSERT_TRUE(equal_elements(data[size_t(r)].data(), expected.data(), count,
+                                   "rank " + std::to_string(r)));
     }
 }
 
@@ -60,15 +65,21 @@ TEST_F(CollRdma, BcastAndAlltoallThreeRanks)
 {
     local_world world(3);
     std::vector<std::vector<uint8_t>> buf(3, std::vector<uint8_t>(size_t(256) << 10));
-    for (size_t i = 0; i < buf[1].size(); ++i) buf[1][i] = uint8_t(i * 7 + 3);
-    world.run([&](int r) { return world.comm(r).ibcast(buf[size_t(r)].data(), buf[size_t(r)].size(), 1); });
+    for (size_t i = 0; i < buf[1].size(); ++i)
+        buf[1][i] = uint8_t(i * 7 + 3);
+    world.run([&](int r) {
+        return world.comm(r).ibcast(buf[size_t(r)].data(), buf[size_t(r)].size(), 1);
+    });
     EXPECT_EQ(buf[0], buf[1]);
     EXPECT_EQ(buf[2], buf[1]);
     std::vector<std::vector<int64_t>> send(3), recv(3, std::vector<int64_t>(3 * 1000));
     for (int r = 0; r < 3; ++r) {
-        for (int i = 0; i < 3 * 1000; ++i) send[size_t(r)].push_back(r * 100000 + i);
+        for (int i = 0; i < 3 * 1000; ++i)
+            send[size_t(r)].push_back(r * 100000 + i);
     }
-    world.run([&](int r) { return world.comm(r).ialltoall(send[size_t(r)].data(), recv[size_t(r)].data(), 1000); });
+    world.run([&](int r) {
+        return world.comm(r).ialltoall(send[size_t(r)].data(), recv[size_t(r)].data(), 1000);
+    });
     for (int r = 0; r < 3; ++r) {
         for (int from = 0; from < 3; ++from) {
             EXPECT_EQ(recv[size_t(r)][size_t(from) * 1000 + 5], from * 100000 + r * 1000 + 5);

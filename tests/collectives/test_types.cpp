@@ -23,11 +23,10 @@ float bits_to_float(uint32_t x)
 
 /// Independent reference: the nearest of the two representable neighbours (computed in double),
 /// ties to the even encoding.  `decode` maps a 16-bit encoding to its value.
-template <class Decode>
-uint16_t nearest_encoding(float f, Decode decode, uint16_t max_finite)
+template <class Decode> uint16_t nearest_encoding(float f, Decode decode, uint16_t max_finite)
 {
     const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
-    const double a = std::fabs(double(f));
+    const double a      = std::fabs(double(f));
     // Binary search the largest magnitude encoding <= a (encodings of one sign are monotonic).
     uint32_t lo = 0, hi = max_finite;
     if (a >= double(decode(max_finite))) {
@@ -35,10 +34,13 @@ uint16_t nearest_encoding(float f, Decode decode, uint16_t max_finite)
     } else {
         while (lo < hi) {
             const uint32_t mid = (lo + hi + 1) / 2;
-            if (double(decode(uint16_t(mid))) <= a) lo = mid; else hi = mid - 1;
+            if (double(decode(uint16_t(mid))) <= a)
+                lo = mid;
+            else
+                hi = mid - 1;
         }
     }
-    const uint32_t up = lo + 1;  // max_finite + 1 is infinity for both formats
+    const uint32_t up  = lo + 1;  // max_finite + 1 is infinity for both formats
     const double below = double(decode(uint16_t(lo)));
     double above;
     if (lo == max_finite) {
@@ -47,8 +49,10 @@ uint16_t nearest_encoding(float f, Decode decode, uint16_t max_finite)
     } else {
         above = double(decode(uint16_t(up)));
     }
-    if (a - below < above - a) return uint16_t(sign | lo);
-    if (a - below > above - a) return uint16_t(sign | up);
+    if (a - below < above - a)
+        return uint16_t(sign | lo);
+    if (a - below > above - a)
+        return uint16_t(sign | up);
     return uint16_t(sign | ((lo & 1) ? up : lo));
 }
 
@@ -88,7 +92,7 @@ TEST(CollTypes, HalfEveryEncodingRoundTrips)
 {
     for (uint32_t b = 0; b < 0x10000; ++b) {
         const half_t h = half_t::from_bits(uint16_t(b));
-        const float f = h;
+        const float f  = h;
         if ((b & 0x7c00) == 0x7c00 && (b & 0x3ff) != 0) {
             ASSERT_TRUE(std::isnan(f)) << std::hex << b;
             continue;
@@ -104,8 +108,8 @@ TEST(CollTypes, HalfRoundsToNearestEven)
     std::uniform_int_distribution<uint32_t> any;
     for (int i = 0; i < 200000; ++i) {
         // Floats spread over the half range: random bits in exponents 2^-26 .. 2^16.
-        uint32_t x = any(rng);
-        x = (x & 0x807fffffu) | ((101u + (x >> 23) % 42u) << 23);
+        uint32_t x    = any(rng);
+        x             = (x & 0x807fffffu) | ((101u + (x >> 23) % 42u) << 23);
         const float f = bits_to_float(x);
         ASSERT_EQ(half_t(f).bits, nearest_encoding(f, decode, 0x7bff)) << "float " << f;
 #if defined(__FLT16_MAX__)
@@ -126,24 +130,26 @@ TEST(CollTypes, Bfloat16RoundsToNearestEven)
     EXPECT_EQ(bfloat16_t(bits_to_float(0x3f808001)).bits, 0x3f81);
     EXPECT_EQ(bfloat16_t(bits_to_float(0x7f7fffff)).bits, 0x7f80);  // rounds up to infinity
     EXPECT_TRUE(std::isnan(float(bfloat16_t(std::numeric_limits<float>::quiet_NaN()))));
-    EXPECT_TRUE(std::isnan(float(bfloat16_t(bits_to_float(0x7f800001)))));  // signalling NaN stays NaN
+    EXPECT_TRUE(
+        std::isnan(float(bfloat16_t(bits_to_float(0x7f800001)))));  // signalling NaN stays NaN
     auto decode = [](uint16_t b) { return bfloat16_t::to_float(b); };
     std::mt19937 rng(11);
     std::uniform_int_distribution<uint32_t> any;
     for (int i = 0; i < 200000; ++i) {
         const uint32_t x = any(rng);
-        if ((x & 0x7f800000u) == 0x7f800000u) continue;  // inf / NaN
+        if ((x & 0x7f800000u) == 0x7f800000u)
+            continue;  // inf / NaN
         const float f = bits_to_float(x);
         ASSERT_EQ(bfloat16_t(f).bits, nearest_encoding(f, decode, 0x7f7f)) << "float " << f;
     }
     for (uint32_t b = 0; b < 0x10000; ++b) {
-        if ((b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0) continue;
+        if ((b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0)
+            continue;
         ASSERT_EQ(bfloat16_t(float(bfloat16_t::from_bits(uint16_t(b)))).bits, b);
     }
 }
 
-template <class H>
-void check_host_reduction(coll::op_kind op)
+template <class H> void check_host_reduction(coll::op_kind op)
 {
     const size_t n = 1000;
     std::vector<H> acc(n), in(n);
@@ -151,27 +157,38 @@ void check_host_reduction(coll::op_kind op)
     for (size_t i = 0; i < n; ++i) {
         acc[i] = H(float(int(i % 37) - 18) * 0.37f);
         in[i]  = H(float(int(i % 23) - 11) * 1.3f);
-        a[i] = acc[i];
-        b[i] = in[i];
+        a[i]   = acc[i];
+        b[i]   = in[i];
     }
     op_object(op).apply(coll::datatype_of<H>(), in.data(), acc.data(), n);
     for (size_t i = 0; i < n; ++i) {
         float expect = 0;
         switch (op) {
-        case coll::op_kind::sum: expect = a[i] + b[i]; break;
-        case coll::op_kind::prod: expect = a[i] * b[i]; break;
-        case coll::op_kind::min: expect = std::min(a[i], b[i]); break;
-        case coll::op_kind::max: expect = std::max(a[i], b[i]); break;
-        default: break;
+        case coll::op_kind::sum:
+            expect = a[i] + b[i];
+            break;
+        case coll::op_kind::prod:
+            expect = a[i] * b[i];
+            break;
+        case coll::op_kind::min:
+            expect = std::min(a[i], b[i]);
+            break;
+        case coll::op_kind::max:
+            expect = std::max(a[i], b[i]);
+            break;
+        default:
+            break;
         }
-        ASSERT_EQ(acc[i].bits, H(expect).bits) << coll::name_of(coll::datatype_of<H>()) << " " << op_name(op)
-                                                << " element " << i << ": " << float(acc[i]) << " vs " << expect;
+        ASSERT_EQ(acc[i].bits, H(expect).bits)
+            << coll::name_of(coll::datatype_of<H>()) << " " << op_name(op) << " element " << i
+            << ": " << float(acc[i]) << " vs " << expect;
     }
 }
 
 TEST(CollTypes, HostReductions)
 {
-    for (coll::op_kind op : {coll::op_kind::sum, coll::op_kind::prod, coll::op_kind::min, coll::op_kind::max}) {
+    for (coll::op_kind op :
+         {coll::op_kind::sum, coll::op_kind::prod, coll::op_kind::min, coll::op_kind::max}) {
         check_host_reduction<half_t>(op);
         check_host_reduction<bfloat16_t>(op);
     }
@@ -188,8 +205,7 @@ TEST(CollTypes, HostReductions)
 
 /// Exactly representable inputs (small multiples of 1/2): sums of up to 4 ranks stay exact in
 /// both formats, so every rank's result must equal the reference bit for bit.
-template <class H>
-void check_host_allreduce(int p, coll::op_kind op, size_t count)
+template <class H> void check_host_allreduce(int p, coll::op_kind op, size_t count)
 {
     local_world world(p);
     std::vector<std::vector<H>> data(static_cast<size_t>(p), std::vector<H>(count));
@@ -197,14 +213,25 @@ void check_host_allreduce(int p, coll::op_kind op, size_t count)
     for (size_t i = 0; i < count; ++i) {
         float acc = 0;
         for (int r = 0; r < p; ++r) {
-            const float v = float(input<float>(r, i, op));
+            const float v      = float(input<float>(r, i, op));
             data[size_t(r)][i] = H(v);
-            if (r == 0) { acc = v; continue; }
+            if (r == 0) {
+                acc = v;
+                continue;
+            }
             switch (op) {
-            case coll::op_kind::sum: acc += v; break;
-            case coll::op_kind::prod: acc *= v; break;
-            case coll::op_kind::min: acc = std::min(acc, v); break;
-            default: acc = std::max(acc, v); break;
+            case coll::op_kind::sum:
+                acc += v;
+                break;
+            case coll::op_kind::prod:
+                acc *= v;
+                break;
+            case coll::op_kind::min:
+                acc = std::min(acc, v);
+                break;
+            default:
+                acc = std::max(acc, v);
+                break;
             }
         }
         expected[i] = H(acc);
@@ -216,9 +243,9 @@ void check_host_allreduce(int p, coll::op_kind op, size_t count)
     for (int r = 0; r < p; ++r) {
         for (size_t i = 0; i < count; ++i) {
             ASSERT_EQ(data[size_t(r)][i].bits, expected[i].bits)
-                << coll::name_of(coll::datatype_of<H>()) << " " << op_name(op) << " p=" << p << " count=" << count
-                << " rank " << r << " element " << i << ": " << float(data[size_t(r)][i]) << " vs "
-                << float(expected[i]);
+                << coll::name_of(coll::datatype_of<H>()) << " " << op_name(op) << " p=" << p
+                << " count=" << count << " rank " << r << " element " << i << ": "
+                << float(data[size_t(r)][i]) << " vs " << float(expected[i]);
         }
     }
 }

@@ -10,7 +10,7 @@ namespace {
 // Allocations of this thread left before the injected std::bad_alloc; -1: none is injected
 thread_local long g_allocs_before_failure = -1;
 
-} // namespace
+}  // namespace
 
 namespace gdr_test {
 
@@ -24,7 +24,7 @@ bool allocation_failure_pending()
     return g_allocs_before_failure >= 0;
 }
 
-} // namespace gdr_test
+}  // namespace gdr_test
 
 void *operator new(std::size_t size)
 {

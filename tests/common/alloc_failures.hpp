@@ -46,4 +46,4 @@ template <typename Call> void every_allocation_fails_in_turn(const char *what, C
     every_allocation_fails_in_turn(what, call, [] {});
 }
 
-} // namespace gdr_test
+}  // namespace gdr_test

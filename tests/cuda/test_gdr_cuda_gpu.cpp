@@ -22,18 +22,24 @@ using namespace gdr::cuda_driver;
 
 namespace {
 
-const driver_api &cu() { return driver::instance().api(); }
+const driver_api &cu()
+{
+    return driver::instance().api();
+}
 
-#define ASSERT_CU(call)                                                                   \
-    do {                                                                                  \
-        CUresult gdr_result_ = (call);                                                    \
-        ASSERT_EQ(gdr_result_, CUDA_SUCCESS) << #call << ": "                             \
-                                             << driver::instance().error_text(gdr_result_); \
+#define ASSERT_CU(call)                                                     \
+    do {                                                                    \
+        CUresult gdr_result_ = (call);                                      \
+        ASSERT_EQ(gdr_result_, CUDA_SUCCESS)                                \
+            << #call << ": " << driver::instance().error_text(gdr_result_); \
     } while (0)
 
 const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 
-void *ptr(CUdeviceptr p) { return reinterpret_cast<void *>(p); }
+void *ptr(CUdeviceptr p)
+{
+    return reinterpret_cast<void *>(p);
+}
 
 gdr_cuda_mem_info_t query(const void *addr, size_t length)
 {
@@ -50,7 +56,10 @@ CUcontext current_context()
 }
 
 /** Size of a dma-buf fd (the exporter sets it; lseek to the end is how importers read it). */
-off_t dmabuf_size(int fd) { return lseek(fd, 0, SEEK_END); }
+off_t dmabuf_size(int fd)
+{
+    return lseek(fd, 0, SEEK_END);
+}
 
 /** Device 0's primary context, current on the test thread. */
 class Gpu : public ::testing::Test {
@@ -81,16 +90,16 @@ protected:
         return value;
     }
 
-    CUdevice  device_  = 0;
+    CUdevice device_   = 0;
     CUcontext context_ = nullptr;
 };
 
 /** A cuMemCreate + cuMemAddressReserve + cuMemMap + cuMemSetAccess allocation. */
 struct VmmAllocation {
-    CUdeviceptr                  va      = 0;
-    size_t                       size    = 0;
-    size_t                       reserve = 0;
-    CUmemGenericAllocationHandle handle  = 0;
+    CUdeviceptr va                      = 0;
+    size_t size                         = 0;
+    size_t reserve                      = 0;
+    CUmemGenericAllocationHandle handle = 0;
 
     CUresult map_new(CUdevice device, bool gdr_capable)
     {
@@ -100,16 +109,20 @@ struct VmmAllocation {
         prop.location.type                   = CU_MEM_LOCATION_TYPE_DEVICE;
         prop.location.id                     = device;
         prop.allocFlags.gpuDirectRDMACapable = gdr_capable ? 1 : 0;
-        CUresult r = CUDA_SUCCESS;
+        CUresult r                           = CUDA_SUCCESS;
         if (size == 0) {
             r = cu().cuMemGetAllocationGranularity(&size, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-            if (r != CUDA_SUCCESS) return r;
+            if (r != CUDA_SUCCESS)
+                return r;
             reserve = 2 * size;  // room on both sides: the mapping is in the middle of nothing
-            r = cu().cuMemAddressReserve(&va, reserve, 0, 0, 0);
-            if (r != CUDA_SUCCESS) return r;
+            r       = cu().cuMemAddressReserve(&va, reserve, 0, 0, 0);
+            if (r != CUDA_SUCCESS)
+                return r;
         }
-        if ((r = cu().cuMemCreate(&handle, size, &prop, 0)) != CUDA_SUCCESS) return r;
-        if ((r = cu().cuMemMap(va, size, 0, handle, 0)) != CUDA_SUCCESS) return r;
+        if ((r = cu().cuMemCreate(&handle, size, &prop, 0)) != CUDA_SUCCESS)
+            return r;
+        if ((r = cu().cuMemMap(va, size, 0, handle, 0)) != CUDA_SUCCESS)
+            return r;
         CUmemAccessDesc access{};
         access.location = prop.location;
         access.flags    = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
@@ -161,7 +174,7 @@ TEST_F(Gpu, DetectsVmmMapping)
     if (!attribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)) {
         GTEST_SKIP() << "no VMM support on this GPU";
     }
-    bool          gdr_vmm = attribute(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED) != 0;
+    bool gdr_vmm = attribute(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED) != 0;
     VmmAllocation vmm;
     ASSERT_CU(vmm.map_new(device_, gdr_vmm));
     gdr_cuda_mem_info_t info = query(ptr(vmm.va + vmm.size / 2), 8);
@@ -177,11 +190,10 @@ TEST_F(Gpu, DetectsVmmMapping)
     // The reserved but unmapped half is not memory at all.
     EXPECT_EQ(query(ptr(vmm.va + vmm.size), 8).kind, GDR_CUDA_MEM_HOST);
 
-    int         fd     = -1;
-    uint64_t    offset = 0;
+    int fd          = -1;
+    uint64_t offset = 0;
     gdr_reason_t reason;
-    EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(vmm.va + 100), 5000, &fd, &offset, &reason),
-              UCS_OK)
+    EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(vmm.va + 100), 5000, &fd, &offset, &reason), UCS_OK)
         << reason.text;
     if (fd >= 0) {
         EXPECT_EQ(offset, 100u);
@@ -191,17 +203,18 @@ TEST_F(Gpu, DetectsVmmMapping)
     // The whole mapped allocation exports; a range running into the unmapped part must get a
     // clean answer (recorded in docs/gpu-memory.md).
     fd = -1;
-    EXPECT_EQ(gdr_cuda_dmabuf_export(info.base, info.alloc_length, &fd, &offset, &reason),
-              UCS_OK)
+    EXPECT_EQ(gdr_cuda_dmabuf_export(info.base, info.alloc_length, &fd, &offset, &reason), UCS_OK)
         << reason.text;
-    if (fd >= 0) close(fd);
-    fd = -1;
+    if (fd >= 0)
+        close(fd);
+    fd                  = -1;
     ucs_status_t status = gdr_cuda_dmabuf_export(ptr(vmm.va + vmm.size - 8), 16, &fd, &offset,
-                                                      &reason);
+                                                 &reason);
     EXPECT_TRUE(status == UCS_OK || status == UCS_ERR_UNSUPPORTED) << status;
     std::printf("VMM: export running past the mapping into the reservation: %s %s\n",
                 status == UCS_OK ? "ok" : "refused", reason.text);
-    if (fd >= 0) close(fd);
+    if (fd >= 0)
+        close(fd);
 }
 
 TEST_F(Gpu, DetectsManagedMemory)
@@ -215,7 +228,7 @@ TEST_F(Gpu, DetectsManagedMemory)
     std::printf("managed: base=%p+%zu (asked %p+10) ordinal=%d\n", info.base, info.alloc_length,
                 ptr(managed + 10), info.device_ordinal);
 
-    int      fd = -1;
+    int fd = -1;
     uint64_t offset;
     gdr_reason_t reason;
     EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(managed), 4096, &fd, &offset, &reason),
@@ -227,7 +240,8 @@ TEST_F(Gpu, DetectsManagedMemory)
 TEST_F(Gpu, DetectsPinnedHostMemory)
 {
     void *pinned = nullptr;
-    ASSERT_CU(cu().cuMemHostAlloc(&pinned, 64 << 10, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+    ASSERT_CU(cu().cuMemHostAlloc(&pinned, 64 << 10,
+                                  CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
     gdr_cuda_mem_info_t info = query(static_cast<char *>(pinned) + 1, 10);
     EXPECT_EQ(info.kind, GDR_CUDA_MEM_HOST_PINNED);
     EXPECT_NE(info.buffer_id, 0u);
@@ -248,8 +262,9 @@ TEST_F(Gpu, DetectsPinnedHostMemory)
 TEST_F(Gpu, DetectsPageableHostMemory)
 {
     std::vector<char> heap(1 << 20);
-    char              stack[64];
-    for (const void *addr : {static_cast<const void *>(heap.data()), static_cast<const void *>(stack)}) {
+    char stack[64];
+    for (const void *addr :
+         {static_cast<const void *>(heap.data()), static_cast<const void *>(stack)}) {
         gdr_cuda_mem_info_t info = query(addr, 64);
         EXPECT_EQ(info.kind, GDR_CUDA_MEM_HOST);
         EXPECT_EQ(info.base, addr);
@@ -258,7 +273,7 @@ TEST_F(Gpu, DetectsPageableHostMemory)
         EXPECT_EQ(info.device_ordinal, -1);
         EXPECT_EQ(info.pci_bus, -1);
     }
-    int      fd = -1;
+    int fd = -1;
     uint64_t offset;
     gdr_reason_t reason;
     EXPECT_EQ(gdr_cuda_dmabuf_export(heap.data(), 100, &fd, &offset, &reason),
@@ -277,13 +292,13 @@ TEST_F(Gpu, QueriesNeitherCreateNorChangeContexts)
         gdr_cuda_mem_info_t info = query(ptr(buffer + 5), 5);
         EXPECT_EQ(info.kind, GDR_CUDA_MEM_DEVICE);
         EXPECT_EQ(info.base, ptr(buffer));
-        int      fd = -1;
+        int fd = -1;
         uint64_t offset;
         gdr_reason_t reason;
-        EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(buffer + 5), 5, &fd, &offset, &reason),
-                  UCS_OK)
+        EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(buffer + 5), 5, &fd, &offset, &reason), UCS_OK)
             << reason.text;
-        if (fd >= 0) close(fd);
+        if (fd >= 0)
+            close(fd);
         uint64_t id = 0;
         EXPECT_EQ(gdr_cuda_buffer_id(ptr(buffer), &id), UCS_OK);
         EXPECT_EQ(current_context(), nullptr);
@@ -303,29 +318,40 @@ TEST_F(Gpu, DmabufExportCoversAlignedAndUnalignedRanges)
     }
     const size_t kGiB  = size_t(1) << 30;
     const size_t total = kGiB + (4 << 20);
-    CUdeviceptr  base  = 0;
+    CUdeviceptr base   = 0;
     ASSERT_CU(cu().cuMemAlloc_v2(&base, total));
-    const size_t sizes[]   = {1, 2, 4095, 4096, 4097, 65537, (2 << 20) - 1, 2 << 20,
-                              (2 << 20) + 1, (256 << 20) + 5, kGiB - 1, kGiB};
+    const size_t sizes[]   = {1,
+                              2,
+                              4095,
+                              4096,
+                              4097,
+                              65537,
+                              (2 << 20) - 1,
+                              2 << 20,
+                              (2 << 20) + 1,
+                              (256 << 20) + 5,
+                              kGiB - 1,
+                              kGiB};
     const size_t offsets[] = {0, 1, 100, kPage - 1, kPage, kPage + 17, (2 << 20) - 3};
-    int          checked   = 0;
+    int checked            = 0;
     for (size_t size : sizes) {
         for (size_t start : offsets) {
-            if (start + size > total) continue;
+            if (start + size > total)
+                continue;
             const uintptr_t addr = base + start;
-            int             fd   = -1;
-            uint64_t        offset = 0;
-            gdr_reason_t    reason;
-            ASSERT_EQ(gdr_cuda_dmabuf_export(ptr(addr), size, &fd, &offset, &reason),
-                      UCS_OK)
+            int fd               = -1;
+            uint64_t offset      = 0;
+            gdr_reason_t reason;
+            ASSERT_EQ(gdr_cuda_dmabuf_export(ptr(addr), size, &fd, &offset, &reason), UCS_OK)
                 << "start " << start << " size " << size << ": " << reason.text;
             const uintptr_t hull_start = addr & ~(kPage - 1);
             const uintptr_t hull_end   = (addr + size + kPage - 1) & ~(kPage - 1);
-            off_t           fd_size    = dmabuf_size(fd);
+            off_t fd_size              = dmabuf_size(fd);
             EXPECT_EQ(offset, addr - hull_start);
             EXPECT_EQ(fd_size % off_t(kPage), 0) << fd_size;
             EXPECT_GE(fd_size, off_t(offset + size)) << "start " << start << " size " << size;
-            EXPECT_EQ(fd_size, off_t(hull_end - hull_start)) << "start " << start << " size " << size;
+            EXPECT_EQ(fd_size, off_t(hull_end - hull_start))
+                << "start " << start << " size " << size;
             close(fd);
             ++checked;
         }
@@ -333,18 +359,16 @@ TEST_F(Gpu, DmabufExportCoversAlignedAndUnalignedRanges)
     std::printf("dma-buf export: %d (offset, size) cases from 1 B to 1 GiB ok\n", checked);
 
     // Last byte of the allocation: the hull ends at the allocation's (page-aligned) end.
-    int      fd = -1;
+    int fd = -1;
     uint64_t offset;
     gdr_reason_t reason;
-    ASSERT_EQ(gdr_cuda_dmabuf_export(ptr(base + total - 1), 1, &fd, &offset, &reason),
-              UCS_OK)
+    ASSERT_EQ(gdr_cuda_dmabuf_export(ptr(base + total - 1), 1, &fd, &offset, &reason), UCS_OK)
         << reason.text;
     EXPECT_EQ(offset, kPage - 1);
     EXPECT_EQ(dmabuf_size(fd), off_t(kPage));
     close(fd);
 
-    EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(base), 0, &fd, &offset, &reason),
-              UCS_ERR_INVALID_PARAM);
+    EXPECT_EQ(gdr_cuda_dmabuf_export(ptr(base), 0, &fd, &offset, &reason), UCS_ERR_INVALID_PARAM);
     ASSERT_CU(cu().cuMemFree_v2(base));
 }
 
@@ -359,11 +383,10 @@ TEST_F(Gpu, DmabufExportOfTinyAllocations)
         ASSERT_CU(cu().cuMemAlloc_v2(&b, 1));
     }
     for (CUdeviceptr b : buffers) {
-        int      fd = -1;
+        int fd = -1;
         uint64_t offset;
         gdr_reason_t reason;
-        ASSERT_EQ(gdr_cuda_dmabuf_export(ptr(b), 1, &fd, &offset, &reason), UCS_OK)
-            << reason.text;
+        ASSERT_EQ(gdr_cuda_dmabuf_export(ptr(b), 1, &fd, &offset, &reason), UCS_OK) << reason.text;
         EXPECT_EQ(offset, b % kPage);
         EXPECT_EQ(dmabuf_size(fd), off_t(kPage));
         close(fd);
@@ -374,15 +397,16 @@ TEST_F(Gpu, DmabufExportOfTinyAllocations)
     // A range spanning two neighbouring allocations (what a merging registration cache would
     // ask for): the answer must be clean, either way; the docs record which one it is.
     std::sort(buffers.begin(), buffers.end());
-    int      fd = -1;
+    int fd = -1;
     uint64_t offset;
     gdr_reason_t reason;
-    ucs_status_t status = gdr_cuda_dmabuf_export(ptr(buffers[0]), buffers[1] - buffers[0] + 1,
-                                                      &fd, &offset, &reason);
+    ucs_status_t status = gdr_cuda_dmabuf_export(ptr(buffers[0]), buffers[1] - buffers[0] + 1, &fd,
+                                                 &offset, &reason);
     EXPECT_TRUE(status == UCS_OK || status == UCS_ERR_UNSUPPORTED) << status;
     std::printf("export spanning two cuMemAllocs: %s %s\n", status == UCS_OK ? "ok" : "refused",
                 reason.text);
-    if (fd >= 0) close(fd);
+    if (fd >= 0)
+        close(fd);
     for (CUdeviceptr b : buffers) {
         ASSERT_CU(cu().cuMemFree_v2(b));
     }
@@ -390,13 +414,14 @@ TEST_F(Gpu, DmabufExportOfTinyAllocations)
 
 TEST_F(Gpu, ProbeWithoutHcaSaysNoVerbsDeviceAndWhatWorks)
 {
-    int             num_devices = 0;
-    ibv_device    **devices     = ibv_get_device_list(&num_devices);
-    if (devices != nullptr) ibv_free_device_list(devices);
+    int num_devices      = 0;
+    ibv_device **devices = ibv_get_device_list(&num_devices);
+    if (devices != nullptr)
+        ibv_free_device_list(devices);
     if (num_devices > 0) {
         GTEST_SKIP() << "an RDMA device is present; this test covers the no-HCA verdict";
     }
-    gdr_cuda_config_t       config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
+    gdr_cuda_config_t config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
     gdr_cuda_probe_result_t result;
     ASSERT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), UCS_OK) << result.reason.text;
     std::printf("probe verdict: registrable=%d methods=%u reason: %s\n", result.cuda_registrable,
@@ -418,7 +443,8 @@ TEST_F(Gpu, ProbeWithoutHcaSaysNoVerbsDeviceAndWhatWorks)
                    stat("/sys/module/nv_peer_mem/version", &st) == 0 ||
                    stat("/sys/kernel/mm/memory_peers/nv_mem/version", &st) == 0;
     if (!attribute(CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED)) {
-        EXPECT_NE(reason.find("peermem: CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED=0"), std::string::npos);
+        EXPECT_NE(reason.find("peermem: CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED=0"),
+                  std::string::npos);
     } else if (!peermem) {
         EXPECT_NE(reason.find("peermem: neither nvidia_peermem nor nv_peer_mem is loaded"),
                   std::string::npos)
@@ -427,8 +453,10 @@ TEST_F(Gpu, ProbeWithoutHcaSaysNoVerbsDeviceAndWhatWorks)
 
     config = {GDR_CUDA_POLICY_YES, GDR_CUDA_POLICY_TRY};
     EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), UCS_ERR_UNSUPPORTED);
-    EXPECT_EQ(std::string(result.reason.text).rfind("UCX_GDR_GPU_DIRECT_RDMA=yes but GPU memory "
-                                               "registration is not available: no verbs device", 0),
+    EXPECT_EQ(std::string(result.reason.text)
+                  .rfind("UCX_GDR_GPU_DIRECT_RDMA=yes but GPU memory "
+                         "registration is not available: no verbs device",
+                         0),
               0u)
         << result.reason.text;
     config = {GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_YES};
@@ -443,7 +471,7 @@ TEST_F(Gpu, ProbeWithoutHcaSaysNoVerbsDeviceAndWhatWorks)
 TEST_F(Gpu, ProbeCreatesNoContext)
 {
     std::thread([&] {
-        gdr_cuda_config_t       config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
+        gdr_cuda_config_t config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
         gdr_cuda_probe_result_t result;
         EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), UCS_OK);
         EXPECT_EQ(current_context(), nullptr);
@@ -461,25 +489,24 @@ TEST(GpuNoContext, ProbeCreatesAContextOnlyWhenAllowed)
     }
     CUdevice device = 0;
     ASSERT_EQ(cu().cuDeviceGet(&device, 0), CUDA_SUCCESS);
-    unsigned flags  = 0;
-    int      active = 0;
+    unsigned flags = 0;
+    int active     = 0;
     ASSERT_EQ(cu().cuDevicePrimaryCtxGetState(device, &flags, &active), CUDA_SUCCESS);
     if (active) {
         GTEST_SKIP() << "GPU0's primary context is already active in this process";
     }
-    gdr_cuda_config_t       config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
+    gdr_cuda_config_t config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
     gdr_cuda_probe_result_t result;
     ASSERT_EQ(gdr_cuda_probe(nullptr, &config, 0, &result), UCS_OK);
-    EXPECT_NE(std::string(result.reason.text)
-                  .find("(not exercised: no active CUDA context on this GPU)"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(result.reason.text).find("(not exercised: no active CUDA context on this GPU)"),
+        std::string::npos)
         << result.reason.text;
     ASSERT_EQ(cu().cuDevicePrimaryCtxGetState(device, &flags, &active), CUDA_SUCCESS);
     EXPECT_EQ(active, 0) << "the probe created a context";
     EXPECT_EQ(current_context(), nullptr);
 
-    ASSERT_EQ(gdr_cuda_probe(nullptr, &config, GDR_CUDA_PROBE_MAY_CREATE_CONTEXT, &result),
-              UCS_OK);
+    ASSERT_EQ(gdr_cuda_probe(nullptr, &config, GDR_CUDA_PROBE_MAY_CREATE_CONTEXT, &result), UCS_OK);
     EXPECT_NE(std::string(result.reason.text).find("export of a 2 MiB cuMemAlloc ok"),
               std::string::npos)
         << result.reason.text;
@@ -492,15 +519,15 @@ TEST_F(Gpu, RegistrationArgumentsAreChecked)
 {
     CUdeviceptr buffer = 0;
     ASSERT_CU(cu().cuMemAlloc_v2(&buffer, 1 << 20));
-    gdr_cuda_config_t     config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
+    gdr_cuda_config_t config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
     gdr_cuda_reg_result_t result;
-    gdr_reason_t          reason;
+    gdr_reason_t reason;
     EXPECT_EQ(gdr_cuda_reg_mr(nullptr, ptr(buffer), 4096, 0, &config, 0, &result, &reason),
               UCS_ERR_INVALID_PARAM);
     EXPECT_STREQ(reason.text, "no protection domain");
     std::vector<char> host(4096);
-    EXPECT_EQ(gdr_cuda_reg_mr(reinterpret_cast<ibv_pd *>(0x1), host.data(), host.size(), 0,
-                              &config, 0, &result, &reason),
+    EXPECT_EQ(gdr_cuda_reg_mr(reinterpret_cast<ibv_pd *>(0x1), host.data(), host.size(), 0, &config,
+                              0, &result, &reason),
               UCS_ERR_INVALID_ADDR);
     EXPECT_NE(std::string(reason.text).find("is not CUDA device memory"), std::string::npos);
     ASSERT_CU(cu().cuMemFree_v2(buffer));
@@ -510,8 +537,8 @@ TEST_F(Gpu, RegistrationArgumentsAreChecked)
 // address, never matches a registration made for the old buffer id.
 TEST_F(Gpu, BufferIdChangesOnFreeAndReallocationAtTheSameAddress)
 {
-    const size_t size    = 8 << 20;
-    CUdeviceptr  first   = 0;
+    const size_t size = 8 << 20;
+    CUdeviceptr first = 0;
     ASSERT_CU(cu().cuMemAlloc_v2(&first, size));
     uint64_t first_id = 0;
     ASSERT_EQ(gdr_cuda_buffer_id(ptr(first + 123), &first_id), UCS_OK);

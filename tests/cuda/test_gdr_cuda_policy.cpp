@@ -29,18 +29,18 @@ constexpr gdr_cuda_policy_t TRY = GDR_CUDA_POLICY_TRY;
  */
 struct ScriptedWorld {
     // script
-    ucs_status_t export_status   = UCS_OK;
-    uint64_t          export_offset   = 123;
-    int               reg_dmabuf_errno = 0;  // 0: succeed
-    std::string       peermem         = "nvidia_peermem";
-    int               reg_mr_errno    = 0;
+    ucs_status_t export_status = UCS_OK;
+    uint64_t export_offset     = 123;
+    int reg_dmabuf_errno       = 0;  // 0: succeed
+    std::string peermem        = "nvidia_peermem";
+    int reg_mr_errno           = 0;
     // record
     std::vector<std::string> calls;
-    int                      open_fds = 0;
-    uint64_t                 seen_offset = 0, seen_iova = 0;
-    size_t                   seen_length = 0;
-    int                      seen_access = 0;
-    ibv_mr                  *fake_mr     = reinterpret_cast<ibv_mr *>(0x1000);
+    int open_fds         = 0;
+    uint64_t seen_offset = 0, seen_iova = 0;
+    size_t seen_length = 0;
+    int seen_access    = 0;
+    ibv_mr *fake_mr    = reinterpret_cast<ibv_mr *>(0x1000);
 
     RegBackend backend()
     {
@@ -105,7 +105,7 @@ using Calls = std::vector<std::string>;
 TEST(RegisterInOrder, DmabufFirstWithOffsetAndIovaAndFdClosed)
 {
     ScriptedWorld world;
-    RegOutcome    out = world.run({TRY, TRY});
+    RegOutcome out = world.run({TRY, TRY});
     EXPECT_EQ(out.status, UCS_OK);
     EXPECT_EQ(out.method, GDR_CUDA_REG_DMABUF);
     EXPECT_EQ(out.mr, world.fake_mr);
@@ -138,9 +138,11 @@ TEST(RegisterInOrder, DmabufMrFailureClosesFdThenPeermem)
     EXPECT_EQ(out.method, GDR_CUDA_REG_PEERMEM);
     EXPECT_EQ(world.calls, (Calls{"export", "reg_dmabuf_mr", "close", "peermem_module", "reg_mr"}));
     EXPECT_EQ(world.open_fds, 0);
-    EXPECT_NE(out.reason.find("ibv_reg_dmabuf_mr(offset 123, length 4096) failed"), std::string::npos)
+    EXPECT_NE(out.reason.find("ibv_reg_dmabuf_mr(offset 123, length 4096) failed"),
+              std::string::npos)
         << out.reason;
-    EXPECT_NE(out.reason.find("errno " + std::to_string(EOPNOTSUPP)), std::string::npos) << out.reason;
+    EXPECT_NE(out.reason.find("errno " + std::to_string(EOPNOTSUPP)), std::string::npos)
+        << out.reason;
 }
 
 TEST(RegisterInOrder, BothFailRefusesWithEveryReason)
@@ -174,7 +176,7 @@ TEST(RegisterInOrder, NoPeermemModuleRefusesWithoutCallingRegMr)
 TEST(RegisterInOrder, DmabufNoGoesStraightToPeermem)
 {
     ScriptedWorld world;
-    RegOutcome    out = world.run({TRY, NO});
+    RegOutcome out = world.run({TRY, NO});
     EXPECT_EQ(out.method, GDR_CUDA_REG_PEERMEM);
     EXPECT_EQ(world.calls, (Calls{"peermem_module", "reg_mr"}));
     EXPECT_EQ(out.reason, "dma-buf: disabled by UCX_GDR_DMABUF=no");
@@ -195,7 +197,7 @@ TEST(RegisterInOrder, GpuDirectRdmaNoTouchesNothing)
 {
     for (gdr_cuda_policy_t dmabuf : {NO, TRY}) {
         ScriptedWorld world;
-        RegOutcome    out = world.run({NO, dmabuf});
+        RegOutcome out = world.run({NO, dmabuf});
         EXPECT_EQ(out.status, UCS_ERR_UNSUPPORTED);
         EXPECT_TRUE(world.calls.empty());
         EXPECT_EQ(out.reason, "CUDA memory registration disabled by UCX_GDR_GPU_DIRECT_RDMA=no");
@@ -221,11 +223,13 @@ TEST(RegisterInOrder, ProbeMaskSkipsMethodsKnownNotToWork)
 TEST(RegisterInOrder, BadArgumentsAreInvalidParam)
 {
     ScriptedWorld world;
-    RegBackend    backend = world.backend();
-    EXPECT_EQ(register_in_order(backend, {TRY, TRY}, 0, nullptr, ScriptedWorld::buffer(), 1, 0).status,
-              UCS_ERR_INVALID_PARAM);
+    RegBackend backend = world.backend();
+    EXPECT_EQ(
+        register_in_order(backend, {TRY, TRY}, 0, nullptr, ScriptedWorld::buffer(), 1, 0).status,
+        UCS_ERR_INVALID_PARAM);
     EXPECT_EQ(register_in_order(backend, {TRY, TRY}, 0, ScriptedWorld::fake_pd(),
-                                ScriptedWorld::buffer(), 0, 0).status,
+                                ScriptedWorld::buffer(), 0, 0)
+                  .status,
               UCS_ERR_INVALID_PARAM);
     EXPECT_TRUE(world.calls.empty());
 }
@@ -240,7 +244,8 @@ TEST(Config, OnlyDmabufYesWithGpuDirectNoIsContradictory)
             EXPECT_EQ(gdr_cuda_config_check(&config, &reason),
                       contradictory ? UCS_ERR_INVALID_PARAM : UCS_OK);
             EXPECT_EQ(std::string(reason.text),
-                      contradictory ? "UCX_GDR_DMABUF=yes contradicts UCX_GDR_GPU_DIRECT_RDMA=no" : "");
+                      contradictory ? "UCX_GDR_DMABUF=yes contradicts UCX_GDR_GPU_DIRECT_RDMA=no"
+                                    : "");
         }
     }
     EXPECT_EQ(gdr_cuda_config_check(nullptr, &reason), UCS_ERR_INVALID_PARAM);
@@ -329,7 +334,8 @@ TEST(ProbeVerdict, NoVerbsDeviceIsNotRegistrable)
     EXPECT_EQ(v.status, UCS_OK);
     EXPECT_FALSE(v.registrable);
     EXPECT_EQ(v.reason.rfind("no verbs device (no protection domain to register with); "
-                             "GPU0 Test [0000:01:00]: dma-buf: works; peermem: loaded", 0),
+                             "GPU0 Test [0000:01:00]: dma-buf: works; peermem: loaded",
+                             0),
               0u)
         << v.reason;
     EXPECT_EQ(decide_probe_verdict({YES, TRY}, with_cuda({device(true, true)}, false)).status,
@@ -339,10 +345,10 @@ TEST(ProbeVerdict, NoVerbsDeviceIsNotRegistrable)
 TEST(ProbeVerdict, MethodsFollowFactsAndPolicy)
 {
     struct Case {
-        gdr_cuda_config_t        config;
+        gdr_cuda_config_t config;
         std::vector<DeviceFacts> devices;
-        ucs_status_t        status;
-        unsigned                 methods;
+        ucs_status_t status;
+        unsigned methods;
     } cases[] = {
         {{TRY, TRY}, {device(true, false)}, UCS_OK, kDmabuf},
         {{TRY, TRY}, {device(false, true)}, UCS_OK, kPeermem},
@@ -354,7 +360,7 @@ TEST(ProbeVerdict, MethodsFollowFactsAndPolicy)
         {{TRY, NO}, {device(true, false)}, UCS_OK, 0},
         {{YES, NO}, {device(true, false)}, UCS_ERR_UNSUPPORTED, 0},
         {{TRY, NO}, {device(true, true)}, UCS_OK, kPeermem},
-        {{TRY, YES}, {device(true, true)}, UCS_OK, kDmabuf},        // no peermem fallback
+        {{TRY, YES}, {device(true, true)}, UCS_OK, kDmabuf},  // no peermem fallback
         {{TRY, YES}, {device(false, true)}, UCS_ERR_UNSUPPORTED, 0},
         {{YES, YES}, {device(true, false)}, UCS_OK, kDmabuf},
     };
@@ -418,7 +424,7 @@ TEST(NoLibcuda, PublicApiIsHostOnlyAndSilent)
         << reason.text;
     EXPECT_EQ(gdr_cuda_available(nullptr), UCS_ERR_UNSUPPORTED);
 
-    std::vector<char>   host(100);
+    std::vector<char> host(100);
     gdr_cuda_mem_info_t info;
     ASSERT_EQ(gdr_cuda_mem_query(host.data(), host.size(), &info), UCS_OK);
     EXPECT_EQ(info.kind, GDR_CUDA_MEM_HOST);
@@ -435,19 +441,17 @@ TEST(NoLibcuda, PublicApiIsHostOnlyAndSilent)
     EXPECT_EQ(gdr_cuda_region_is_stale(host.data(), 0), 0);
     EXPECT_EQ(gdr_cuda_region_is_stale(host.data(), 42), 1);
 
-    int      fd     = 5;
+    int fd          = 5;
     uint64_t offset = 0;
-    EXPECT_EQ(gdr_cuda_dmabuf_export(host.data(), 10, &fd, &offset, &reason),
-              UCS_ERR_UNSUPPORTED);
+    EXPECT_EQ(gdr_cuda_dmabuf_export(host.data(), 10, &fd, &offset, &reason), UCS_ERR_UNSUPPORTED);
     EXPECT_EQ(fd, -1);
     EXPECT_EQ(std::string(reason.text).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u)
         << reason.text;
-    EXPECT_EQ(gdr_cuda_dmabuf_export(host.data(), 0, &fd, &offset, &reason),
-              UCS_ERR_INVALID_PARAM);
+    EXPECT_EQ(gdr_cuda_dmabuf_export(host.data(), 0, &fd, &offset, &reason), UCS_ERR_INVALID_PARAM);
     EXPECT_STREQ(reason.text, "NULL fd/offset or empty range");
 
     gdr_cuda_probe_result_t probe;
-    gdr_cuda_config_t       config{TRY, TRY};
+    gdr_cuda_config_t config{TRY, TRY};
     EXPECT_EQ(gdr_cuda_probe(nullptr, &config, 0, &probe), UCS_OK);
     EXPECT_EQ(probe.cuda_registrable, 0);
     EXPECT_EQ(probe.methods, 0u);
@@ -460,8 +464,8 @@ TEST(NoLibcuda, PublicApiIsHostOnlyAndSilent)
 
     gdr_cuda_reg_result_t reg;
     config = {TRY, TRY};
-    EXPECT_EQ(gdr_cuda_reg_mr(reinterpret_cast<ibv_pd *>(0x1), host.data(), host.size(), 0,
-                              &config, 0, &reg, &reason),
+    EXPECT_EQ(gdr_cuda_reg_mr(reinterpret_cast<ibv_pd *>(0x1), host.data(), host.size(), 0, &config,
+                              0, &reg, &reason),
               UCS_ERR_INVALID_ADDR);
     EXPECT_EQ(reg.mr, nullptr);
     EXPECT_EQ(std::string(reason.text).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u)

@@ -26,11 +26,14 @@ using namespace gdr::cuda_driver;
 
 namespace {
 
-const driver_api &cu() { return driver::instance().api(); }
+const driver_api &cu()
+{
+    return driver::instance().api();
+}
 
 struct CudaRegion {
     ucs_rcache_region_t super;
-    uint64_t            buffer_id;  ///< of the allocation at super.start when registered
+    uint64_t buffer_id;  ///< of the allocation at super.start when registered
 };
 
 struct Registrations {
@@ -41,14 +44,14 @@ struct Registrations {
 ucs_status_t register_region(void *context, ucs_rcache_t *, void *, ucs_rcache_region_t *region,
                              uint16_t)
 {
-    auto      *cuda   = reinterpret_cast<CudaRegion *>(region);
-    void      *start  = reinterpret_cast<void *>(region->super.start);
-    size_t     length = region->super.end - region->super.start;
+    auto *cuda    = reinterpret_cast<CudaRegion *>(region);
+    void *start   = reinterpret_cast<void *>(region->super.start);
+    size_t length = region->super.end - region->super.start;
     gdr_cuda_mem_info_t info;
     if (gdr_cuda_mem_query(start, length, &info) != UCS_OK || info.kind != GDR_CUDA_MEM_DEVICE) {
         return UCS_ERR_INVALID_ADDR;
     }
-    int      fd = -1;
+    int fd = -1;
     uint64_t offset;
     if (gdr_cuda_dmabuf_export(start, length, &fd, &offset, nullptr) != UCS_OK) {
         return UCS_ERR_IO_ERROR;
@@ -117,13 +120,13 @@ protected:
         ucs_rcache_params_t params{};
         params.region_struct_size = sizeof(CudaRegion);
         gdr_compat_rcache_params_align(&params, kPage, kPage);
-        params.ucm_events         = 0;  // CUDA frees raise no UCM event without UCM's CUDA hooks
-        params.ops                = &kOps;
-        params.context            = &registrations_;
-        params.flags              = UCS_RCACHE_FLAG_NO_PFN_CHECK;  // device VAs have no host PFNs
-        params.max_regions        = ULONG_MAX;
-        params.max_size           = SIZE_MAX;
-        params.max_unreleased     = SIZE_MAX;
+        params.ucm_events     = 0;  // CUDA frees raise no UCM event without UCM's CUDA hooks
+        params.ops            = &kOps;
+        params.context        = &registrations_;
+        params.flags          = UCS_RCACHE_FLAG_NO_PFN_CHECK;  // device VAs have no host PFNs
+        params.max_regions    = ULONG_MAX;
+        params.max_size       = SIZE_MAX;
+        params.max_unreleased = SIZE_MAX;
         ASSERT_EQ(ucs_rcache_create(&params, "gdr_cuda_test", nullptr, &rcache_), UCS_OK);
     }
 
@@ -139,9 +142,9 @@ protected:
         }
     }
 
-    CUdevice      device_  = 0;
-    CUcontext     context_ = nullptr;
-    ucs_rcache_t *rcache_  = nullptr;
+    CUdevice device_      = 0;
+    CUcontext context_    = nullptr;
+    ucs_rcache_t *rcache_ = nullptr;
     Registrations registrations_;
 };
 
@@ -150,7 +153,7 @@ protected:
 TEST_F(CudaRcache, HitsThenInvalidatesOnFreeAndReallocationAtTheSameAddress)
 {
     const size_t size = 8 << 20, length = 1 << 20;
-    CUdeviceptr  first = 0;
+    CUdeviceptr first = 0;
     ASSERT_EQ(cu().cuMemAlloc_v2(&first, size), CUDA_SUCCESS);
     void *address = reinterpret_cast<void *>(first);
 
@@ -175,8 +178,9 @@ TEST_F(CudaRcache, HitsThenInvalidatesOnFreeAndReallocationAtTheSameAddress)
 
     // The problem: ucs_rcache on its own hands back the old allocation's registration.
     ucs_rcache_region_t *raw = nullptr;
-    ASSERT_EQ(gdr_compat_rcache_get(rcache_, address, length, kPage, PROT_READ | PROT_WRITE, nullptr,
-                                    &raw), UCS_OK);
+    ASSERT_EQ(gdr_compat_rcache_get(rcache_, address, length, kPage, PROT_READ | PROT_WRITE,
+                                    nullptr, &raw),
+              UCS_OK);
     EXPECT_EQ(reinterpret_cast<CudaRegion *>(raw)->buffer_id, first_id);
     uint64_t current_id = 0;
     ASSERT_EQ(gdr_cuda_buffer_id(address, &current_id), UCS_OK);
@@ -194,6 +198,7 @@ TEST_F(CudaRcache, HitsThenInvalidatesOnFreeAndReallocationAtTheSameAddress)
     CudaRegion *hit_again = get_fresh(rcache_, address, length);
     EXPECT_EQ(hit_again, fresh);
     EXPECT_EQ(registrations_.registered, 2);
-    if (hit_again != nullptr) ucs_rcache_region_put(rcache_, &hit_again->super);
+    if (hit_again != nullptr)
+        ucs_rcache_region_put(rcache_, &hit_again->super);
     ASSERT_EQ(cu().cuMemFree_v2(again), CUDA_SUCCESS);
 }

@@ -18,8 +18,9 @@ protected:
     void SetUp() override
     {
         int num = 0;
-        std::unique_ptr<ibv_device *, decltype(&ibv_free_device_list)> list(
-            ibv_get_device_list(&num), ibv_free_device_list);
+        std::unique_ptr<ibv_device *, decltype(&ibv_free_device_list)> list(ibv_get_device_list(
+                                                                                &num),
+                                                                            ibv_free_device_list);
         if (list == nullptr || num == 0) {
             GTEST_SKIP() << "no verbs device (run through tests/rxe-vm/run)";
         }
@@ -31,12 +32,14 @@ protected:
 
     void TearDown() override
     {
-        if (pd_ != nullptr) ibv_dealloc_pd(pd_);
-        if (context_ != nullptr) ibv_close_device(context_);
+        if (pd_ != nullptr)
+            ibv_dealloc_pd(pd_);
+        if (context_ != nullptr)
+            ibv_close_device(context_);
     }
 
     ibv_context *context_ = nullptr;
-    ibv_pd      *pd_      = nullptr;
+    ibv_pd *pd_           = nullptr;
 };
 
 bool cuda_available()
@@ -52,7 +55,7 @@ TEST_F(VerbsDevice, ProbeWithoutCudaSaysSoAndHonoursYes)
         GTEST_SKIP() << "CUDA is present here: this test covers the host-only verdict";
     }
     testing::internal::CaptureStderr();
-    gdr_cuda_config_t       config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
+    gdr_cuda_config_t config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
     gdr_cuda_probe_result_t result;
     EXPECT_EQ(gdr_cuda_probe(pd_, &config, 0, &result), UCS_OK);
     EXPECT_EQ(result.cuda_registrable, 0);
@@ -62,8 +65,10 @@ TEST_F(VerbsDevice, ProbeWithoutCudaSaysSoAndHonoursYes)
 
     config = {GDR_CUDA_POLICY_YES, GDR_CUDA_POLICY_TRY};
     EXPECT_EQ(gdr_cuda_probe(pd_, &config, 0, &result), UCS_ERR_UNSUPPORTED);
-    EXPECT_EQ(std::string(result.reason.text).rfind("UCX_GDR_GPU_DIRECT_RDMA=yes but GPU memory "
-                                                    "registration is not available: no CUDA", 0),
+    EXPECT_EQ(std::string(result.reason.text)
+                  .rfind("UCX_GDR_GPU_DIRECT_RDMA=yes but GPU memory "
+                         "registration is not available: no CUDA",
+                         0),
               0u)
         << result.reason.text;
     config = {GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_YES};
@@ -77,10 +82,10 @@ TEST_F(VerbsDevice, ProbeWithoutCudaSaysSoAndHonoursYes)
 
 TEST_F(VerbsDevice, HostMemoryIsNotForTheCudaPath)
 {
-    std::vector<char>     host(1 << 16);
-    gdr_cuda_config_t     config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
+    std::vector<char> host(1 << 16);
+    gdr_cuda_config_t config{GDR_CUDA_POLICY_TRY, GDR_CUDA_POLICY_TRY};
     gdr_cuda_reg_result_t result;
-    gdr_reason_t          reason;
+    gdr_reason_t reason;
     EXPECT_EQ(gdr_cuda_reg_mr(pd_, host.data(), host.size(),
                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, &config, 0, &result,
                               &reason),

@@ -16,13 +16,17 @@ int env_int(const char *name, int fallback)
 }
 
 std::vector<void *> context_stack;
-int                 pointer_queries = 0;
+int pointer_queries = 0;
 
 }  // namespace
 
 extern "C" {
 
-#define FAKE_STUB(name) int name() { return 0; }
+#define FAKE_STUB(name) \
+    int name()          \
+    {                   \
+        return 0;       \
+    }
 FAKE_STUB(cuDeviceGet)
 FAKE_STUB(cuDeviceGetName)
 FAKE_STUB(cuDeviceGetAttribute)
@@ -71,7 +75,10 @@ FAKE_STUB(cuMemRetainAllocationHandle)
 #undef FAKE_STUB
 
 
-int cuInit(unsigned) { return env_int("FAKE_CUDA_INIT_RESULT", 0); }
+int cuInit(unsigned)
+{
+    return env_int("FAKE_CUDA_INIT_RESULT", 0);
+}
 
 int cuDriverGetVersion(int *version)
 {
@@ -126,28 +133,44 @@ int cuCtxPopCurrent_v2(void **ctx)
 /** Address 0x1000 is device memory of device 1 (buffer id 42, context 0x77); nothing else is
  *  known, which the real driver reports as success with zeroed values. */
 int cuPointerGetAttributes(unsigned count, const int *attributes, void **data,
-                                       unsigned long long ptr)
+                           unsigned long long ptr)
 {
     ++pointer_queries;
     const bool known = ptr == 0x1000;
     for (unsigned i = 0; i < count; ++i) {
         switch (attributes[i]) {
-        case 1: *static_cast<void **>(data[i]) = known ? reinterpret_cast<void *>(0x77) : nullptr;
-                break;                                                      // CONTEXT
-        case 2: *static_cast<unsigned *>(data[i]) = known ? 2 : 0; break;  // MEMORY_TYPE
-        case 7: *static_cast<unsigned long long *>(data[i]) = known ? 42 : 0; break;  // BUFFER_ID
-        case 8: *static_cast<bool *>(data[i]) = false; break;              // IS_MANAGED
-        case 9: *static_cast<int *>(data[i]) = known ? 1 : -1; break;      // DEVICE_ORDINAL
-        default: return 1;
+        case 1:
+            *static_cast<void **>(data[i]) = known ? reinterpret_cast<void *>(0x77) : nullptr;
+            break;  // CONTEXT
+        case 2:
+            *static_cast<unsigned *>(data[i]) = known ? 2 : 0;
+            break;  // MEMORY_TYPE
+        case 7:
+            *static_cast<unsigned long long *>(data[i]) = known ? 42 : 0;
+            break;  // BUFFER_ID
+        case 8:
+            *static_cast<bool *>(data[i]) = false;
+            break;  // IS_MANAGED
+        case 9:
+            *static_cast<int *>(data[i]) = known ? 1 : -1;
+            break;  // DEVICE_ORDINAL
+        default:
+            return 1;
         }
     }
     return 0;
 }
 
 /** For the tests: how many cuPointerGetAttributes calls were made. */
-int fake_cuda_pointer_queries() { return pointer_queries; }
+int fake_cuda_pointer_queries()
+{
+    return pointer_queries;
+}
 
 /** For the tests: the depth of the calling process's context stack. */
-size_t fake_cuda_context_depth() { return context_stack.size(); }
+size_t fake_cuda_context_depth()
+{
+    return context_stack.size();
+}
 
 }  // extern "C"

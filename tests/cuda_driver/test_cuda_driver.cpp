@@ -80,7 +80,7 @@ TEST(CudaDriver, InstanceWithoutLibcudaSaysWhyOnceForAllThreads)
         GTEST_SKIP() << "libcuda.so.1 is installed here; the gpu tests cover the real driver";
     }
     std::vector<const cu::driver *> seen(8, nullptr);
-    std::vector<std::thread>         threads;
+    std::vector<std::thread> threads;
     for (size_t i = 0; i < seen.size(); ++i) {
         threads.emplace_back([&seen, i] { seen[i] = &cu::driver::instance(); });
     }
@@ -109,7 +109,7 @@ TEST(CudaDriver, LoadsEveryEntryPointAndLeavesTheOptionalOneNull)
 
 TEST(CudaDriver, CuInitFailureIsNamedWithTheDriversWords)
 {
-    scoped_env  no_device("FAKE_CUDA_INIT_RESULT", "100");
+    scoped_env no_device("FAKE_CUDA_INIT_RESULT", "100");
     cu::driver driver(GDR_FAKE_LIBCUDA);
     EXPECT_FALSE(driver.initialized());
     EXPECT_FALSE(driver.usable());
@@ -120,7 +120,7 @@ TEST(CudaDriver, CuInitFailureIsNamedWithTheDriversWords)
 
 TEST(CudaDriver, NoDeviceAfterASuccessfulCuInitIsNotUsable)
 {
-    scoped_env  none("FAKE_CUDA_DEVICES", "0");
+    scoped_env none("FAKE_CUDA_DEVICES", "0");
     cu::driver driver(GDR_FAKE_LIBCUDA);
     EXPECT_TRUE(driver.initialized());
     EXPECT_FALSE(driver.usable());
@@ -145,7 +145,7 @@ TEST(CudaDriver, PointerAttributesComeFromOneBatchedCall)
     EXPECT_EQ(device.buffer_id, 42u);
     EXPECT_EQ(device.context, reinterpret_cast<cu::CUcontext>(0x77));
 
-    int                    on_stack = 0;
+    int on_stack = 0;
     cu::pointer_attributes host;
     EXPECT_FALSE(host.query(driver.api(), &on_stack));  // unknown to the driver: host memory
     EXPECT_FALSE(host.is_device());

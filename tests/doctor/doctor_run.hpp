@@ -16,10 +16,11 @@
 struct DoctorRun {
     int exit_status = -1;
     std::string out, err;
-    nlohmann::json json;   // when the output was JSON
+    nlohmann::json json;  // when the output was JSON
 
     /// The findings with this check id (and subject, when given).
-    std::vector<nlohmann::json> findings(const std::string &check, const std::string &subject = "*") const
+    std::vector<nlohmann::json> findings(const std::string &check,
+                                         const std::string &subject = "*") const
     {
         std::vector<nlohmann::json> found;
         for (const auto &f : json.at("findings")) {
@@ -52,14 +53,14 @@ inline DoctorRun run_doctor(const std::string &args, bool parse_json = true)
 {
     DoctorRun run;
     char err_path[] = "/tmp/gdr-doctor-test-XXXXXX";
-    int fd = ::mkstemp(err_path);
+    int fd          = ::mkstemp(err_path);
     if (fd < 0) {
         ADD_FAILURE() << "mkstemp failed";
         return run;
     }
     ::close(fd);
     std::string cmd = shell_quote(GDR_DOCTOR_BIN) + " " + args + " 2>" + shell_quote(err_path);
-    FILE *pipe = ::popen(cmd.c_str(), "r");
+    FILE *pipe      = ::popen(cmd.c_str(), "r");
     if (pipe == nullptr) {
         ADD_FAILURE() << "popen failed: " << cmd;
         return run;
@@ -69,7 +70,7 @@ inline DoctorRun run_doctor(const std::string &args, bool parse_json = true)
     while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) {
         run.out.append(buf, n);
     }
-    int status = ::pclose(pipe);
+    int status      = ::pclose(pipe);
     run.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     std::ifstream err(err_path);
     std::stringstream ss;
@@ -80,7 +81,9 @@ inline DoctorRun run_doctor(const std::string &args, bool parse_json = true)
         try {
             run.json = nlohmann::json::parse(run.out);
         } catch (const std::exception &e) {
-            ADD_FAILURE() << "not JSON (" << e.what() << "):\n" << run.out << "\nstderr:\n" << run.err;
+            ADD_FAILURE() << "not JSON (" << e.what() << "):\n"
+                          << run.out << "\nstderr:\n"
+                          << run.err;
             run.json = nlohmann::json::object({{"findings", nlohmann::json::array()}});
         }
     }

@@ -12,7 +12,8 @@ void expect_fix_on_every_problem(const DoctorRun &run)
 {
     for (const auto &f : run.json.at("findings")) {
         if (f.at("status") == "warn" || f.at("status") == "fail") {
-            EXPECT_TRUE(f.at("fix").is_string() && !f.at("fix").get<std::string>().empty()) << f.dump();
+            EXPECT_TRUE(f.at("fix").is_string() && !f.at("fix").get<std::string>().empty())
+                << f.dump();
         }
     }
 }
@@ -22,7 +23,7 @@ bool contains(const json &j, const std::string &key, const std::string &text)
     return j.at(key).get<std::string>().find(text) != std::string::npos;
 }
 
-} // namespace
+}  // namespace
 
 TEST(DoctorFixtures, DgxBoxIsReady)
 {
@@ -65,7 +66,8 @@ TEST(DoctorFixtures, TwoSocketSeedCases)
     // RoCE port whose only v2 GID is at index 3
     json gid = run.finding("rdma.gid", "mlx5_0:1");
     EXPECT_EQ(gid.at("status"), "ok");
-    EXPECT_TRUE(contains(gid, "message", "GID 3: RoCE v2, IPv4-mapped ::ffff:10.0.0.5")) << gid.dump();
+    EXPECT_TRUE(contains(gid, "message", "GID 3: RoCE v2, IPv4-mapped ::ffff:10.0.0.5"))
+        << gid.dump();
     const json &port = run.json.at("rdma_devices")[0].at("ports")[0];
     EXPECT_EQ(port.at("gid_selection").at("index"), 3);
     EXPECT_EQ(port.at("gids").size(), 4u);
@@ -102,7 +104,8 @@ TEST(DoctorFixtures, AcsOnABridgeIsFound)
     EXPECT_EQ(run.exit_status, 1) << run.out;
     json acs = run.finding("topology.acs", "GPU0<->mlx5_0");
     EXPECT_EQ(acs.at("status"), "warn");
-    EXPECT_TRUE(contains(acs, "message", "0000:02:00.0 (ACSCtl: SrcValid+ TransBlk- ReqRedir+")) << acs.dump();
+    EXPECT_TRUE(contains(acs, "message", "0000:02:00.0 (ACSCtl: SrcValid+ TransBlk- ReqRedir+"))
+        << acs.dump();
     EXPECT_TRUE(contains(acs, "message", "0000:02:01.0")) << acs.dump();
     EXPECT_TRUE(contains(acs, "fix", "setpci -s 0000:02:00.0 ECAP_ACS+0x6.w=0000")) << acs.dump();
     const json &bridges = run.json.at("topology").at("nearest")[0].at("acs");
@@ -130,7 +133,7 @@ TEST(DoctorFixtures, NoRdmaDeviceIsNotReady)
 
 TEST(DoctorFixtures, ExplicitGidIndexIsShownAndJudged)
 {
-    DoctorRun run = run_doctor("--json --gid-index 1 --root " + fixture("two_socket"));
+    DoctorRun run   = run_doctor("--json --gid-index 1 --root " + fixture("two_socket"));
     const json &sel = run.json.at("rdma_devices")[0].at("ports")[0].at("gid_selection");
     EXPECT_EQ(sel.at("index"), 1);
     EXPECT_EQ(sel.at("override"), 1);
@@ -146,7 +149,8 @@ TEST(DoctorFixtures, HumanReportHasSymbolsFixesAndVerdict)
 {
     DoctorRun run = run_doctor("--root " + fixture("two_socket"), false);
     EXPECT_EQ(run.exit_status, 1);
-    EXPECT_NE(run.out.find("\u26a0 GPU0: nearest RDMA device mlx5_0 is SYS"), std::string::npos) << run.out;
+    EXPECT_NE(run.out.find("\u26a0 GPU0: nearest RDMA device mlx5_0 is SYS"), std::string::npos)
+        << run.out;
     EXPECT_NE(run.out.find("      fix: "), std::string::npos);
     EXPECT_NE(run.out.find("*  3    ::ffff:10.0.0.5"), std::string::npos) << run.out;
     EXPECT_NE(run.out.find("Verdict: degraded (exit 1)"), std::string::npos) << run.out;
@@ -159,13 +163,14 @@ TEST(DoctorCli, NonexistentRootIsACleanError)
     EXPECT_EQ(run.exit_status, 3);
     EXPECT_TRUE(run.out.empty()) << run.out;
     EXPECT_NE(run.err.find("--root /nonexistent/gdr-doctor-root: No such file or directory"),
-              std::string::npos) << run.err;
+              std::string::npos)
+        << run.err;
 }
 
 TEST(DoctorCli, BadArgumentsAreUsageErrors)
 {
-    for (const char *args : {"--gid-index abc", "--gid-index -1", "--root", "--frobnicate",
-                             "--root /etc/hostname"}) {
+    for (const char *args :
+         {"--gid-index abc", "--gid-index -1", "--root", "--frobnicate", "--root /etc/hostname"}) {
         DoctorRun run = run_doctor(args, false);
         EXPECT_EQ(run.exit_status, 3) << args;
         EXPECT_NE(run.err.find("usage: gdr-doctor"), std::string::npos) << args << ": " << run.err;
@@ -182,7 +187,7 @@ TEST(DoctorPlugin, LoadsTheBuiltPluginIntoUcx)
         GTEST_SKIP() << "the plugin is not part of this build";
     }
     DoctorRun run = run_doctor("--json --plugin " + shell_quote(plugin));
-    json found = run.finding("ucx.plugin");
+    json found    = run.finding("ucx.plugin");
     EXPECT_EQ(found.at("status"), "ok") << found.dump() << "\n" << run.err;
     EXPECT_EQ(run.json.at("ucx").at("plugin"), "loaded");
     const json &components = run.json.at("ucx").at("components");

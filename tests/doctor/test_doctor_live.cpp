@@ -21,7 +21,7 @@ bool have_rdma_device()
     return found;
 }
 
-} // namespace
+}  // namespace
 
 TEST(DoctorLive, ReportsTheRdmaDeviceAndTheGidGdrRcUses)
 {
@@ -33,7 +33,8 @@ TEST(DoctorLive, ReportsTheRdmaDeviceAndTheGidGdrRcUses)
     ASSERT_LE(run.exit_status, 2) << run.err;
     EXPECT_EQ(run.json.at("live"), true);
     const char *want = std::getenv("RXE_DEV");
-    const std::string dev_name = want ? want : run.json.at("rdma_devices").at(0).at("name").get<std::string>();
+    const std::string dev_name =
+        want ? want : run.json.at("rdma_devices").at(0).at("name").get<std::string>();
     const nlohmann::json *dev = nullptr;
     for (const auto &d : run.json.at("rdma_devices")) {
         if (d.at("name") == dev_name) {
@@ -50,7 +51,7 @@ TEST(DoctorLive, ReportsTheRdmaDeviceAndTheGidGdrRcUses)
     if (port.at("link_layer") == "Ethernet") {
         const auto &sel = port.at("gid_selection");
         ASSERT_TRUE(sel.at("index").is_number()) << sel.dump();
-        int index = sel.at("index");
+        int index                    = sel.at("index");
         const nlohmann::json *chosen = nullptr;
         for (const auto &g : port.at("gids")) {
             if (g.at("index") == index) {
@@ -61,12 +62,14 @@ TEST(DoctorLive, ReportsTheRdmaDeviceAndTheGidGdrRcUses)
         EXPECT_EQ(chosen->at("type"), "RoCE v2");
         EXPECT_EQ(chosen->at("ipv4_mapped"), true) << chosen->dump();
         if (const char *expected = std::getenv("RXE_GID_INDEX")) {
-            EXPECT_EQ(index, std::atoi(expected)) << "the VM's init found the IPv4 RoCE v2 GID elsewhere";
+            EXPECT_EQ(index, std::atoi(expected))
+                << "the VM's init found the IPv4 RoCE v2 GID elsewhere";
         }
     }
     // The verbs probe ran and gave a definite answer about dma-buf.
     EXPECT_TRUE(dev->at("dmabuf_probe").at("result") == "supported" ||
-                dev->at("dmabuf_probe").at("result") == "unsupported") << dev->dump(2);
+                dev->at("dmabuf_probe").at("result") == "unsupported")
+        << dev->dump(2);
     // UCX answered (the plugin may or may not be built yet: the report says which).
     EXPECT_EQ(run.finding("ucx.version").at("status"), "ok");
     nlohmann::json plugin = run.finding("ucx.plugin");

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <type_traits>
 
-namespace abi = ucp_cpp::coll::launch::pmix_abi;
+namespace abi  = ucp_cpp::coll::launch::pmix_abi;
 namespace abi2 = ucp_cpp::coll::launch::pmi2_abi;
 
 static_assert(abi::success == PMIX_SUCCESS);
@@ -37,20 +37,18 @@ static_assert(std::is_same_v<decltype(pmix_rank_t{}), uint32_t>);
 
 // The function types, as the headers declare them
 static_assert(std::is_convertible_v<decltype(&PMIx_Commit), abi::commit_fn>);
-static_assert(std::is_convertible_v<decltype(&PMIx_Value_destruct),
-                                    void (*)(pmix_value_t *)>);
+static_assert(std::is_convertible_v<decltype(&PMIx_Value_destruct), void (*)(pmix_value_t *)>);
 static_assert(std::is_convertible_v<decltype(&PMIx_Init),
                                     pmix_status_t (*)(pmix_proc_t *, pmix_info_t *, size_t)>);
-static_assert(std::is_convertible_v<decltype(&PMIx_Fence),
-                                    pmix_status_t (*)(const pmix_proc_t *, size_t,
-                                                      const pmix_info_t *, size_t)>);
-static_assert(std::is_convertible_v<decltype(&PMIx_Get),
-                                    pmix_status_t (*)(const pmix_proc_t *, const char *,
-                                                      const pmix_info_t *, size_t,
-                                                      pmix_value_t **)>);
+static_assert(
+    std::is_convertible_v<decltype(&PMIx_Fence), pmix_status_t (*)(const pmix_proc_t *, size_t,
+                                                                   const pmix_info_t *, size_t)>);
+static_assert(
+    std::is_convertible_v<decltype(&PMIx_Get),
+                          pmix_status_t (*)(const pmix_proc_t *, const char *, const pmix_info_t *,
+                                            size_t, pmix_value_t **)>);
 static_assert(std::is_convertible_v<decltype(&PMIx_Put),
-                                    pmix_status_t (*)(pmix_scope_t, const char *,
-                                                      pmix_value_t *)>);
+                                    pmix_status_t (*)(pmix_scope_t, const char *, pmix_value_t *)>);
 
 static_assert(abi2::success == PMI2_SUCCESS);
 static_assert(abi2::max_key == PMI2_MAX_KEYLEN && abi2::max_value == PMI2_MAX_VALLEN);

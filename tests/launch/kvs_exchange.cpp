@@ -11,7 +11,10 @@
 
 namespace launch = ucp_cpp::coll::launch;
 
-static uint8_t byte_of(int rank, size_t i) { return uint8_t(i * 7 + size_t(rank)); }
+static uint8_t byte_of(int rank, size_t i)
+{
+    return uint8_t(i * 7 + size_t(rank));
+}
 
 int main(int argc, char **argv)
 {
@@ -27,14 +30,16 @@ int main(int argc, char **argv)
             return 2;
         }
         std::vector<uint8_t> mine(1500 + size_t(store->rank()));
-        for (size_t i = 0; i < mine.size(); ++i) mine[i] = byte_of(store->rank(), i);
+        for (size_t i = 0; i < mine.size(); ++i)
+            mine[i] = byte_of(store->rank(), i);
         store->put("ucpcpp.test", mine);
         store->fence();
         int wrong = 0;
         for (int rank = 0; rank < store->size(); ++rank) {
             const std::vector<uint8_t> value = store->get(rank, "ucpcpp.test");
-            bool same = value.size() == 1500 + size_t(rank);
-            for (size_t i = 0; same && i < value.size(); ++i) same = value[i] == byte_of(rank, i);
+            bool same                        = value.size() == 1500 + size_t(rank);
+            for (size_t i = 0; same && i < value.size(); ++i)
+                same = value[i] == byte_of(rank, i);
             wrong += same ? 0 : 1;
         }
         std::printf("%s: rank %d of %d read %d values, %d wrong\n", store->name(), store->rank(),

@@ -27,8 +27,8 @@ struct outcome {
     double seconds = 0;
     std::string describe() const
     {
-        return "exit " + std::to_string(status) + (timed_out ? " (TIMED OUT)" : "") + "\n--- stdout:\n" + out +
-               "--- stderr:\n" + err;
+        return "exit " + std::to_string(status) + (timed_out ? " (TIMED OUT)" : "") +
+               "\n--- stdout:\n" + out + "--- stderr:\n" + err;
     }
 };
 
@@ -57,8 +57,9 @@ private:
 
 /// Runs GDR_PERFTEST_BIN with @p args and the environment of the test plus @p env (a value of ""
 /// unsets the variable); kills the whole process group after @p limit.
-inline outcome run_tool(const std::vector<std::string> &args, const std::map<std::string, std::string> &env = {},
-                        std::chrono::seconds limit = std::chrono::seconds(60))
+inline outcome run_tool(const std::vector<std::string> &args,
+                        const std::map<std::string, std::string> &env = {},
+                        std::chrono::seconds limit                    = std::chrono::seconds(60))
 {
     scratch tmp;
     const std::string out_path = tmp.path("stdout"), err_path = tmp.path("stderr");
@@ -67,13 +68,18 @@ inline outcome run_tool(const std::vector<std::string> &args, const std::map<std
     pid_t pid        = ::fork();
     if (pid == 0) {
         ::setpgid(0, 0);
-        if (!std::freopen(out_path.c_str(), "w", stdout) || !std::freopen(err_path.c_str(), "w", stderr)) ::_exit(126);
+        if (!std::freopen(out_path.c_str(), "w", stdout) ||
+            !std::freopen(err_path.c_str(), "w", stderr))
+            ::_exit(126);
         for (const auto &[key, value] : env) {
-            if (value.empty()) ::unsetenv(key.c_str());
-            else ::setenv(key.c_str(), value.c_str(), 1);
+            if (value.empty())
+                ::unsetenv(key.c_str());
+            else
+                ::setenv(key.c_str(), value.c_str(), 1);
         }
         std::vector<char *> argv{const_cast<char *>(GDR_PERFTEST_BIN)};
-        for (const auto &a : args) argv.push_back(const_cast<char *>(a.c_str()));
+        for (const auto &a : args)
+            argv.push_back(const_cast<char *>(a.c_str()));
         argv.push_back(nullptr);
         ::execv(GDR_PERFTEST_BIN, argv.data());
         ::_exit(127);
@@ -82,7 +88,8 @@ inline outcome run_tool(const std::vector<std::string> &args, const std::map<std
     int status = 0;
     while (true) {
         pid_t done = ::waitpid(pid, &status, WNOHANG);
-        if (done == pid) break;
+        if (done == pid)
+            break;
         if (std::chrono::steady_clock::now() - start > limit) {
             ::kill(-pid, SIGKILL);
             ::waitpid(pid, &status, 0);
@@ -92,9 +99,9 @@ inline outcome run_tool(const std::vector<std::string> &args, const std::map<std
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    result.status  = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    result.out     = slurp(out_path);
-    result.err     = slurp(err_path);
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.out    = slurp(out_path);
+    result.err    = slurp(err_path);
     return result;
 }
 
@@ -108,8 +115,10 @@ inline std::vector<std::vector<std::string>> table_rows(const std::string &out)
         std::istringstream words(line);
         std::vector<std::string> row;
         std::string w;
-        while (words >> w) row.push_back(w);
-        if (!row.empty() && std::isdigit(static_cast<unsigned char>(row[0][0]))) rows.push_back(row);
+        while (words >> w)
+            row.push_back(w);
+        if (!row.empty() && std::isdigit(static_cast<unsigned char>(row[0][0])))
+            rows.push_back(row);
     }
     return rows;
 }

@@ -30,7 +30,10 @@ outcome perftest(strings args, const std::map<std::string, std::string> &env = {
     return run_tool(args, env);
 }
 
-bool contains(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string &text, const std::string &part)
+{
+    return text.find(part) != std::string::npos;
+}
 
 strings header_of(const std::string &out)
 {
@@ -40,8 +43,10 @@ strings header_of(const std::string &out)
         std::istringstream words(line);
         strings row;
         std::string w;
-        while (words >> w) row.push_back(w);
-        if (!row.empty() && row[0] == "size") return row;
+        while (words >> w)
+            row.push_back(w);
+        if (!row.empty() && row[0] == "size")
+            return row;
     }
     return {};
 }
@@ -53,7 +58,8 @@ TEST(Perftest, LatencyTableStatesUnitsAndHasOneRowPerSize)
     EXPECT_TRUE(contains(r.out, "times in us")) << r.out;
     EXPECT_TRUE(contains(r.out, "1 GB = 10^9 B")) << r.out;
     EXPECT_TRUE(contains(r.out, "half round trip")) << r.out;
-    EXPECT_EQ(header_of(r.out), (strings{"size", "iters", "avg_us", "p50_us", "p90_us", "p99_us", "bytes_verified", "check"}));
+    EXPECT_EQ(header_of(r.out), (strings{"size", "iters", "avg_us", "p50_us", "p90_us", "p99_us",
+                                         "bytes_verified", "check"}));
     auto rows = table_rows(r.out);
     ASSERT_EQ(rows.size(), 4u) << r.out;  // 8, 32, 128, 512 (2048 > 1K)
     const size_t sizes[] = {8, 32, 128, 512};
@@ -63,7 +69,8 @@ TEST(Perftest, LatencyTableStatesUnitsAndHasOneRowPerSize)
         EXPECT_EQ(rows[i][1], "50");
         EXPECT_LE(std::stod(rows[i][3]), std::stod(rows[i][4]));  // p50 <= p90 <= p99
         EXPECT_LE(std::stod(rows[i][4]), std::stod(rows[i][5]));
-        EXPECT_EQ(std::stoull(rows[i][6]), 2 * 50 * sizes[i]) << "ping and pong, every timed iteration";
+        EXPECT_EQ(std::stoull(rows[i][6]), 2 * 50 * sizes[i])
+            << "ping and pong, every timed iteration";
         EXPECT_EQ(rows[i][7], "ok");
     }
 }
@@ -72,7 +79,8 @@ TEST(Perftest, BandwidthTableHasBandwidthAndMessageRate)
 {
     auto r = perftest({"-t", "tag_bw", "-s", "1,4K,64K", "-n", "40", "-w", "4", "-O", "8"});
     ASSERT_EQ(r.status, 0) << r.describe();
-    EXPECT_EQ(header_of(r.out), (strings{"size", "iters", "avg_us", "bw_GBps", "msg_per_s", "bytes_verified", "check"}));
+    EXPECT_EQ(header_of(r.out), (strings{"size", "iters", "avg_us", "bw_GBps", "msg_per_s",
+                                         "bytes_verified", "check"}));
     auto rows = table_rows(r.out);
     ASSERT_EQ(rows.size(), 3u) << r.out;
     const size_t sizes[] = {1, 4096, 65536};
@@ -111,17 +119,18 @@ TEST(Perftest, SenderTimedBandwidthSaysSoAndCountsDeliveredBytes)
     EXPECT_TRUE(contains(bad.err, "--bw-timing: 'both' is not receiver or sender")) << bad.err;
 }
 
-const strings fields = {"test",   "size",     "count",      "dtype",      "iters",          "warmup",
-                        "ranks",  "memory",   "avg_us",     "p50_us",     "p90_us",         "p99_us",
-                        "bw_GBps", "msg_rate", "algbw_GBps", "busbw_GBps", "bytes_expected", "bytes_verified",
-                        "data_ok", "check"};
+const strings fields = {"test",       "size",           "count",          "dtype",    "iters",
+                        "warmup",     "ranks",          "memory",         "avg_us",   "p50_us",
+                        "p90_us",     "p99_us",         "bw_GBps",        "msg_rate", "algbw_GBps",
+                        "busbw_GBps", "bytes_expected", "bytes_verified", "data_ok",  "check"};
 
 TEST(Perftest, JsonAndCsvOfEveryPointToPointTestCountTheBytes)
 {
     scratch tmp;
     const strings tests = {"tag_lat", "tag_bw", "put_lat", "put_bw", "get_bw", "am_lat", "am_bw"};
-    auto r = perftest({"-t", "tag_lat,tag_bw,put_lat,put_bw,get_bw,am_lat,am_bw", "-s", "64,8K", "-n", "30", "-w", "3",
-                       "-c", "1", "-q", "--json", tmp.path("r.json"), "--csv", tmp.path("r.csv")});
+    auto r = perftest({"-t", "tag_lat,tag_bw,put_lat,put_bw,get_bw,am_lat,am_bw", "-s", "64,8K",
+                       "-n", "30", "-w", "3", "-c", "1", "-q", "--json", tmp.path("r.json"),
+                       "--csv", tmp.path("r.csv")});
     ASSERT_EQ(r.status, 0) << r.describe();
     EXPECT_TRUE(table_rows(r.out).empty()) << "-q: no table\n" << r.out;
 
@@ -134,7 +143,8 @@ TEST(Perftest, JsonAndCsvOfEveryPointToPointTestCountTheBytes)
     ASSERT_EQ(doc["results"].size(), 2 * tests.size());
     for (size_t i = 0; i < doc["results"].size(); ++i) {
         const json &row = doc["results"][i];
-        for (const auto &f : fields) EXPECT_TRUE(row.contains(f)) << f;
+        for (const auto &f : fields)
+            EXPECT_TRUE(row.contains(f)) << f;
         const std::string test = tests[i / 2];
         const uint64_t size    = i % 2 == 0 ? 64 : 8192;
         const bool lat         = contains(test, "_lat");
@@ -157,15 +167,18 @@ TEST(Perftest, JsonAndCsvOfEveryPointToPointTestCountTheBytes)
     std::string line;
     ASSERT_TRUE(std::getline(csv, line));
     std::string expected_header;
-    for (const auto &f : fields) expected_header += (expected_header.empty() ? "" : ",") + f;
+    for (const auto &f : fields)
+        expected_header += (expected_header.empty() ? "" : ",") + f;
     EXPECT_EQ(line, expected_header);
     size_t n = 0;
     while (std::getline(csv, line)) {
         strings cells;
         std::stringstream in(line);
         std::string cell;
-        while (std::getline(in, cell, ',')) cells.push_back(cell);
-        if (!line.empty() && line.back() == ',') cells.push_back("");
+        while (std::getline(in, cell, ','))
+            cells.push_back(cell);
+        if (!line.empty() && line.back() == ',')
+            cells.push_back("");
         ASSERT_EQ(cells.size(), fields.size()) << line;
         EXPECT_EQ(cells[17], std::to_string(doc["results"][n]["bytes_verified"].get<uint64_t>()));
         ++n;
@@ -176,22 +189,28 @@ TEST(Perftest, JsonAndCsvOfEveryPointToPointTestCountTheBytes)
 TEST(Perftest, CollectivesUseNcclTestsBusBandwidthFactorsAndCountResultBytes)
 {
     scratch tmp;
-    auto r = perftest({"-N", "3", "-t", "allreduce,allgather,bcast,reduce,reduce_scatter,alltoall,barrier", "-b", "96",
-                       "-e", "6K", "-f", "8", "-n", "10", "-w", "2", "--json", tmp.path("c.json")});
+    auto r = perftest(
+        {"-N", "3", "-t", "allreduce,allgather,bcast,reduce,reduce_scatter,alltoall,barrier", "-b",
+         "96", "-e", "6K", "-f", "8", "-n", "10", "-w", "2", "--json", tmp.path("c.json")});
     ASSERT_EQ(r.status, 0) << r.describe();
-    EXPECT_EQ(header_of(r.out), (strings{"size", "count", "type", "iters", "time_us", "p50_us", "p90_us", "p99_us",
-                                         "algbw_GBps", "busbw_GBps", "bytes_verified", "check"}));
+    EXPECT_EQ(header_of(r.out),
+              (strings{"size", "count", "type", "iters", "time_us", "p50_us", "p90_us", "p99_us",
+                       "algbw_GBps", "busbw_GBps", "bytes_verified", "check"}));
     json doc = load_json(tmp.path("c.json"));
     EXPECT_EQ(doc["ranks"], 3);
     EXPECT_EQ(doc["passed"], true);
-    const double p = 3;
-    const std::map<std::string, double> factor = {{"allreduce", 2 * (p - 1) / p}, {"allgather", (p - 1) / p},
-                                                  {"reduce_scatter", (p - 1) / p}, {"alltoall", (p - 1) / p},
-                                                  {"bcast", 1},                   {"reduce", 1}};
+    const double p                             = 3;
+    const std::map<std::string, double> factor = {{"allreduce", 2 * (p - 1) / p},
+                                                  {"allgather", (p - 1) / p},
+                                                  {"reduce_scatter", (p - 1) / p},
+                                                  {"alltoall", (p - 1) / p},
+                                                  {"bcast", 1},
+                                                  {"reduce", 1}};
     // result bytes of all ranks per checked call: every rank holds `size` except reduce (the
     // root only) and reduce_scatter (size / p each)
-    const std::map<std::string, double> result_share = {{"allreduce", 3}, {"allgather", 3}, {"bcast", 3},
-                                                        {"alltoall", 3},  {"reduce", 1},    {"reduce_scatter", 1}};
+    const std::map<std::string, double> result_share = {{"allreduce", 3}, {"allgather", 3},
+                                                        {"bcast", 3},     {"alltoall", 3},
+                                                        {"reduce", 1},    {"reduce_scatter", 1}};
     std::map<std::string, int> rows_of;
     for (const json &row : doc["results"]) {
         const std::string test = row["test"];
@@ -205,16 +224,23 @@ TEST(Perftest, CollectivesUseNcclTestsBusBandwidthFactorsAndCountResultBytes)
             continue;
         }
         const double size = row["size"].get<double>(), avg_us = row["avg_us"].get<double>();
-        const double algbw = row["algbw_GBps"].get<double>(), busbw = row["busbw_GBps"].get<double>();
+        const double algbw = row["algbw_GBps"].get<double>(),
+                     busbw = row["busbw_GBps"].get<double>();
         EXPECT_NEAR(algbw, size / (avg_us * 1e-6) / 1e9, algbw * 1e-4);
         EXPECT_NEAR(busbw, algbw * factor.at(test), busbw * 1e-4);
         EXPECT_EQ(row["bytes_expected"].get<double>(), size * result_share.at(test));
         EXPECT_EQ(row["bytes_verified"], row["bytes_expected"]);
         EXPECT_EQ(row["count"].get<double>(),
-                  test == "allreduce" || test == "bcast" || test == "reduce" ? size / 4 : size / 4 / p);
+                  test == "allreduce" || test == "bcast" || test == "reduce" ? size / 4
+                                                                             : size / 4 / p);
     }
-    EXPECT_EQ(rows_of, (std::map<std::string, int>{{"allreduce", 3}, {"allgather", 3}, {"bcast", 3}, {"reduce", 3},
-                                                   {"reduce_scatter", 3}, {"alltoall", 3}, {"barrier", 1}}));
+    EXPECT_EQ(rows_of, (std::map<std::string, int>{{"allreduce", 3},
+                                                   {"allgather", 3},
+                                                   {"bcast", 3},
+                                                   {"reduce", 3},
+                                                   {"reduce_scatter", 3},
+                                                   {"alltoall", 3},
+                                                   {"barrier", 1}}));
 }
 
 TEST(Perftest, CorruptedDataFailsTheRun)
@@ -222,8 +248,8 @@ TEST(Perftest, CorruptedDataFailsTheRun)
     for (const std::string test : {"tag_lat", "tag_bw", "put_bw", "get_bw", "am_bw", "allreduce"}) {
         SCOPED_TRACE(test);
         scratch tmp;
-        auto r = perftest({"-t", test, "-s", "256", "-n", "20", "-w", "2", "--inject", "corrupt", "--json",
-                           tmp.path("r.json")});
+        auto r = perftest({"-t", test, "-s", "256", "-n", "20", "-w", "2", "--inject", "corrupt",
+                           "--json", tmp.path("r.json")});
         EXPECT_EQ(r.status, 3) << r.describe();
         EXPECT_TRUE(contains(r.err, "FAILED verification: " + test)) << r.err;
         EXPECT_TRUE(contains(r.out, "WRONG")) << r.out;
@@ -239,8 +265,8 @@ TEST(Perftest, ShortMessageFailsTheByteCount)
     for (const std::string test : {"tag_bw", "am_bw", "get_bw"}) {
         SCOPED_TRACE(test);
         scratch tmp;
-        auto r = perftest({"-t", test, "-s", "100", "-n", "20", "-w", "2", "--inject", "short", "--json",
-                           tmp.path("r.json")});
+        auto r = perftest({"-t", test, "-s", "100", "-n", "20", "-w", "2", "--inject", "short",
+                           "--json", tmp.path("r.json")});
         EXPECT_EQ(r.status, 3) << r.describe();
         EXPECT_TRUE(contains(r.err, "bytes verified 1999, expected 2000")) << r.err;
         json doc = load_json(tmp.path("r.json"));
@@ -279,17 +305,20 @@ TEST(Perftest, DeadRankFailsTheOthersWithoutHanging)
 {
     // tcp on bcopy: UCX 1.13.1's tcp zcopy can abort the survivor when the peer dies mid-send
     // (see tests/collectives/test_processes.cpp); the survivors must fail by themselves.
-    for (const strings &job : {strings{"-t", "tag_lat"}, strings{"-t", "tag_bw"}, strings{"-N", "3", "-t", "allreduce"}}) {
+    for (const strings &job : {strings{"-t", "tag_lat"}, strings{"-t", "tag_bw"},
+                               strings{"-N", "3", "-t", "allreduce"}}) {
         SCOPED_TRACE(job.back());
         strings args = job;
-        args.insert(args.end(), {"-s", "64", "-n", "20000", "-w", "10", "--timeout", "20", "--inject", "kill:1"});
+        args.insert(args.end(), {"-s", "64", "-n", "20000", "-w", "10", "--timeout", "20",
+                                 "--inject", "kill:1"});
         auto r = perftest(args, {{"UCX_ZCOPY_THRESH", "inf"}});
         EXPECT_FALSE(r.timed_out) << r.describe();
         EXPECT_NE(r.status, 0) << r.describe();
         EXPECT_TRUE(contains(r.err, "rank 1 was killed by signal 9")) << r.err;
         EXPECT_TRUE(contains(r.err, "rank 0: error:")) << r.err;
         EXPECT_TRUE(contains(r.err, "rank 0 exited with status 1")) << r.err;
-        if (job.front() == "-N") EXPECT_TRUE(contains(r.err, "rank 2 exited with status 1")) << r.err;
+        if (job.front() == "-N")
+            EXPECT_TRUE(contains(r.err, "rank 2 exited with status 1")) << r.err;
         EXPECT_FALSE(contains(r.err, "killing it")) << "a survivor had to be killed:\n" << r.err;
         EXPECT_TRUE(contains(r.err, "FAILED")) << r.err;
     }
@@ -300,15 +329,23 @@ using gdr_test::free_loopback_port;
 TEST(Perftest, RanksFromTheEnvironmentLikeMpirun)
 {
     const std::string port = std::to_string(free_loopback_port());
-    const strings args     = {"-x", tls(), "-t", "tag_lat,allreduce", "-s", "64", "-n", "20", "-w", "2"};
+    const strings args     = {"-x", tls(), "-t", "tag_lat,allreduce", "-s", "64", "-n",
+                              "20", "-w",  "2"};
     // rank 1 as OpenMPI starts it, rank 0 torchrun style
     auto rank1 = std::async(std::launch::async, [&] {
-        return run_tool(args, {{"RANK", ""}, {"WORLD_SIZE", ""}, {"OMPI_COMM_WORLD_RANK", "1"},
-                               {"OMPI_COMM_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}});
+        return run_tool(args, {{"RANK", ""},
+                               {"WORLD_SIZE", ""},
+                               {"OMPI_COMM_WORLD_RANK", "1"},
+                               {"OMPI_COMM_WORLD_SIZE", "2"},
+                               {"MASTER_ADDR", "127.0.0.1"},
+                               {"MASTER_PORT", port}});
     });
-    auto rank0 = run_tool(args, {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", ""},
-                                 {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}});
-    auto r1 = rank1.get();
+    auto rank0 = run_tool(args, {{"RANK", "0"},
+                                 {"WORLD_SIZE", "2"},
+                                 {"OMPI_COMM_WORLD_RANK", ""},
+                                 {"MASTER_ADDR", "127.0.0.1"},
+                                 {"MASTER_PORT", port}});
+    auto r1    = rank1.get();
     ASSERT_EQ(rank0.status, 0) << rank0.describe();
     ASSERT_EQ(r1.status, 0) << r1.describe();
     EXPECT_TRUE(contains(rank0.out, "2 ranks (environment on")) << rank0.out;
@@ -318,8 +355,8 @@ TEST(Perftest, RanksFromTheEnvironmentLikeMpirun)
 
 TEST(Perftest, CudaMemoryWithoutAGpuIsAClearError)
 {
-    if (void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL); cuda != nullptr ||
-        (cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) != nullptr) {
+    if (void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
+        cuda != nullptr || (cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) != nullptr) {
         GTEST_SKIP() << "libcuda.so.1 is present: covered by the gpu label";
     }
     auto r = perftest({"-t", "tag_lat", "-m", "cuda", "-s", "8", "-n", "5"});

@@ -18,9 +18,9 @@ TEST(PerftestRdma, TagLatencyAndPutBandwidthOverGdrRc)
     ::setenv("UCX_UD_VERBS_ETH_DGID_CHECK", "n", 0);
     ::setenv("PERFTEST_RDMA_TLS", "gdr_rc,ud_verbs:aux", 0);
     scratch tmp;
-    auto r = run_tool({"--plugin", GDR_PERFTEST_PLUGIN, "-x", std::getenv("PERFTEST_RDMA_TLS"), "-t",
-                       "tag_lat,put_bw", "-s", "8,64K", "-n", "50", "-w", "5", "--timeout", "60", "--json",
-                       tmp.path("r.json")},
+    auto r = run_tool({"--plugin", GDR_PERFTEST_PLUGIN, "-x", std::getenv("PERFTEST_RDMA_TLS"),
+                       "-t", "tag_lat,put_bw", "-s", "8,64K", "-n", "50", "-w", "5", "--timeout",
+                       "60", "--json", tmp.path("r.json")},
                       {}, std::chrono::seconds(240));
     ASSERT_EQ(r.status, 0) << r.describe();
     std::printf("%s", r.out.c_str());

@@ -7,7 +7,7 @@
 
 struct CommandResult {
     std::string output;
-    int         status = -1;
+    int status = -1;
 };
 
 inline CommandResult run_command(const std::string &cmd)
@@ -22,7 +22,7 @@ inline CommandResult run_command(const std::string &cmd)
     while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) {
         r.output.append(buf.data(), n);
     }
-    int st  = pclose(p);
+    int st   = pclose(p);
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     return r;
 }

@@ -10,7 +10,7 @@ namespace {
 
 bool have_verbs_device()
 {
-    int n = 0;
+    int n             = 0;
     ibv_device **list = ibv_get_device_list(&n);
     if (list != nullptr) {
         ibv_free_device_list(list);
@@ -23,7 +23,7 @@ TEST(Plugin, RegistersMdGdrInUcxInfo)
     auto r = run_command(with_plugin(GDR_PLUGIN_PATH, "ucx_info -d"));
     ASSERT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("# Memory domain: gdr\n#     Component: gdr"), std::string::npos)
-            << r.output;
+        << r.output;
     EXPECT_EQ(r.output.find("libuct_gdr:"), std::string::npos) << r.output;
     if (!have_verbs_device()) {
         // the md is listed with no transport resources, and nothing else is said
@@ -41,10 +41,9 @@ TEST(Plugin, ConfigTableInUcxInfo)
     ASSERT_EQ(r.status, 0) << r.output;
     for (const char *var : {"UCX_GDR_GPU_DIRECT_RDMA=", "UCX_GDR_DMABUF=", "UCX_GDR_TX_QUEUE_LEN=",
                             "UCX_GDR_RX_QUEUE_LEN=", "UCX_GDR_RX_MAX_BUFS=", "UCX_GDR_SEG_SIZE=",
-                            "UCX_GDR_MAX_INLINE=",
-                            "UCX_GDR_TIMEOUT=", "UCX_GDR_RETRY_COUNT=", "UCX_GDR_RNR_RETRY_COUNT=",
-                            "UCX_GDR_GID_INDEX=", "UCX_GDR_MTU=", "UCX_GDR_SL=",
-                            "UCX_GDR_TRAFFIC_CLASS="}) {
+                            "UCX_GDR_MAX_INLINE=", "UCX_GDR_TIMEOUT=", "UCX_GDR_RETRY_COUNT=",
+                            "UCX_GDR_RNR_RETRY_COUNT=", "UCX_GDR_GID_INDEX=", "UCX_GDR_MTU=",
+                            "UCX_GDR_SL=", "UCX_GDR_TRAFFIC_CLASS="}) {
         EXPECT_NE(r.output.find(var), std::string::npos) << var << " missing";
     }
 }
@@ -75,7 +74,7 @@ TEST(Plugin, GarbageConfigValueNamed)
 {
     auto r = run_command(with_plugin(GDR_PLUGIN_PATH, "UCX_GDR_TX_QUEUE_LEN=lots ucx_info -c"));
     EXPECT_NE(r.output.find("Invalid value for TX_QUEUE_LEN: 'lots'"), std::string::npos)
-            << r.output;
+        << r.output;
 }
 
 // UCX_GDR_GPU_DIRECT_RDMA=yes where it cannot be met: md open fails and says why.
@@ -96,11 +95,12 @@ TEST(Plugin, GpuDirectYesWithoutCudaFailsMdOpen)
 
 TEST(Plugin, ContradictoryGpuPolicyFailsMdOpen)
 {
-    auto r = run_command(with_plugin(GDR_PLUGIN_PATH,
-                                     "UCX_GDR_GPU_DIRECT_RDMA=no UCX_GDR_DMABUF=yes ucx_info -d"));
+    auto r = run_command(
+        with_plugin(GDR_PLUGIN_PATH, "UCX_GDR_GPU_DIRECT_RDMA=no UCX_GDR_DMABUF=yes ucx_info -d"));
     EXPECT_NE(r.output.find("failed to open memory domain gdr"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("UCX_GDR_DMABUF=yes contradicts UCX_GDR_GPU_DIRECT_RDMA=no"),
-              std::string::npos) << r.output;
+              std::string::npos)
+        << r.output;
 }
 
-} // namespace
+}  // namespace

@@ -19,7 +19,10 @@ using namespace gdr::cuda_driver;
 
 namespace {
 
-const driver_api &cu() { return driver::instance().api(); }
+const driver_api &cu()
+{
+    return driver::instance().api();
+}
 
 class PluginGpu : public ::testing::Test {
 protected:
@@ -66,9 +69,9 @@ protected:
         return mattr.mem_type;
     }
 
-    const size_t size_  = 4 << 20;
-    CUdevice device_    = 0;
-    CUcontext ctx_      = nullptr;
+    const size_t size_   = 4 << 20;
+    CUdevice device_     = 0;
+    CUcontext ctx_       = nullptr;
     CUdeviceptr dev_ptr_ = 0;
 };
 
@@ -216,4 +219,4 @@ TEST_F(PluginGpu, UcpDropsMdGdrWithoutTransportResources)
     ucp_cleanup(context);
 }
 
-} // namespace
+}  // namespace

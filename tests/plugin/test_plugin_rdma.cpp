@@ -10,9 +10,9 @@ namespace {
 
 std::string first_device()
 {
-    int n = 0;
+    int n             = 0;
     ibv_device **list = ibv_get_device_list(&n);
-    std::string name = (list != nullptr && n > 0) ? ibv_get_device_name(list[0]) : "";
+    std::string name  = (list != nullptr && n > 0) ? ibv_get_device_name(list[0]) : "";
     if (list != nullptr) {
         ibv_free_device_list(list);
     }
@@ -29,7 +29,7 @@ TEST(PluginRdma, UcxInfoListsGdrRcOnDevice)
     ASSERT_EQ(r.status, 0) << r.output;
     auto md = r.output.find("# Memory domain: gdr");
     ASSERT_NE(md, std::string::npos) << r.output;
-    auto end = r.output.find("# Memory domain:", md + 5);
+    auto end     = r.output.find("# Memory domain:", md + 5);
     auto section = r.output.substr(md, end == std::string::npos ? std::string::npos : end - md);
     EXPECT_NE(section.find("Transport: gdr_rc"), std::string::npos) << section;
     EXPECT_NE(section.find("Device: " + dev + ":1"), std::string::npos) << section;
@@ -47,18 +47,18 @@ TEST(PluginRdma, OutOfRangeConfigFailsIfaceOpen)
     }
     for (const char *bad : {"UCX_GDR_RETRY_COUNT=9", "UCX_GDR_MTU=3000", "UCX_GDR_GID_INDEX=999",
                             "UCX_GDR_TX_QUEUE_LEN=0", "UCX_GDR_RX_MAX_BUFS=0"}) {
-        auto r = run_command(with_plugin(GDR_PLUGIN_PATH,
-                                         std::string(bad) + " ucx_info -d"));
+        auto r = run_command(with_plugin(GDR_PLUGIN_PATH, std::string(bad) + " ucx_info -d"));
         std::string var = std::string(bad).substr(0, std::string(bad).find('='));
         EXPECT_NE(r.output.find(var), std::string::npos) << bad << ":\n" << r.output;
         auto md = r.output.find("# Memory domain: gdr");
         ASSERT_NE(md, std::string::npos);
-        auto end = r.output.find("# Memory domain:", md + 5);
+        auto end     = r.output.find("# Memory domain:", md + 5);
         auto section = r.output.substr(md, end - md);
         EXPECT_NE(section.find("failed to open interface"), std::string::npos)
-                << bad << " was accepted:\n" << section;
+            << bad << " was accepted:\n"
+            << section;
         EXPECT_EQ(section.find("capabilities:"), std::string::npos) << bad << " was accepted";
     }
 }
 
-} // namespace
+}  // namespace

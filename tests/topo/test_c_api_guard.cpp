@@ -28,9 +28,10 @@ TEST(Guard, EveryExceptionBecomesAStatusAndAReason)
 
     EXPECT_EQ(gdr::guard(&why, [] { return UCS_OK; }), UCS_OK);
     EXPECT_STREQ(why.text, "") << "cleared first";
-    EXPECT_EQ(gdr::guard(&why, []() -> ucs_status_t {
-                  throw gdr::error(UCS_ERR_NO_DEVICE, "no device mlx5_7");
-              }),
+    EXPECT_EQ(gdr::guard(&why,
+                         []() -> ucs_status_t {
+                             throw gdr::error(UCS_ERR_NO_DEVICE, "no device mlx5_7");
+                         }),
               UCS_ERR_NO_DEVICE);
     EXPECT_STREQ(why.text, "no device mlx5_7");
     EXPECT_EQ(gdr::guard(&why, []() -> ucs_status_t { throw std::bad_alloc(); }),
@@ -42,7 +43,8 @@ TEST(Guard, EveryExceptionBecomesAStatusAndAReason)
     EXPECT_EQ(gdr::guard(&why, []() -> ucs_status_t { throw 42; }), UCS_ERR_IO_ERROR);
     EXPECT_STREQ(why.text, "unknown C++ exception");
     EXPECT_EQ(gdr::guard(nullptr, []() -> ucs_status_t { throw std::runtime_error("x"); }),
-              UCS_ERR_IO_ERROR) << "a NULL reason is allowed";
+              UCS_ERR_IO_ERROR)
+        << "a NULL reason is allowed";
 }
 
 TEST(Guard, LongReasonsAreCutNotOverrun)
@@ -51,9 +53,8 @@ TEST(Guard, LongReasonsAreCutNotOverrun)
     gdr_reason_t why[2];
     std::memset(why, 0x5a, sizeof(why));
 
-    EXPECT_EQ(gdr::guard(&why[0], [&]() -> ucs_status_t {
-                  throw gdr::error(UCS_ERR_INVALID_PARAM, text);
-              }),
+    EXPECT_EQ(gdr::guard(&why[0],
+                         [&]() -> ucs_status_t { throw gdr::error(UCS_ERR_INVALID_PARAM, text); }),
               UCS_ERR_INVALID_PARAM);
     EXPECT_EQ(std::strlen(why[0].text), size_t(GDR_REASON_MAX - 1));
     EXPECT_EQ(why[1].text[0], 0x5a) << "wrote past the reason";
@@ -81,4 +82,4 @@ TEST(CApiGuard, ClassifyAndDevicePciUnderAllocationFailures)
     });
 }
 
-} // namespace
+}  // namespace

@@ -20,7 +20,7 @@ gdr_gid_entry_t entry(unsigned index, const char *ipv6, gdr_gid_type_t type)
 {
     gdr_gid_entry_t e{};
     e.index = index;
-    e.type = type;
+    e.type  = type;
     EXPECT_EQ(inet_pton(AF_INET6, ipv6, e.raw), 1) << ipv6;
     return e;
 }
@@ -32,7 +32,7 @@ ucs_status_t select_from(const std::vector<gdr_gid_entry_t> &table, bool etherne
                                      reason);
 }
 
-} // namespace
+}  // namespace
 
 TEST(GidTable, ReadsRoceTableFromSysfs)
 {
@@ -59,8 +59,7 @@ TEST(GidTable, OnlyRoceV2GidAtIndex3IsChosen)
 {
     gdr_gid_selection_t sel;
     gdr_reason_t why;
-    ASSERT_EQ(gdr_select_gid(fixture("two_socket").c_str(), "mlx5_0", 1, -1, &sel, &why),
-              UCS_OK);
+    ASSERT_EQ(gdr_select_gid(fixture("two_socket").c_str(), "mlx5_0", 1, -1, &sel, &why), UCS_OK);
     EXPECT_EQ(sel.index, 3);
     EXPECT_EQ(sel.type, GDR_GID_TYPE_ROCE_V2);
     EXPECT_NE(std::strstr(why.text, "RoCE v2, IPv4-mapped ::ffff:10.0.0.5 on ens1f0np0"), nullptr)
@@ -99,10 +98,13 @@ TEST(GidTable, ExplicitIndexOverridesTheRule)
 TEST(GidRule, PreferenceOrder)
 {
     const auto v1 = GDR_GID_TYPE_ROCE_V1, v2 = GDR_GID_TYPE_ROCE_V2;
-    std::vector<gdr_gid_entry_t> table = {
-        entry(0, "fe80::1", v1), entry(1, "fe80::1", v2), entry(2, "2001:db8::7", v1),
-        entry(3, "2001:db8::7", v2), entry(4, "::ffff:192.0.2.9", v1), entry(5, "::ffff:192.0.2.9", v2),
-        entry(6, "::ffff:192.0.2.10", v2)};
+    std::vector<gdr_gid_entry_t> table = {entry(0, "fe80::1", v1),
+                                          entry(1, "fe80::1", v2),
+                                          entry(2, "2001:db8::7", v1),
+                                          entry(3, "2001:db8::7", v2),
+                                          entry(4, "::ffff:192.0.2.9", v1),
+                                          entry(5, "::ffff:192.0.2.9", v2),
+                                          entry(6, "::ffff:192.0.2.10", v2)};
     gdr_gid_selection_t sel;
     gdr_reason_t why;
     // Each round removes the winner: IPv4 v2 (lowest index first), IPv6 global v2,
@@ -134,6 +136,6 @@ TEST(GidRule, ReasonsSayWhy)
     zero.type = GDR_GID_TYPE_ROCE_V2;
     EXPECT_EQ(select_from({zero}, true, -1, &sel, &why), UCS_ERR_NO_ELEM);
     EXPECT_EQ(gdr_select_gid_from_table(nullptr, 1, 1, -1, &sel, &why), UCS_ERR_INVALID_PARAM);
-    EXPECT_EQ(gdr_select_gid_from_table(nullptr, 0, 1, -1, nullptr, nullptr),
-              UCS_ERR_INVALID_PARAM) << "a NULL reason is allowed";
+    EXPECT_EQ(gdr_select_gid_from_table(nullptr, 0, 1, -1, nullptr, nullptr), UCS_ERR_INVALID_PARAM)
+        << "a NULL reason is allowed";
 }

@@ -18,13 +18,12 @@ TEST(PciAddressCApi, ParsesWhatSysfsNames)
 TEST(PciAddressCApi, RejectsWhatIsNotOne)
 {
     gdr_pci_addr_t pci{};
-    gdr_reason_t   reason;
+    gdr_reason_t reason;
     for (const char *bad : {"", "rxe0", "0000:3b:00", "0000:3b:00.8", "0000:3b:20.0",
                             "0000:3b:00.0x", "00000:3b:00.0"}) {
         EXPECT_EQ(gdr_topo_parse_pci_address(bad, &pci, &reason), UCS_ERR_INVALID_PARAM) << bad;
         EXPECT_EQ(std::string(reason.text), std::string("not a PCI address: \"") + bad + "\"");
     }
     EXPECT_EQ(gdr_topo_parse_pci_address(nullptr, &pci, nullptr), UCS_ERR_INVALID_PARAM);
-    EXPECT_EQ(gdr_topo_parse_pci_address("0000:3b:00.0", nullptr, nullptr),
-              UCS_ERR_INVALID_PARAM);
+    EXPECT_EQ(gdr_topo_parse_pci_address("0000:3b:00.0", nullptr, nullptr), UCS_ERR_INVALID_PARAM);
 }

@@ -54,11 +54,11 @@ struct OneGpuBox {
         }
     }
     SysRoot sys;
-    Topology topo;                       // owns the device `nearest` points to
+    Topology topo;  // owns the device `nearest` points to
     std::optional<NearestRdma> nearest;
 };
 
-} // namespace
+}  // namespace
 
 TEST(PciAddress, ParsesOnlyCanonicalAddresses)
 {
@@ -127,9 +127,10 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, DgxClassification, ::testing::Values("dgx", "
 TEST(Discover, NearestHcaPrefersTheClosest)
 {
     SysRoot sys(fixture("dgx"));
-    Topology topo = Topology::discover(sys);
-    const std::vector<std::pair<std::string, Link>> expected = {
-        {"mlx5_0", Link::PIX}, {"mlx5_0", Link::PXB}, {"mlx5_1", Link::PIX}};
+    Topology topo                                            = Topology::discover(sys);
+    const std::vector<std::pair<std::string, Link>> expected = {{"mlx5_0", Link::PIX},
+                                                                {"mlx5_0", Link::PXB},
+                                                                {"mlx5_1", Link::PIX}};
     for (size_t i = 0; i < topo.gpus.size(); ++i) {
         auto nearest = nearest_rdma_device(sys, topo, topo.gpus[i]);
         ASSERT_TRUE(nearest) << i;
@@ -173,7 +174,7 @@ TEST(Discover, MissingRootGivesAnEmptyBoxNotACrash)
 
 TEST(SysRoot, LinksLeavingTheTreeAreNotFollowed)
 {
-    namespace fs = std::filesystem;
+    namespace fs  = std::filesystem;
     fs::path root = fs::temp_directory_path() / ("gdr-topo-escape-" + std::to_string(::getpid()));
     fs::remove_all(root);
     fs::create_directories(root / "sys/bus/pci/devices");
@@ -187,7 +188,7 @@ TEST(SysRoot, LinksLeavingTheTreeAreNotFollowed)
 TEST(Acs, RedirectingDownstreamPortsAreFound)
 {
     OneGpuBox box("acs");
-    const SysRoot &sys = box.sys;
+    const SysRoot &sys  = box.sys;
     const auto &nearest = box.nearest;
     ASSERT_TRUE(nearest);
     EXPECT_EQ(nearest->path.link, Link::PIX);
@@ -245,8 +246,7 @@ TEST(CApi, RdmaDevicePciAndClassify)
               UCS_ERR_INVALID_PARAM);
 
     gdr_topo_link_t link = GDR_TOPO_UNKNOWN;
-    ASSERT_EQ(gdr_topo_classify(root.c_str(), "0000:09:00.0", "0000:06:00.0", &link, &why),
-              UCS_OK);
+    ASSERT_EQ(gdr_topo_classify(root.c_str(), "0000:09:00.0", "0000:06:00.0", &link, &why), UCS_OK);
     EXPECT_STREQ(gdr_topo_link_name(link), "PXB");
     EXPECT_EQ(gdr_topo_classify(root.c_str(), "0000:09:00.0", "0000:77:00.0", &link, &why),
               UCS_ERR_NO_DEVICE);

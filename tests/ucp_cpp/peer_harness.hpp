@@ -65,7 +65,7 @@ public:
     }
     uint64_t recv_value(std::chrono::milliseconds timeout = 3 * op_timeout)
     {
-        auto bytes    = recv(timeout);
+        auto bytes     = recv(timeout);
         uint64_t value = 0;
         if (bytes.size() != sizeof(value)) {
             throw std::runtime_error("channel: expected a 64-bit value");
@@ -201,12 +201,12 @@ private:
 };
 
 /// Throws (in the peer) or fails (in gtest) with a message.
-#define PEER_CHECK(cond)                                                                         \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            throw std::runtime_error(std::string(__FILE__ ":") + std::to_string(__LINE__) +     \
-                                     ": check failed: " #cond);                                  \
-        }                                                                                        \
+#define PEER_CHECK(cond)                                                                    \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            throw std::runtime_error(std::string(__FILE__ ":") + std::to_string(__LINE__) + \
+                                     ": check failed: " #cond);                             \
+        }                                                                                   \
     } while (0)
 
 /// UCX objects of one side of a two-process test.
@@ -226,7 +226,7 @@ inline std::shared_ptr<ucp_cpp::context> make_context(const std::string &tls,
 {
     ucp_cpp::context_params params;
     params.features = features;
-    params.config    = std::move(extra);
+    params.config   = std::move(extra);
     if (!tls.empty()) {
         params.config["TLS"] = tls;
     }
@@ -242,9 +242,9 @@ inline bool has_failure_detection(const std::string &tls)
 
 /// Both sides: create context + worker, swap worker addresses over @p ch, connect.
 inline side connect_by_address(channel &ch, const std::string &tls,
-                               ucp_cpp::endpoint_params ep_params = {},
+                               ucp_cpp::endpoint_params ep_params       = {},
                                std::map<std::string, std::string> extra = {},
-                               ucs_thread_mode_t mode = UCS_THREAD_MODE_SINGLE)
+                               ucs_thread_mode_t mode                   = UCS_THREAD_MODE_SINGLE)
 {
     side s;
     if (!has_failure_detection(tls)) {

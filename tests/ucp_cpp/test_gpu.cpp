@@ -23,13 +23,13 @@ namespace {
 /// Device 0's primary context, current on this thread, through the project's CUDA driver layer
 /// (libcuda dlopen'ed: the test links no CUDA library).
 struct cuda_device {
-    using CUdeviceptr = gdr::cuda_driver::CUdeviceptr;
+    using CUdeviceptr                       = gdr::cuda_driver::CUdeviceptr;
     const gdr::cuda_driver::driver_api &api = gdr::cuda_driver::driver::instance().api();
-    bool ready = false;
+    bool ready                              = false;
 
     cuda_device()
     {
-        gdr::cuda_driver::CUdevice  dev = 0;
+        gdr::cuda_driver::CUdevice dev  = 0;
         gdr::cuda_driver::CUcontext ctx = nullptr;
         ready = gdr::cuda_driver::driver::instance().usable() && api.cuDeviceGet(&dev, 0) == 0 &&
                 api.cuDevicePrimaryCtxRetain(&ctx, dev) == 0 && api.cuCtxSetCurrent(ctx) == 0;
@@ -88,7 +88,10 @@ int probe_environment()
     });
 }
 
-std::vector<size_t> gpu_sizes() { return {1, 8, 4099, 65536, 1000003, size_t(4) << 20}; }
+std::vector<size_t> gpu_sizes()
+{
+    return {1, 8, 4099, 65536, 1000003, size_t(4) << 20};
+}
 
 constexpr ucp_tag_t to_peer = 21, from_peer = 22;
 constexpr size_t rma_region = size_t(8) << 20;
@@ -101,12 +104,15 @@ TEST_P(UcpCppGpu, TagAndRmaBetweenProcessesWithCudaBuffers)
     const std::map<std::string, std::string> config{{"PROTO_ENABLE", GetParam()}};
     const bool legacy = std::string(GetParam()) == "n";
     switch (probe_environment()) {
-    case probe_ok: break;
-    case probe_no_gpu: GTEST_SKIP() << "no CUDA device (libcuda.so.1 / cuInit)";
+    case probe_ok:
+        break;
+    case probe_no_gpu:
+        GTEST_SKIP() << "no CUDA device (libcuda.so.1 / cuInit)";
     case probe_no_ucx_cuda:
         GTEST_SKIP() << "the UCX in use cannot access CUDA memory (no CUDA transports, no usable "
                         "gdr plugin): run with a CUDA-enabled UCX (GDR_DEVICE_UCX=cuda)";
-    default: FAIL() << "the capability probe crashed";
+    default:
+        FAIL() << "the capability probe crashed";
     }
     ucp_cpp::op_options on_gpu;
     on_gpu.memory_type = UCS_MEMORY_TYPE_CUDA;
@@ -134,8 +140,8 @@ TEST_P(UcpCppGpu, TagAndRmaBetweenProcessesWithCudaBuffers)
         }
         // RMA target: a registered device region; the parent puts a pattern and gets it back.
         device_buffer region(cu, rma_region);
-        auto memh =
-            ucp_cpp::memory_handle::map(s.ctx, region.get(), rma_region, UCS_MEMORY_TYPE_CUDA);
+        auto memh = ucp_cpp::memory_handle::map(s.ctx, region.get(), rma_region,
+                                                UCS_MEMORY_TYPE_CUDA);
         PEER_CHECK(memh->memory_type() == UCS_MEMORY_TYPE_CUDA);
         ch.send_value(memh->remote_address());
         ch.send(memh->pack_rkey().bytes);
@@ -204,9 +210,8 @@ TEST_P(UcpCppGpu, TagAndRmaBetweenProcessesWithCudaBuffers)
     EXPECT_EQ(peer.wait_exit_progressing(*s.wrk), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Protocols, UcpCppGpu, ::testing::Values("n", "y"),
-                         [](const auto &info) {
-                             return std::string(info.param) == "y" ? "new" : "legacy";
-                         });
+INSTANTIATE_TEST_SUITE_P(Protocols, UcpCppGpu, ::testing::Values("n", "y"), [](const auto &info) {
+    return std::string(info.param) == "y" ? "new" : "legacy";
+});
 
 }  // namespace

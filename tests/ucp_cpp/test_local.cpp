@@ -59,9 +59,9 @@ TEST(UcpCppErrors, CudaRmaUnderLegacyProtocolsIsRefusedNotCrashed)
     // removed that path, UCP fails every RMA under the legacy protocols itself (in the request).
     // The buffer here is host memory declared CUDA, which is enough: nothing may read it.
     const bool wrapper_refuses = ucp_cpp::detail::ucx_compat::legacy_rma_copies_with_cpu();
-    auto ctx = make_context("tcp,self", all_features, {{"PROTO_ENABLE", "n"}});
-    auto wrk = ucp_cpp::worker::create(ctx);
-    auto ep  = ucp_cpp::endpoint::connect(wrk, wrk->address());
+    auto ctx                   = make_context("tcp,self", all_features, {{"PROTO_ENABLE", "n"}});
+    auto wrk                   = ucp_cpp::worker::create(ctx);
+    auto ep                    = ucp_cpp::endpoint::connect(wrk, wrk->address());
     std::vector<uint8_t> region(64), local(64);
     auto memh = ucp_cpp::memory_handle::map(ctx, region.data(), region.size());
     auto rkey = ep->unpack_rkey(memh->pack_rkey());
@@ -72,7 +72,7 @@ TEST(UcpCppErrors, CudaRmaUnderLegacyProtocolsIsRefusedNotCrashed)
         try {
             auto op = is_put ? ep->put(local.data(), 8, memh->remote_address(), rkey, on_gpu)
                              : ep->get(local.data(), 8, memh->remote_address(), rkey, on_gpu);
-            issued = true;
+            issued  = true;
             op.wait(op_timeout);
             ADD_FAILURE() << (is_put ? "put" : "get") << " of a CUDA buffer was not refused";
         } catch (const ucp_cpp::ucx_error &e) {
@@ -96,9 +96,9 @@ TEST(UcpCppErrors, CudaRmaUnderLegacyProtocolsIsRefusedNotCrashed)
 
 TEST(UcpCppErrors, MissingFeatureIsAClearError)
 {
-    auto ctx = make_context("tcp,self", UCP_FEATURE_TAG);
-    auto wrk = ucp_cpp::worker::create(ctx);
-    auto ep  = ucp_cpp::endpoint::connect(wrk, wrk->address());
+    auto ctx  = make_context("tcp,self", UCP_FEATURE_TAG);
+    auto wrk  = ucp_cpp::worker::create(ctx);
+    auto ep   = ucp_cpp::endpoint::connect(wrk, wrk->address());
     char byte = 0;
     try {
         (void)ep->stream_send(&byte, 1);
@@ -216,13 +216,27 @@ struct object_set {
     void drop(int which)
     {
         switch (which) {
-        case 0: ctx.reset(); break;
-        case 1: wrk.reset(); break;
-        case 2: ep.reset(); break;
-        case 3: lst.reset(); break;
-        case 4: memh.reset(); break;
-        case 5: rkey.reset(); break;
-        case 6: pending.reset(); break;
+        case 0:
+            ctx.reset();
+            break;
+        case 1:
+            wrk.reset();
+            break;
+        case 2:
+            ep.reset();
+            break;
+        case 3:
+            lst.reset();
+            break;
+        case 4:
+            memh.reset();
+            break;
+        case 5:
+            rkey.reset();
+            break;
+        case 6:
+            pending.reset();
+            break;
         }
     }
 };
@@ -305,7 +319,7 @@ TEST(UcpCppThreads, ProgressThreadUnderContentionMultiWorker)
         pool.emplace_back([&, t] {
             try {
                 for (int i = 0; i < messages; ++i) {
-                    size_t size = size_t(1) << (i % 17);  // 1 B .. 64 KiB
+                    size_t size   = size_t(1) << (i % 17);  // 1 B .. 64 KiB
                     ucp_tag_t tag = (uint64_t(t) << 32) | uint64_t(i);
                     std::vector<uint8_t> out(size), in(size);
                     fill_pattern(out.data(), size, tag);
@@ -344,10 +358,12 @@ TEST(UcpCppThreads, SingleWorkerHandOffThroughSubmit)
             for (int i = 0; i < messages; ++i) {
                 uint64_t out = uint64_t(t) * 1000 + i, in = 0;
                 ucp_tag_t tag = 0x5000 + uint64_t(t) * 1000 + i;
-                auto reqs = thread->submit([&] {
-                    return std::make_pair(wrk->tag_recv(&in, sizeof(in), tag),
-                                          ep->tag_send(&out, sizeof(out), tag));
-                }).get();
+                auto reqs     = thread
+                                ->submit([&] {
+                                    return std::make_pair(wrk->tag_recv(&in, sizeof(in), tag),
+                                                          ep->tag_send(&out, sizeof(out), tag));
+                                })
+                                .get();
                 // waiting here only watches; releasing is routed back to the owner thread
                 reqs.second.wait(op_timeout);
                 reqs.first.wait(op_timeout);
@@ -402,9 +418,9 @@ TEST(UcpCppThreads, ProgressThreadDestroyedFromItsOwnTask)
     auto ctx = make_context("tcp,self");
     std::weak_ptr<ucp_cpp::worker> weak;
     {
-        auto wrk = ucp_cpp::worker::create(ctx);
-        weak     = wrk;
-        auto pt  = std::make_unique<ucp_cpp::progress_thread>(std::move(wrk));
+        auto wrk  = ucp_cpp::worker::create(ctx);
+        weak      = wrk;
+        auto pt   = std::make_unique<ucp_cpp::progress_thread>(std::move(wrk));
         auto *raw = pt.get();
         // The task drops the last owner of the thread, which owns the last worker reference.
         std::shared_ptr<std::unique_ptr<ucp_cpp::progress_thread>> holder =

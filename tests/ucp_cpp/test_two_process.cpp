@@ -48,11 +48,12 @@ protected:
 /// RDMA-CM needs (it refuses loopback): UCP_CPP_TEST_LISTEN_ADDR, else the VM's RXE_IP.
 std::string listen_address()
 {
-    for (const char *name : {"UCP_CPP_TEST_LISTEN_ADDR",
+    for (const char *name : {
+             "UCP_CPP_TEST_LISTEN_ADDR",
 #ifdef UCP_CPP_TEST_RDMA
-                             "RXE_IP",
+             "RXE_IP",
 #endif
-                            }) {
+         }) {
         if (const char *value = std::getenv(name); value != nullptr && *value != '\0') {
             return value;
         }
@@ -228,8 +229,8 @@ TEST_P(UcpCppTwoProcess, ActiveMessagesEagerAndRendezvous)
         });
         ch.send_value(1);  // handlers registered: UCP drops AMs for ids without one
         const size_t expected = 2 * transfer_sizes().size() + 1;
-        PEER_CHECK(s.wrk->progress_until(
-            [&] { return received.size() + kept.size() == expected; }, op_timeout));
+        PEER_CHECK(s.wrk->progress_until([&] { return received.size() + kept.size() == expected; },
+                                         op_timeout));
         uint64_t verified = 0;
         for (auto &p : received) {
             p.req.wait(op_timeout);
@@ -255,8 +256,8 @@ TEST_P(UcpCppTwoProcess, ActiveMessagesEagerAndRendezvous)
         fill_pattern(m.second.data(), size, seed);
         op_options options;
         options.flags = flags;
-        sends.push_back(s.ep->am_send(id, &m.first, sizeof(am_header), m.second.data(), size,
-                                      options));
+        sends.push_back(
+            s.ep->am_send(id, &m.first, sizeof(am_header), m.second.data(), size, options));
     };
     uint64_t seed = 100;
     for (size_t size : transfer_sizes()) {
@@ -279,7 +280,7 @@ TEST_P(UcpCppTwoProcess, ActiveMessagesEagerAndRendezvous)
 TEST_P(UcpCppTwoProcess, RmaPutGetAndAtomicsWithRkeyExchange)
 {
     const std::string transports = tls();
-    constexpr size_t region = 16u << 20;
+    constexpr size_t region      = 16u << 20;
     peer_process peer([&](channel &ch) {
         side s = connect_by_address(ch, transports);
         std::vector<uint8_t> memory(region + 16, 0);
@@ -291,8 +292,8 @@ TEST_P(UcpCppTwoProcess, RmaPutGetAndAtomicsWithRkeyExchange)
         ch.recv_value();
         size_t offset = 0;
         for (size_t size : transfer_sizes()) {
-            PEER_CHECK(check_pattern(memory.data() + offset, std::min(size, region - offset),
-                                     size + 9));
+            PEER_CHECK(
+                check_pattern(memory.data() + offset, std::min(size, region - offset), size + 9));
             offset = (offset + size) % (region / 2);
         }
         uint64_t word64;
@@ -302,7 +303,7 @@ TEST_P(UcpCppTwoProcess, RmaPutGetAndAtomicsWithRkeyExchange)
         PEER_CHECK(word64 == 0xabcdefull);
         PEER_CHECK(word32 == 46u);
     });
-    side s = connect_by_address(peer.control(), transports);
+    side s        = connect_by_address(peer.control(), transports);
     uint64_t base = peer.control().recv_value();
     ucp_cpp::packed_rkey packed{peer.control().recv()};
     ucp_cpp::remote_key rkey = s.ep->unpack_rkey(packed);
@@ -451,7 +452,8 @@ INSTANTIATE_TEST_SUITE_P(Tls, UcpCppTwoProcess, ::testing::Values("tcp", "posix,
                          [](const auto &info) {
                              std::string name = info.param;
                              for (char &c : name) {
-                                 if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                                 if (!isalnum(static_cast<unsigned char>(c)))
+                                     c = '_';
                              }
                              return name;
                          });

@@ -15,7 +15,8 @@ namespace {
 /// The plugin registers its component from an ELF constructor, which must run before
 /// uct_query_components() is first called (see docs/testing.md). RTLD_LOCAL suffices: the
 /// constructor appends to UCX's own lists. Never unloaded: UCX keeps pointers into it.
-bool load_plugin() {
+bool load_plugin()
+{
     std::string path;
     if (const char *env = std::getenv("GDR_PLUGIN")) {
         path = env;  // set but empty: explicitly no plugin
@@ -40,15 +41,18 @@ bool load_plugin() {
 /// Prints which transport/device the run is about, so every log names what it tested.
 class AnnounceTarget : public ::testing::Environment {
 public:
-    void SetUp() override {
+    void SetUp() override
+    {
         const auto &t = uctest::target();
-        std::printf("uctest: transport %s, device %s\n", t.tl.c_str(), t.dev.empty() ? "<none>" : t.dev.c_str());
+        std::printf("uctest: transport %s, device %s\n", t.tl.c_str(),
+                    t.dev.empty() ? "<none>" : t.dev.c_str());
     }
 };
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     if (!load_plugin()) {
         return 1;
     }

@@ -15,17 +15,20 @@ namespace uctest {
 
 namespace {
 
-bool send_address(int fd, const Entity::Address &a) {
+bool send_address(int fd, const Entity::Address &a)
+{
     return write_blob(fd, a.device) && write_blob(fd, a.iface) && write_blob(fd, a.ep);
 }
 
-bool recv_address(int fd, Entity::Address *a) {
+bool recv_address(int fd, Entity::Address *a)
+{
     return read_blob(fd, &a->device) && read_blob(fd, &a->iface) && read_blob(fd, &a->ep);
 }
 
 /// Creates `self`'s endpoint toward the peer whose address arrives on `in`, sending ours on `out`
 /// first (both sides send before they receive, so the pipes never deadlock).
-bool exchange_and_connect(Entity &self, int in, int out, uct_ep_h *ep) {
+bool exchange_and_connect(Entity &self, int in, int out, uct_ep_h *ep)
+{
     Entity::Address mine, theirs;
     const bool to_ep = self.has_flag(UCT_IFACE_FLAG_CONNECT_TO_EP);
     if (to_ep) {
@@ -46,7 +49,8 @@ bool exchange_and_connect(Entity &self, int in, int out, uct_ep_h *ep) {
 
 }  // namespace
 
-int run_peer(int in, int out) {
+int run_peer(int in, int out)
+{
     uint8_t ok = 0;
     try {
         auto found = target_resource();
@@ -58,11 +62,12 @@ int run_peer(int in, int out) {
         Entity self(*found.first);
         RegisteredBuffer buffer(self.md(), PeerProcess::kBufferSize);
         buffer.fill_pattern(PeerProcess::kSeed);
-        ok = 1;
+        ok               = 1;
         uint64_t address = buffer.address();
-        uct_ep_h ep = nullptr;
+        uct_ep_h ep      = nullptr;
         if (!write_full(out, &ok, 1) || !write_full(out, &address, sizeof(address)) ||
-            !write_blob(out, buffer.registration().packed_rkey()) || !exchange_and_connect(self, in, out, &ep)) {
+            !write_blob(out, buffer.registration().packed_rkey()) ||
+            !exchange_and_connect(self, in, out, &ep)) {
             return 3;
         }
         uint8_t ready = 1;
@@ -86,7 +91,8 @@ int run_peer(int in, int out) {
     }
 }
 
-PeerProcess::PeerProcess() {
+PeerProcess::PeerProcess()
+{
     int down[2], up[2];
     if (pipe2(down, O_CLOEXEC) != 0 || pipe2(up, O_CLOEXEC) != 0) {
         throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
@@ -94,9 +100,9 @@ PeerProcess::PeerProcess() {
     // argv is built before fork: between fork and exec only async-signal-safe calls
     int child_in = down[0], child_out = up[1];
     std::string in_s = std::to_string(child_in), out_s = std::to_string(child_out);
-    char exe[] = "/proc/self/exe";
+    char exe[]   = "/proc/self/exe";
     char *argv[] = {exe, const_cast<char *>(kPeerFlag), in_s.data(), out_s.data(), nullptr};
-    pid_ = fork();
+    pid_         = fork();
     if (pid_ < 0) {
         throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     }
@@ -111,11 +117,12 @@ PeerProcess::PeerProcess() {
     }
     close(down[0]);
     close(up[1]);
-    to_child_ = down[1];
+    to_child_   = down[1];
     from_child_ = up[0];
 }
 
-PeerProcess::~PeerProcess() {
+PeerProcess::~PeerProcess()
+{
     kill_and_reap();
     if (to_child_ >= 0) {
         close(to_child_);
@@ -125,7 +132,8 @@ PeerProcess::~PeerProcess() {
     }
 }
 
-bool PeerProcess::connect(Entity &self, uct_ep_h *ep, std::string *why) {
+bool PeerProcess::connect(Entity &self, uct_ep_h *ep, std::string *why)
+{
     uint8_t ok = 0, ready = 0;
     if (!read_full(from_child_, &ok, 1)) {
         *why = "peer exited before reporting";
@@ -137,15 +145,18 @@ bool PeerProcess::connect(Entity &self, uct_ep_h *ep, std::string *why) {
         *why = std::string(msg.begin(), msg.end());
         return false;
     }
-    if (!read_full(from_child_, &remote_address, sizeof(remote_address)) || !read_blob(from_child_, &packed_rkey) ||
-        !exchange_and_connect(self, from_child_, to_child_, ep) || !read_full(from_child_, &ready, 1)) {
+    if (!read_full(from_child_, &remote_address, sizeof(remote_address)) ||
+        !read_blob(from_child_, &packed_rkey) ||
+        !exchange_and_connect(self, from_child_, to_child_, ep) ||
+        !read_full(from_child_, &ready, 1)) {
         *why = "address exchange with the peer failed";
         return false;
     }
     return true;
 }
 
-void PeerProcess::kill_and_reap() {
+void PeerProcess::kill_and_reap()
+{
     if (pid_ <= 0) {
         return;
     }

@@ -21,7 +21,7 @@ class PeerProcess {
 public:
     PeerProcess();
     ~PeerProcess();
-    PeerProcess(const PeerProcess &) = delete;
+    PeerProcess(const PeerProcess &)            = delete;
     PeerProcess &operator=(const PeerProcess &) = delete;
 
     /// Creates self's endpoint to the peer and connects both sides; fills remote_address/rkey
@@ -32,13 +32,13 @@ public:
     void kill_and_reap();
 
     static constexpr size_t kBufferSize = 256 << 10;
-    static constexpr uint32_t kSeed = 77;
-    uint64_t remote_address = 0;
+    static constexpr uint32_t kSeed     = 77;
+    uint64_t remote_address             = 0;
     Bytes packed_rkey;
     pid_t pid() const { return pid_; }
 
 private:
-    pid_t pid_ = -1;
+    pid_t pid_    = -1;
     int to_child_ = -1, from_child_ = -1;
 };
 

@@ -16,14 +16,21 @@ const AtomicOpName kAtomicOps[] = {
     {UCT_ATOMIC_OP_XOR, "xor"}, {UCT_ATOMIC_OP_SWAP, "swap"}, {UCT_ATOMIC_OP_CSWAP, "cswap"},
 };
 
-template <typename T> T apply(uct_atomic_op_t op, T old, T value) {
+template <typename T> T apply(uct_atomic_op_t op, T old, T value)
+{
     switch (op) {
-    case UCT_ATOMIC_OP_ADD: return static_cast<T>(old + value);
-    case UCT_ATOMIC_OP_AND: return old & value;
-    case UCT_ATOMIC_OP_OR: return old | value;
-    case UCT_ATOMIC_OP_XOR: return old ^ value;
-    case UCT_ATOMIC_OP_SWAP: return value;
-    default: return old;
+    case UCT_ATOMIC_OP_ADD:
+        return static_cast<T>(old + value);
+    case UCT_ATOMIC_OP_AND:
+        return old & value;
+    case UCT_ATOMIC_OP_OR:
+        return old | value;
+    case UCT_ATOMIC_OP_XOR:
+        return old ^ value;
+    case UCT_ATOMIC_OP_SWAP:
+        return value;
+    default:
+        return old;
     }
 }
 
@@ -35,62 +42,73 @@ protected:
     int tested_ = 0;
 };
 
-ucs_status_t post_atomic(uct_ep_h ep, uct_atomic_op_t op, uint32_t value, uint64_t addr, uct_rkey_t rkey) {
+ucs_status_t post_atomic(uct_ep_h ep, uct_atomic_op_t op, uint32_t value, uint64_t addr,
+                         uct_rkey_t rkey)
+{
     return uct_ep_atomic32_post(ep, op, value, addr, rkey);
 }
-ucs_status_t post_atomic(uct_ep_h ep, uct_atomic_op_t op, uint64_t value, uint64_t addr, uct_rkey_t rkey) {
+ucs_status_t post_atomic(uct_ep_h ep, uct_atomic_op_t op, uint64_t value, uint64_t addr,
+                         uct_rkey_t rkey)
+{
     return uct_ep_atomic64_post(ep, op, value, addr, rkey);
 }
-ucs_status_t fetch_atomic(uct_ep_h ep, uct_atomic_op_t op, uint32_t value, uint32_t *result, uint64_t addr,
-                          uct_rkey_t rkey, uct_completion_t *comp) {
+ucs_status_t fetch_atomic(uct_ep_h ep, uct_atomic_op_t op, uint32_t value, uint32_t *result,
+                          uint64_t addr, uct_rkey_t rkey, uct_completion_t *comp)
+{
     return uct_ep_atomic32_fetch(ep, op, value, result, addr, rkey, comp);
 }
-ucs_status_t fetch_atomic(uct_ep_h ep, uct_atomic_op_t op, uint64_t value, uint64_t *result, uint64_t addr,
-                          uct_rkey_t rkey, uct_completion_t *comp) {
+ucs_status_t fetch_atomic(uct_ep_h ep, uct_atomic_op_t op, uint64_t value, uint64_t *result,
+                          uint64_t addr, uct_rkey_t rkey, uct_completion_t *comp)
+{
     return uct_ep_atomic64_fetch(ep, op, value, result, addr, rkey, comp);
 }
-ucs_status_t cswap_atomic(uct_ep_h ep, uint32_t compare, uint32_t swap, uint64_t addr, uct_rkey_t rkey,
-                          uint32_t *result, uct_completion_t *comp) {
+ucs_status_t cswap_atomic(uct_ep_h ep, uint32_t compare, uint32_t swap, uint64_t addr,
+                          uct_rkey_t rkey, uint32_t *result, uct_completion_t *comp)
+{
     return uct_ep_atomic_cswap32(ep, compare, swap, addr, rkey, result, comp);
 }
-ucs_status_t cswap_atomic(uct_ep_h ep, uint64_t compare, uint64_t swap, uint64_t addr, uct_rkey_t rkey,
-                          uint64_t *result, uct_completion_t *comp) {
+ucs_status_t cswap_atomic(uct_ep_h ep, uint64_t compare, uint64_t swap, uint64_t addr,
+                          uct_rkey_t rkey, uint64_t *result, uct_completion_t *comp)
+{
     return uct_ep_atomic_cswap64(ep, compare, swap, addr, rkey, result, comp);
 }
 
-template <typename T> void Atomics::run_width(uint64_t op_flags, uint64_t fop_flags) {
+template <typename T> void Atomics::run_width(uint64_t op_flags, uint64_t fop_flags)
+{
     const char *width = sizeof(T) == 4 ? "32" : "64";
     RegisteredBuffer word(b_->md(), 64, 4096);
     RemoteKey rkey(a_->md().component(), word.registration().packed_rkey());
     T *remote = reinterpret_cast<T *>(word.data() + 8);  // naturally aligned, not at the start
     const uint64_t addr = word.address() + 8;
-    const T initial = static_cast<T>(0x5a5a5a5a0f0f0f0fULL), operand = static_cast<T>(0x0123456789abcdefULL);
-    auto entities = {a_.get(), b_.get()};
+    const T initial     = static_cast<T>(0x5a5a5a5a0f0f0f0fULL),
+            operand     = static_cast<T>(0x0123456789abcdefULL);
+    auto entities       = {a_.get(), b_.get()};
 
     for (const auto &o : kAtomicOps) {
         const bool post = o.op != UCT_ATOMIC_OP_CSWAP && (op_flags & UCS_BIT(o.op));
         if (post) {
             SCOPED_TRACE(std::string("atomic") + width + "_post " + o.name);
             *remote = initial;
-            ASSERT_EQ(UCS_OK, post_with_retry([&] { return post_atomic(pair_.ab, o.op,
-                                                                       operand, addr, rkey.rkey()); },
-                                              entities));
+            ASSERT_EQ(UCS_OK,
+                      post_with_retry(
+                          [&] { return post_atomic(pair_.ab, o.op, operand, addr, rkey.rkey()); },
+                          entities));
             ASSERT_EQ(UCS_OK, flush(pair_.ab));
             EXPECT_EQ(apply<T>(o.op, initial, operand), *remote);
             ++tested_;
         }
         if (fop_flags & UCS_BIT(o.op)) {
             SCOPED_TRACE(std::string("atomic") + width + "_fetch " + o.name);
-            *remote = initial;
+            *remote  = initial;
             T result = 0;
             Completion comp;
             ucs_status_t st = post_with_retry(
                 [&] {
                     ucs_status_t s = o.op == UCT_ATOMIC_OP_CSWAP
-                                         ? cswap_atomic(pair_.ab, initial, operand, addr, rkey.rkey(), &result,
-                                                        comp.arm())
-                                         : fetch_atomic(pair_.ab, o.op, operand, &result, addr, rkey.rkey(),
-                                                        comp.arm());
+                                         ? cswap_atomic(pair_.ab, initial, operand, addr,
+                                                        rkey.rkey(), &result, comp.arm())
+                                         : fetch_atomic(pair_.ab, o.op, operand, &result, addr,
+                                                        rkey.rkey(), comp.arm());
                     comp.posted(s);
                     return s;
                 },
@@ -99,15 +117,16 @@ template <typename T> void Atomics::run_width(uint64_t op_flags, uint64_t fop_fl
             ASSERT_TRUE(wait([&] { return comp.done(); }, "atomic fetch completion"));
             ASSERT_EQ(UCS_OK, comp.status());
             EXPECT_EQ(initial, result) << "fetched value";
-            const T expected = o.op == UCT_ATOMIC_OP_CSWAP ? operand : apply<T>(o.op, initial, operand);
+            const T expected = o.op == UCT_ATOMIC_OP_CSWAP ? operand
+                                                           : apply<T>(o.op, initial, operand);
             EXPECT_EQ(expected, *remote) << "remote value";
             if (o.op == UCT_ATOMIC_OP_CSWAP) {  // a failing compare must leave the word alone
                 Completion miss;
                 T before = *remote, fetched = 0;
                 st = post_with_retry(
                     [&] {
-                        ucs_status_t s = cswap_atomic(pair_.ab, static_cast<T>(~before), initial, addr, rkey.rkey(),
-                                                      &fetched, miss.arm());
+                        ucs_status_t s = cswap_atomic(pair_.ab, static_cast<T>(~before), initial,
+                                                      addr, rkey.rkey(), &fetched, miss.arm());
                         miss.posted(s);
                         return s;
                     },
@@ -122,21 +141,25 @@ template <typename T> void Atomics::run_width(uint64_t op_flags, uint64_t fop_fl
     }
 }
 
-template <typename T> void Atomics::run_advertised(uint64_t op_flags, uint64_t fop_flags) {
+template <typename T> void Atomics::run_advertised(uint64_t op_flags, uint64_t fop_flags)
+{
     const int width = 8 * sizeof(T);
     if ((op_flags | fop_flags) == 0) {
         GTEST_SKIP() << res_.tl_name << " advertises no " << width << "-bit atomics";
     }
     run_width<T>(op_flags, fop_flags);
-    std::printf("[   INFO   ] %d %d-bit atomic ops tested (op_flags 0x%" PRIx64 " fop_flags 0x%" PRIx64 ")\n", tested_,
-                width, op_flags, fop_flags);
+    std::printf("[   INFO   ] %d %d-bit atomic ops tested (op_flags 0x%" PRIx64
+                " fop_flags 0x%" PRIx64 ")\n",
+                tested_, width, op_flags, fop_flags);
 }
 
-TEST_F(Atomics, Every64BitOp) {
+TEST_F(Atomics, Every64BitOp)
+{
     run_advertised<uint64_t>(a_->attr().cap.atomic64.op_flags, a_->attr().cap.atomic64.fop_flags);
 }
 
-TEST_F(Atomics, Every32BitOp) {
+TEST_F(Atomics, Every32BitOp)
+{
     run_advertised<uint32_t>(a_->attr().cap.atomic32.op_flags, a_->attr().cap.atomic32.fop_flags);
 }
 

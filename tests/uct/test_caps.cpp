@@ -18,7 +18,8 @@ struct Promise {
 
 #define OP(field) std::make_pair(#field, ops.field != nullptr)
 
-std::vector<Promise> promises(const Ops &ops) {
+std::vector<Promise> promises(const Ops &ops)
+{
     return {
         {UCT_IFACE_FLAG_AM_SHORT, "AM_SHORT", {OP(ep_am_short), OP(ep_am_short_iov)}},
         {UCT_IFACE_FLAG_AM_BCOPY, "AM_BCOPY", {OP(ep_am_bcopy)}},
@@ -31,24 +32,32 @@ std::vector<Promise> promises(const Ops &ops) {
         {UCT_IFACE_FLAG_GET_ZCOPY, "GET_ZCOPY", {OP(ep_get_zcopy)}},
         {UCT_IFACE_FLAG_PENDING, "PENDING", {OP(ep_pending_add), OP(ep_pending_purge)}},
         {UCT_IFACE_FLAG_EP_CHECK, "EP_CHECK", {OP(ep_check)}},
-        {UCT_IFACE_FLAG_CONNECT_TO_EP, "CONNECT_TO_EP", {OP(ep_create), OP(ep_get_address), OP(ep_connect_to_ep)}},
-        {UCT_IFACE_FLAG_CONNECT_TO_IFACE, "CONNECT_TO_IFACE", {OP(ep_create), OP(iface_get_address)}},
+        {UCT_IFACE_FLAG_CONNECT_TO_EP,
+         "CONNECT_TO_EP",
+         {OP(ep_create), OP(ep_get_address), OP(ep_connect_to_ep)}},
+        {UCT_IFACE_FLAG_CONNECT_TO_IFACE,
+         "CONNECT_TO_IFACE",
+         {OP(ep_create), OP(iface_get_address)}},
         {UCT_IFACE_FLAG_TAG_EAGER_SHORT, "TAG_EAGER_SHORT", {OP(ep_tag_eager_short)}},
         {UCT_IFACE_FLAG_TAG_EAGER_BCOPY, "TAG_EAGER_BCOPY", {OP(ep_tag_eager_bcopy)}},
         {UCT_IFACE_FLAG_TAG_EAGER_ZCOPY, "TAG_EAGER_ZCOPY", {OP(ep_tag_eager_zcopy)}},
-        {UCT_IFACE_FLAG_TAG_RNDV_ZCOPY, "TAG_RNDV_ZCOPY",
-         {OP(ep_tag_rndv_zcopy), OP(ep_tag_rndv_cancel), OP(ep_tag_rndv_request), OP(iface_tag_recv_zcopy),
-          OP(iface_tag_recv_cancel)}},
-        {~0ull, "(always)",
-         {OP(ep_flush), OP(ep_fence), OP(ep_destroy), OP(iface_flush), OP(iface_fence), OP(iface_progress_enable),
-          OP(iface_progress_disable), OP(iface_progress), OP(iface_close), OP(iface_query),
-          OP(iface_get_device_address), OP(iface_is_reachable), OP(ep_pending_add), OP(ep_pending_purge)}},
+        {UCT_IFACE_FLAG_TAG_RNDV_ZCOPY,
+         "TAG_RNDV_ZCOPY",
+         {OP(ep_tag_rndv_zcopy), OP(ep_tag_rndv_cancel), OP(ep_tag_rndv_request),
+          OP(iface_tag_recv_zcopy), OP(iface_tag_recv_cancel)}},
+        {~0ull,
+         "(always)",
+         {OP(ep_flush), OP(ep_fence), OP(ep_destroy), OP(iface_flush), OP(iface_fence),
+          OP(iface_progress_enable), OP(iface_progress_disable), OP(iface_progress),
+          OP(iface_close), OP(iface_query), OP(iface_get_device_address), OP(iface_is_reachable),
+          OP(ep_pending_add), OP(ep_pending_purge)}},
     };
 }
 #undef OP
 
 /// Flags this suite has tests for (where the test lives, for the failure message).
-const std::vector<std::pair<uint64_t, const char *>> &covered_flags() {
+const std::vector<std::pair<uint64_t, const char *>> &covered_flags()
+{
     static const std::vector<std::pair<uint64_t, const char *>> flags = {
         {UCT_IFACE_FLAG_AM_SHORT, "Transfers/am_short, am_short_iov"},
         {UCT_IFACE_FLAG_AM_BCOPY, "Transfers/am_bcopy"},
@@ -73,17 +82,18 @@ const std::vector<std::pair<uint64_t, const char *>> &covered_flags() {
 
 class Capabilities : public PairTest {};
 
-TEST_F(Capabilities, NoAdvertisedOpIsNull) {
+TEST_F(Capabilities, NoAdvertisedOpIsNull)
+{
     const uint64_t flags = a_->attr().cap.flags;
-    const Ops &ops = a_->iface()->ops;
-    int checked = 0;
+    const Ops &ops       = a_->iface()->ops;
+    int checked          = 0;
     for (const Promise &p : promises(ops)) {
         if (p.flag != ~0ull && !(flags & p.flag)) {
             continue;
         }
         for (const auto &op : p.ops) {
-            EXPECT_TRUE(op.second) << res_.tl_name << " advertises " << p.flag_name << " but ops." << op.first
-                                   << " is NULL";
+            EXPECT_TRUE(op.second) << res_.tl_name << " advertises " << p.flag_name << " but ops."
+                                   << op.first << " is NULL";
             ++checked;
         }
     }
@@ -92,39 +102,45 @@ TEST_F(Capabilities, NoAdvertisedOpIsNull) {
         uint64_t op_flags, fop_flags;
         bool post, fetch, cswap;
     } atomics[] = {
-        {"32", a_->attr().cap.atomic32.op_flags, a_->attr().cap.atomic32.fop_flags, ops.ep_atomic32_post != nullptr,
-         ops.ep_atomic32_fetch != nullptr, ops.ep_atomic_cswap32 != nullptr},
-        {"64", a_->attr().cap.atomic64.op_flags, a_->attr().cap.atomic64.fop_flags, ops.ep_atomic64_post != nullptr,
-         ops.ep_atomic64_fetch != nullptr, ops.ep_atomic_cswap64 != nullptr},
+        {"32", a_->attr().cap.atomic32.op_flags, a_->attr().cap.atomic32.fop_flags,
+         ops.ep_atomic32_post != nullptr, ops.ep_atomic32_fetch != nullptr,
+         ops.ep_atomic_cswap32 != nullptr},
+        {"64", a_->attr().cap.atomic64.op_flags, a_->attr().cap.atomic64.fop_flags,
+         ops.ep_atomic64_post != nullptr, ops.ep_atomic64_fetch != nullptr,
+         ops.ep_atomic_cswap64 != nullptr},
     };
     for (const auto &at : atomics) {
         const uint64_t fetch_ops = at.fop_flags & ~UCS_BIT(UCT_ATOMIC_OP_CSWAP);
-        EXPECT_TRUE(!at.op_flags || at.post) << "atomic" << at.width << " op_flags set, ep_atomic" << at.width
-                                             << "_post NULL";
-        EXPECT_TRUE(!fetch_ops || at.fetch) << "atomic" << at.width << " fop_flags set, ep_atomic" << at.width
-                                            << "_fetch NULL";
+        EXPECT_TRUE(!at.op_flags || at.post)
+            << "atomic" << at.width << " op_flags set, ep_atomic" << at.width << "_post NULL";
+        EXPECT_TRUE(!fetch_ops || at.fetch)
+            << "atomic" << at.width << " fop_flags set, ep_atomic" << at.width << "_fetch NULL";
         EXPECT_TRUE(!(at.fop_flags & UCS_BIT(UCT_ATOMIC_OP_CSWAP)) || at.cswap)
             << "atomic" << at.width << " CSWAP advertised, ep_atomic_cswap" << at.width << " NULL";
         checked += 3;
     }
     if (a_->attr().cap.event_flags & UCT_IFACE_FLAG_EVENT_FD) {
-        EXPECT_NE(nullptr, ops.iface_event_fd_get) << "EVENT_FD advertised, iface_event_fd_get NULL";
+        EXPECT_NE(nullptr, ops.iface_event_fd_get)
+            << "EVENT_FD advertised, iface_event_fd_get NULL";
         EXPECT_NE(nullptr, ops.iface_event_arm) << "EVENT_FD advertised, iface_event_arm NULL";
     }
     std::printf("[   INFO   ] %s: cap.flags 0x%llx, %d op slots checked\n", res_.tl_name.c_str(),
                 static_cast<unsigned long long>(flags), checked);
 }
 
-TEST_F(Capabilities, EveryAdvertisedFlagIsCoveredByATest) {
+TEST_F(Capabilities, EveryAdvertisedFlagIsCoveredByATest)
+{
     uint64_t uncovered = a_->attr().cap.flags;
     for (const auto &f : covered_flags()) {
         uncovered &= ~f.first;
     }
-    EXPECT_EQ(0u, uncovered) << res_.tl_name << " advertises cap.flags bits 0x" << std::hex << uncovered
-                             << " that no test in tests/uct exercises: add tests before advertising them";
+    EXPECT_EQ(0u, uncovered)
+        << res_.tl_name << " advertises cap.flags bits 0x" << std::hex << uncovered
+        << " that no test in tests/uct exercises: add tests before advertising them";
 }
 
-TEST_F(Capabilities, AdvertisedLimitsAreConsistent) {
+TEST_F(Capabilities, AdvertisedLimitsAreConsistent)
+{
     const auto &c = a_->attr().cap;
     const struct {
         uint64_t flag;
@@ -146,21 +162,26 @@ TEST_F(Capabilities, AdvertisedLimitsAreConsistent) {
         }
     }
     if (c.flags & UCT_IFACE_FLAG_AM_SHORT) {
-        EXPECT_GE(c.am.max_short, sizeof(uint64_t)) << "am.max_short must hold the 8-byte AM header";
+        EXPECT_GE(c.am.max_short, sizeof(uint64_t))
+            << "am.max_short must hold the 8-byte AM header";
     }
     if (c.flags & (UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_AM_ZCOPY)) {
-        EXPECT_GE(c.put.max_iov + c.get.max_iov + c.am.max_iov, 1u) << "zcopy advertised with max_iov 0";
+        EXPECT_GE(c.put.max_iov + c.get.max_iov + c.am.max_iov, 1u)
+            << "zcopy advertised with max_iov 0";
     }
     // The md must register host memory and produce keys for the peer (RMA is the point of RC).
     const auto &md = a_->md().attr();
-    EXPECT_TRUE(md.cap.flags & UCT_MD_FLAG_REG) << "md " << res_.md_name << " cannot register memory";
+    EXPECT_TRUE(md.cap.flags & UCT_MD_FLAG_REG)
+        << "md " << res_.md_name << " cannot register memory";
     if (md.cap.flags & UCT_MD_FLAG_NEED_RKEY) {
         EXPECT_GT(md.rkey_packed_size, 0u);
     }
-    EXPECT_GT(a_->attr().bandwidth.dedicated + a_->attr().bandwidth.shared, 0.0) << "bandwidth 0: UCP never selects it";
+    EXPECT_GT(a_->attr().bandwidth.dedicated + a_->attr().bandwidth.shared, 0.0)
+        << "bandwidth 0: UCP never selects it";
 }
 
-TEST_F(Capabilities, ErrorHandlingIsAdvertised) {
+TEST_F(Capabilities, ErrorHandlingIsAdvertised)
+{
     // UCP needs both to put the transport on lanes of endpoints created with
     // UCP_ERR_HANDLING_MODE_PEER (OpenMPI, keepalive); rc_verbs has both.
     EXPECT_TRUE(a_->has_flag(UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE));

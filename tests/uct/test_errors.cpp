@@ -9,43 +9,65 @@ namespace uctest {
 namespace {
 
 enum class Fault {
-    ForeignKey,     ///< a valid key of the same memory, from another md (protection domain)
-    StaleKey,       ///< a key whose registration was released (md registration cache disabled)
-    PastEnd,        ///< valid key, address past the end of the registered range
+    ForeignKey,  ///< a valid key of the same memory, from another md (protection domain)
+    StaleKey,  ///< a key whose registration was released (md registration cache disabled)
+    PastEnd,  ///< valid key, address past the end of the registered range
     StraddlingEnd,  ///< valid key, range starting inside and ending outside the registration
 };
-const char *fault_name(Fault f) {
+const char *fault_name(Fault f)
+{
     switch (f) {
-    case Fault::ForeignKey: return "foreign_key";
-    case Fault::StaleKey: return "stale_key";
-    case Fault::PastEnd: return "past_end";
-    case Fault::StraddlingEnd: return "straddling_end";
+    case Fault::ForeignKey:
+        return "foreign_key";
+    case Fault::StaleKey:
+        return "stale_key";
+    case Fault::PastEnd:
+        return "past_end";
+    case Fault::StraddlingEnd:
+        return "straddling_end";
     }
     return "?";
 }
 
 /// An RMA op that can hit remote memory: a data op, or one of the atomics.
-enum class RmaOp { PutShort, PutBcopy, PutZcopy, GetBcopy, GetZcopy, AtomicAdd64, AtomicFetchAdd64, AtomicCswap64 };
+enum class RmaOp {
+    PutShort,
+    PutBcopy,
+    PutZcopy,
+    GetBcopy,
+    GetZcopy,
+    AtomicAdd64,
+    AtomicFetchAdd64,
+    AtomicCswap64
+};
 struct RmaOpInfo {
     RmaOp op;
     const char *name;
 };
 const RmaOpInfo kRmaOps[] = {
-    {RmaOp::PutShort, "put_short"},       {RmaOp::PutBcopy, "put_bcopy"},
-    {RmaOp::PutZcopy, "put_zcopy"},       {RmaOp::GetBcopy, "get_bcopy"},
-    {RmaOp::GetZcopy, "get_zcopy"},       {RmaOp::AtomicAdd64, "atomic64_add"},
-    {RmaOp::AtomicFetchAdd64, "atomic64_fadd"}, {RmaOp::AtomicCswap64, "atomic64_cswap"},
+    {RmaOp::PutShort, "put_short"},
+    {RmaOp::PutBcopy, "put_bcopy"},
+    {RmaOp::PutZcopy, "put_zcopy"},
+    {RmaOp::GetBcopy, "get_bcopy"},
+    {RmaOp::GetZcopy, "get_zcopy"},
+    {RmaOp::AtomicAdd64, "atomic64_add"},
+    {RmaOp::AtomicFetchAdd64, "atomic64_fadd"},
+    {RmaOp::AtomicCswap64, "atomic64_cswap"},
 };
 
-void PrintTo(RmaOp op, std::ostream *os) { *os << kRmaOps[static_cast<int>(op)].name; }
+void PrintTo(RmaOp op, std::ostream *os)
+{
+    *os << kRmaOps[static_cast<int>(op)].name;
+}
 
 class RemoteAccessErrors : public PairTest, public ::testing::WithParamInterface<RmaOp> {
 protected:
     // Without the registration cache, deregistration really invalidates the key (UCX's ib md
     // keeps cached registrations alive). Harmless for the other faults.
-    std::vector<ConfigOverride> md_overrides() const override {
+    std::vector<ConfigOverride> md_overrides() const override
+    {
         return {{{"REG_METHODS"}, "direct"},  // UCX's ib md: register directly, no rcache
-                {{"RCACHE"}, "no"}};          // the usual name of such a switch elsewhere
+                {{"RCACHE"}, "no"}};  // the usual name of such a switch elsewhere
     }
 
     bool supported(RmaOp op) const;
@@ -57,7 +79,8 @@ protected:
     void check_bystander(EpPair &bystander, RegisteredBuffer &remote, RemoteKey &rkey);
 
     /// Bytes one faulty access moves: 64, or the op's minimum when larger (get_zcopy on rc_verbs).
-    size_t op_length(RmaOp op) const {
+    size_t op_length(RmaOp op) const
+    {
         auto d = data_op(op);
         return d ? std::max<size_t>(64, op_min_length(a_->attr(), *d)) : sizeof(uint64_t);
     }
@@ -65,12 +88,16 @@ protected:
     static constexpr size_t kRemoteSize = 64 << 10;
 };
 
-bool RemoteAccessErrors::supported(RmaOp op) const {
+bool RemoteAccessErrors::supported(RmaOp op) const
+{
     const auto &c = a_->attr().cap;
     switch (op) {
-    case RmaOp::AtomicAdd64: return c.atomic64.op_flags & UCS_BIT(UCT_ATOMIC_OP_ADD);
-    case RmaOp::AtomicFetchAdd64: return c.atomic64.fop_flags & UCS_BIT(UCT_ATOMIC_OP_ADD);
-    case RmaOp::AtomicCswap64: return c.atomic64.fop_flags & UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+    case RmaOp::AtomicAdd64:
+        return c.atomic64.op_flags & UCS_BIT(UCT_ATOMIC_OP_ADD);
+    case RmaOp::AtomicFetchAdd64:
+        return c.atomic64.fop_flags & UCS_BIT(UCT_ATOMIC_OP_ADD);
+    case RmaOp::AtomicCswap64:
+        return c.atomic64.fop_flags & UCS_BIT(UCT_ATOMIC_OP_CSWAP);
     default: {
         Op d = *data_op(op);
         return a_->has_flag(op_info(d).cap_flag) && op_max_length(a_->attr(), d) >= op_length(op);
@@ -78,36 +105,47 @@ bool RemoteAccessErrors::supported(RmaOp op) const {
     }
 }
 
-std::optional<Op> RemoteAccessErrors::data_op(RmaOp op) {
+std::optional<Op> RemoteAccessErrors::data_op(RmaOp op)
+{
     switch (op) {
-    case RmaOp::PutShort: return Op::PutShort;
-    case RmaOp::PutBcopy: return Op::PutBcopy;
-    case RmaOp::PutZcopy: return Op::PutZcopy;
-    case RmaOp::GetBcopy: return Op::GetBcopy;
-    case RmaOp::GetZcopy: return Op::GetZcopy;
-    default: return std::nullopt;
+    case RmaOp::PutShort:
+        return Op::PutShort;
+    case RmaOp::PutBcopy:
+        return Op::PutBcopy;
+    case RmaOp::PutZcopy:
+        return Op::PutZcopy;
+    case RmaOp::GetBcopy:
+        return Op::GetBcopy;
+    case RmaOp::GetZcopy:
+        return Op::GetZcopy;
+    default:
+        return std::nullopt;
     }
 }
 
-void RemoteAccessErrors::check_bystander(EpPair &bystander, RegisteredBuffer &remote, RemoteKey &rkey) {
+void RemoteAccessErrors::check_bystander(EpPair &bystander, RegisteredBuffer &remote,
+                                         RemoteKey &rkey)
+{
     RegisteredBuffer local(a_->md(), kRemoteSize, 4096), back(a_->md(), kRemoteSize, 4096);
     local.fill_pattern(4242);
     back.fill(0);
     Transfer t(*a_, bystander.ab);
-    ASSERT_NE(UCS_ERR_TIMED_OUT, t.post_retry(Op::PutZcopy, local, 0, kRemoteSize, remote.address(), rkey.rkey(), 0,
-                                              {a_.get(), b_.get()}));
+    ASSERT_NE(UCS_ERR_TIMED_OUT, t.post_retry(Op::PutZcopy, local, 0, kRemoteSize, remote.address(),
+                                              rkey.rkey(), 0, {a_.get(), b_.get()}));
     ASSERT_EQ(UCS_OK, uct_ep_fence(bystander.ab, 0));
-    ASSERT_NE(UCS_ERR_TIMED_OUT, t.post_retry(Op::GetZcopy, back, 0, kRemoteSize, remote.address(), rkey.rkey(), 0,
-                                              {a_.get(), b_.get()}));
+    ASSERT_NE(UCS_ERR_TIMED_OUT, t.post_retry(Op::GetZcopy, back, 0, kRemoteSize, remote.address(),
+                                              rkey.rkey(), 0, {a_.get(), b_.get()}));
     ASSERT_TRUE(wait([&] { return t.completion().done(); }, "bystander put+get"));
-    ASSERT_EQ(UCS_OK, t.completion().status()) << "a healthy endpoint failed after another one's error";
+    ASSERT_EQ(UCS_OK, t.completion().status())
+        << "a healthy endpoint failed after another one's error";
     ASSERT_EQ(UCS_OK, flush(bystander.ab));
     EXPECT_TRUE(remote.check_pattern(4242, kRemoteSize, 0));
     EXPECT_TRUE(back.check_pattern(4242, kRemoteSize, 0));
     EXPECT_FALSE(a_->failed(bystander.ab));
 }
 
-void RemoteAccessErrors::run_fault(RmaOp op, Fault fault) {
+void RemoteAccessErrors::run_fault(RmaOp op, Fault fault)
+{
     if (!data_op(op) && fault == Fault::StraddlingEnd) {
         return;  // an aligned 8-byte atomic cannot straddle the end of a page-multiple registration
     }
@@ -131,9 +169,10 @@ void RemoteAccessErrors::run_fault(RmaOp op, Fault fault) {
         break;
     case Fault::StaleKey:
         if (b_->md().applied_overrides().empty()) {
-            std::printf("[   NOTE   ] md %s has neither REG_METHODS nor RCACHE: assuming it caches no "
-                        "registrations\n",
-                        res_.md_name.c_str());
+            std::printf(
+                "[   NOTE   ] md %s has neither REG_METHODS nor RCACHE: assuming it caches no "
+                "registrations\n",
+                res_.md_name.c_str());
         }
         // a separate mapping whose only registration is released once its key is packed
         stale_target.emplace(b_->md(), kRemoteSize);
@@ -160,25 +199,28 @@ void RemoteAccessErrors::run_fault(RmaOp op, Fault fault) {
     const uint64_t aligned = addr & ~uint64_t(7);
     switch (op) {
     case RmaOp::AtomicAdd64:
-        posted = post_with_retry([&] { return uct_ep_atomic64_post(victim.ab, UCT_ATOMIC_OP_ADD, 1, aligned, rkey); },
-                                 {a_.get(), b_.get()});
+        posted = post_with_retry(
+            [&] { return uct_ep_atomic64_post(victim.ab, UCT_ATOMIC_OP_ADD, 1, aligned, rkey); },
+            {a_.get(), b_.get()});
         break;
     case RmaOp::AtomicFetchAdd64:
     case RmaOp::AtomicCswap64:
         posted = post_with_retry(
             [&] {
                 uct_completion_t *c = t.completion().arm();
-                ucs_status_t s = op == RmaOp::AtomicCswap64
-                                     ? uct_ep_atomic_cswap64(victim.ab, 0, 1, aligned, rkey, &fetched, c)
-                                     : uct_ep_atomic64_fetch(victim.ab, UCT_ATOMIC_OP_ADD, 1, &fetched, aligned,
-                                                             rkey, c);
+                ucs_status_t s      = op == RmaOp::AtomicCswap64
+                                          ? uct_ep_atomic_cswap64(victim.ab, 0, 1, aligned, rkey,
+                                                                  &fetched, c)
+                                          : uct_ep_atomic64_fetch(victim.ab, UCT_ATOMIC_OP_ADD, 1,
+                                                                  &fetched, aligned, rkey, c);
                 t.completion().posted(s);
                 return s;
             },
             {a_.get(), b_.get()});
         break;
     default:
-        posted = t.post_retry(*data_op(op), local, 0, op_length(op), addr, rkey, 0, {a_.get(), b_.get()});
+        posted = t.post_retry(*data_op(op), local, 0, op_length(op), addr, rkey, 0,
+                              {a_.get(), b_.get()});
     }
     ASSERT_NE(UCS_ERR_TIMED_OUT, posted);
     const bool refused_at_once = UCS_STATUS_IS_ERR(posted);
@@ -186,8 +228,9 @@ void RemoteAccessErrors::run_fault(RmaOp op, Fault fault) {
         // a flush makes even completion-less ops (put_short, atomic post) report their outcome
         Completion flush_comp;
         ucs_status_t fs = start_flush(victim.ab, 0, flush_comp, {a_.get(), b_.get()});
-        ASSERT_TRUE(wait([&] { return a_->failed(victim.ab) && t.completion().done() && flush_comp.done(); },
-                         "error report of the faulty access", Seconds(30)))
+        ASSERT_TRUE(
+            wait([&] { return a_->failed(victim.ab) && t.completion().done() && flush_comp.done(); },
+                 "error report of the faulty access", Seconds(30)))
             << "error handler " << (a_->failed(victim.ab) ? "called" : "NOT called") << ", "
             << t.completion().outstanding() << " op completion(s) and " << flush_comp.outstanding()
             << " flush completion(s) outstanding (flush returned " << status_name(fs) << ")";
@@ -219,7 +262,8 @@ void RemoteAccessErrors::run_fault(RmaOp op, Fault fault) {
     check_bystander(pair_, remote, good_key);  // the pair created before the error too
 }
 
-TEST_P(RemoteAccessErrors, ReportedAndContained) {
+TEST_P(RemoteAccessErrors, ReportedAndContained)
+{
     const RmaOp op = GetParam();
     if (!supported(op)) {
         GTEST_SKIP() << res_.tl_name << " does not advertise " << kRmaOps[static_cast<int>(op)].name
@@ -235,9 +279,9 @@ TEST_P(RemoteAccessErrors, ReportedAndContained) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rma, RemoteAccessErrors,
-                         ::testing::Values(RmaOp::PutShort, RmaOp::PutBcopy, RmaOp::PutZcopy, RmaOp::GetBcopy,
-                                           RmaOp::GetZcopy, RmaOp::AtomicAdd64, RmaOp::AtomicFetchAdd64,
-                                           RmaOp::AtomicCswap64),
+                         ::testing::Values(RmaOp::PutShort, RmaOp::PutBcopy, RmaOp::PutZcopy,
+                                           RmaOp::GetBcopy, RmaOp::GetZcopy, RmaOp::AtomicAdd64,
+                                           RmaOp::AtomicFetchAdd64, RmaOp::AtomicCswap64),
                          [](const ::testing::TestParamInfo<RmaOp> &info) {
                              return std::string(kRmaOps[static_cast<int>(info.param)].name);
                          });

@@ -15,7 +15,8 @@ constexpr Seconds kDetectionDeadline{30.0};
 
 class PeerDeath : public ::testing::Test {
 protected:
-    void SetUp() override {
+    void SetUp() override
+    {
         UCTEST_REQUIRE_TARGET(res_);
         self_ = std::make_unique<Entity>(res_);
         std::printf("[   INFO   ] iface overrides applied:");
@@ -26,10 +27,11 @@ protected:
         peer_ = std::make_unique<PeerProcess>();
         std::string why;
         ASSERT_TRUE(peer_->connect(*self_, &ep_, &why)) << why;
-        rkey_ = std::make_unique<RemoteKey>(self_->md().component(), peer_->packed_rkey);
+        rkey_  = std::make_unique<RemoteKey>(self_->md().component(), peer_->packed_rkey);
         local_ = std::make_unique<RegisteredBuffer>(self_->md(), PeerProcess::kBufferSize, 4096);
     }
-    void TearDown() override {
+    void TearDown() override
+    {
         peer_.reset();
         local_.reset();
         rkey_.reset();
@@ -37,20 +39,23 @@ protected:
     }
 
     /// The connection works before the kill (so a later error is the death, not a setup bug).
-    void check_alive() {
+    void check_alive()
+    {
         UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_GET_ZCOPY);
         local_->fill(0);
         Transfer t(*self_, ep_);
-        ucs_status_t st = t.post_retry(Op::GetZcopy, *local_, 0, PeerProcess::kBufferSize, peer_->remote_address,
-                                       rkey_->rkey(), 0, {self_.get()});
+        ucs_status_t st = t.post_retry(Op::GetZcopy, *local_, 0, PeerProcess::kBufferSize,
+                                       peer_->remote_address, rkey_->rkey(), 0, {self_.get()});
         ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << status_name(st);
-        ASSERT_TRUE(progress_until([&] { return t.completion().done(); }, {self_.get()}, "get from the live peer"));
+        ASSERT_TRUE(progress_until([&] { return t.completion().done(); }, {self_.get()},
+                                   "get from the live peer"));
         ASSERT_EQ(UCS_OK, t.completion().status());
         ASSERT_TRUE(local_->check_pattern(PeerProcess::kSeed, PeerProcess::kBufferSize, 0));
     }
 
     /// After the failure: destroy the dead endpoint; the iface still serves a new in-process pair.
-    void check_survivor_iface() {
+    void check_survivor_iface()
+    {
         self_->destroy_ep(ep_);
         ep_ = nullptr;
         Entity other(res_);
@@ -59,8 +64,8 @@ protected:
         RemoteKey key(self_->md().component(), there.registration().packed_rkey());
         local_->fill_pattern(5);
         Transfer t(*self_, pair.ab);
-        ucs_status_t st = t.post_retry(Op::PutZcopy, *local_, 0, 64 << 10, there.address(), key.rkey(), 0,
-                                       {self_.get(), &other});
+        ucs_status_t st = t.post_retry(Op::PutZcopy, *local_, 0, 64 << 10, there.address(),
+                                       key.rkey(), 0, {self_.get(), &other});
         ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS);
         ASSERT_EQ(UCS_OK, flush_and_wait(*self_, pair.ab, {self_.get(), &other}));
         EXPECT_TRUE(there.check_pattern(5, 64 << 10, 0));
@@ -74,7 +79,8 @@ protected:
     uct_ep_h ep_ = nullptr;
 };
 
-TEST_F(PeerDeath, OutstandingOperationsCompleteWithError) {
+TEST_F(PeerDeath, OutstandingOperationsCompleteWithError)
+{
     check_alive();
     if (IsSkipped() || HasFatalFailure()) {
         return;
@@ -84,13 +90,14 @@ TEST_F(PeerDeath, OutstandingOperationsCompleteWithError) {
     // a burst of reads and writes toward the dead peer, all outstanding at once
     Transfer t(*self_, ep_);
     const size_t chunk = 32 << 10;
-    int posted = 0;
+    int posted         = 0;
     for (size_t off = 0; off + chunk <= PeerProcess::kBufferSize; off += chunk) {
         for (Op op : {Op::PutZcopy, Op::GetZcopy}) {
             if (!self_->has_flag(op_info(op).cap_flag)) {
                 continue;
             }
-            ucs_status_t st = t.post(op, *local_, off, chunk, peer_->remote_address + off, rkey_->rkey(), 0);
+            ucs_status_t st = t.post(op, *local_, off, chunk, peer_->remote_address + off,
+                                     rkey_->rkey(), 0);
             if (st == UCS_ERR_NO_RESOURCE) {
                 break;  // enough outstanding
             }
@@ -102,22 +109,26 @@ TEST_F(PeerDeath, OutstandingOperationsCompleteWithError) {
         EXPECT_EQ(UCS_OK, uct_ep_check(ep_, 0, nullptr));
     }
     const auto start = std::chrono::steady_clock::now();
-    ASSERT_TRUE(progress_until([&] { return t.completion().done() && self_->failed(ep_); }, {self_.get()},
-                               "outstanding operations to the dead peer to fail", kDetectionDeadline))
-        << t.completion().outstanding() << " of " << posted << " operations outstanding, error handler "
+    ASSERT_TRUE(progress_until([&] { return t.completion().done() && self_->failed(ep_); },
+                               {self_.get()}, "outstanding operations to the dead peer to fail",
+                               kDetectionDeadline))
+        << t.completion().outstanding() << " of " << posted
+        << " operations outstanding, error handler "
         << (self_->failed(ep_) ? "called" : "not called");
     const double took = Seconds(std::chrono::steady_clock::now() - start).count();
     EXPECT_TRUE(UCS_STATUS_IS_ERR(t.completion().status())) << status_name(t.completion().status());
     for (const auto &e : self_->errors) {
         EXPECT_TRUE(UCS_STATUS_IS_ERR(e.status));
     }
-    std::printf("[   INFO   ] %d ops to the dead peer failed with %s after %.2f s; error handler: %s\n", posted,
-                status_name(t.completion().status()).c_str(), took,
-                status_name(self_->errors.front().status).c_str());
+    std::printf(
+        "[   INFO   ] %d ops to the dead peer failed with %s after %.2f s; error handler: %s\n",
+        posted, status_name(t.completion().status()).c_str(), took,
+        status_name(self_->errors.front().status).c_str());
     check_survivor_iface();
 }
 
-TEST_F(PeerDeath, IdleEndpointCheckDetectsDeadPeer) {
+TEST_F(PeerDeath, IdleEndpointCheckDetectsDeadPeer)
+{
     UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_EP_CHECK);
     check_alive();
     if (IsSkipped() || HasFatalFailure()) {
@@ -127,9 +138,10 @@ TEST_F(PeerDeath, IdleEndpointCheckDetectsDeadPeer) {
     // nothing outstanding: only the keepalive probe can find out
     ASSERT_EQ(UCS_OK, uct_ep_check(ep_, 0, nullptr));
     const auto start = std::chrono::steady_clock::now();
-    ASSERT_TRUE(progress_until([&] { return self_->failed(ep_); }, {self_.get()}, "ep_check to report the dead peer",
-                               kDetectionDeadline));
-    std::printf("[   INFO   ] ep_check reported %s after %.2f s\n", status_name(self_->errors.front().status).c_str(),
+    ASSERT_TRUE(progress_until([&] { return self_->failed(ep_); }, {self_.get()},
+                               "ep_check to report the dead peer", kDetectionDeadline));
+    std::printf("[   INFO   ] ep_check reported %s after %.2f s\n",
+                status_name(self_->errors.front().status).c_str(),
                 Seconds(std::chrono::steady_clock::now() - start).count());
     EXPECT_TRUE(UCS_STATUS_IS_ERR(self_->errors.front().status));
     // a flush of the failed endpoint must finish (with an error), not hang
@@ -138,7 +150,8 @@ TEST_F(PeerDeath, IdleEndpointCheckDetectsDeadPeer) {
     check_survivor_iface();
 }
 
-TEST_F(PeerDeath, EndpointCheckAfterUnsignaledSendDetectsDeadPeer) {
+TEST_F(PeerDeath, EndpointCheckAfterUnsignaledSendDetectsDeadPeer)
+{
     UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_EP_CHECK);
     UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_PUT_SHORT);
     check_alive();
@@ -151,8 +164,8 @@ TEST_F(PeerDeath, EndpointCheckAfterUnsignaledSendDetectsDeadPeer) {
     uint64_t value = 0x5a5a5a5a5a5a5a5aull;
     ucs_status_t st;
     const auto post_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while ((st = uct_ep_put_short(ep_, &value, sizeof(value), peer_->remote_address, rkey_->rkey())) ==
-               UCS_ERR_NO_RESOURCE &&
+    while ((st = uct_ep_put_short(ep_, &value, sizeof(value), peer_->remote_address,
+                                  rkey_->rkey())) == UCS_ERR_NO_RESOURCE &&
            std::chrono::steady_clock::now() < post_deadline) {
         self_->progress();
     }
@@ -172,8 +185,10 @@ TEST_F(PeerDeath, EndpointCheckAfterUnsignaledSendDetectsDeadPeer) {
             }
             return self_->failed(ep_);
         },
-        {self_.get()}, "ep_check after an unsignaled send to report the dead peer", kDetectionDeadline));
-    std::printf("[   INFO   ] ep_check reported %s after %.2f s\n", status_name(self_->errors.front().status).c_str(),
+        {self_.get()}, "ep_check after an unsignaled send to report the dead peer",
+        kDetectionDeadline));
+    std::printf("[   INFO   ] ep_check reported %s after %.2f s\n",
+                status_name(self_->errors.front().status).c_str(),
                 Seconds(std::chrono::steady_clock::now() - start).count());
     EXPECT_TRUE(UCS_STATUS_IS_ERR(self_->errors.front().status));
     check_survivor_iface();

@@ -10,23 +10,27 @@ namespace {
 
 class Semantics : public PairTest {
 protected:
-    void SetUp() override {
+    void SetUp() override
+    {
         PairTest::SetUp();
         if (IsSkipped()) {
             return;
         }
         remote_ = std::make_unique<RegisteredBuffer>(b_->md(), kRegion, 4096);
-        local_ = std::make_unique<RegisteredBuffer>(a_->md(), kRegion, 4096);
-        rkey_ = std::make_unique<RemoteKey>(a_->md().component(), remote_->registration().packed_rkey());
+        local_  = std::make_unique<RegisteredBuffer>(a_->md(), kRegion, 4096);
+        rkey_   = std::make_unique<RemoteKey>(a_->md().component(),
+                                              remote_->registration().packed_rkey());
     }
-    void TearDown() override {
+    void TearDown() override
+    {
         rkey_.reset();
         local_.reset();
         remote_.reset();
         PairTest::TearDown();
     }
     /// The ops of `wanted` the transport advertises.
-    std::vector<Op> advertised(std::initializer_list<Op> wanted) const {
+    std::vector<Op> advertised(std::initializer_list<Op> wanted) const
+    {
         std::vector<Op> ops;
         for (Op op : wanted) {
             if (a_->has_flag(op_info(op).cap_flag)) {
@@ -43,7 +47,8 @@ protected:
 
 // Writes of one endpoint land in order: many puts of different values (and ops) to the same
 // 64-byte slot leave the last one there.
-TEST_F(Semantics, PutsToOneAddressLastWriteWins) {
+TEST_F(Semantics, PutsToOneAddressLastWriteWins)
+{
     auto ops = advertised({Op::PutShort, Op::PutBcopy, Op::PutZcopy});
     if (ops.empty()) {
         GTEST_SKIP() << "no put op advertised";
@@ -53,21 +58,24 @@ TEST_F(Semantics, PutsToOneAddressLastWriteWins) {
     for (size_t i = 0; i < kWrites; ++i) {
         // value i lives at local offset i*kSlot
         std::memset(local_->data() + i * kSlot, static_cast<int>(i + 1), kSlot);
-        Op op = ops[i % ops.size()];
-        size_t len = std::min(kSlot, op_max_length(a_->attr(), op));
-        ucs_status_t st = t.post_retry(op, *local_, i * kSlot, len, remote_->address(), rkey_->rkey(), i,
-                                       {a_.get(), b_.get()});
+        Op op           = ops[i % ops.size()];
+        size_t len      = std::min(kSlot, op_max_length(a_->attr(), op));
+        ucs_status_t st = t.post_retry(op, *local_, i * kSlot, len, remote_->address(),
+                                       rkey_->rkey(), i, {a_.get(), b_.get()});
         ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << status_name(st);
     }
     ASSERT_EQ(UCS_OK, flush(pair_.ab));
     ASSERT_TRUE(t.completion().done());
-    for (size_t i = 0; i < std::min(kSlot, op_max_length(a_->attr(), ops[(kWrites - 1) % ops.size()])); ++i) {
-        ASSERT_EQ(static_cast<uint8_t>(kWrites), remote_->data()[i]) << "byte " << i << " of the slot";
+    for (size_t i = 0;
+         i < std::min(kSlot, op_max_length(a_->attr(), ops[(kWrites - 1) % ops.size()])); ++i) {
+        ASSERT_EQ(static_cast<uint8_t>(kWrites), remote_->data()[i])
+            << "byte " << i << " of the slot";
     }
 }
 
 // Active messages of one endpoint arrive in send order whatever protocol each one used.
-TEST_F(Semantics, ActiveMessagesArriveInOrderAcrossProtocols) {
+TEST_F(Semantics, ActiveMessagesArriveInOrderAcrossProtocols)
+{
     auto ops = advertised({Op::AmShort, Op::AmShortIov, Op::AmBcopy, Op::AmZcopy});
     if (ops.empty()) {
         GTEST_SKIP() << "no AM op advertised";
@@ -77,27 +85,32 @@ TEST_F(Semantics, ActiveMessagesArriveInOrderAcrossProtocols) {
     // every message starts with its sequence number in the payload (8 bytes) after any header
     Transfer t(*a_, pair_.ab);
     for (size_t i = 0; i < kMessages; ++i) {
-        Op op = ops[i % ops.size()];
+        Op op        = ops[i % ops.size()];
         uint64_t seq = i;
         std::memcpy(local_->data() + i * 64, &seq, sizeof(seq));
-        size_t len = std::max<size_t>(sizeof(seq), std::min<size_t>(8 + i % 50, op_max_length(a_->attr(), op)));
-        ucs_status_t st = t.post_retry(op, *local_, i * 64, len, 0, UCT_INVALID_RKEY, i, {a_.get(), b_.get()});
-        ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << op_info(op).name << ": " << status_name(st);
+        size_t len      = std::max<size_t>(sizeof(seq),
+                                           std::min<size_t>(8 + i % 50, op_max_length(a_->attr(), op)));
+        ucs_status_t st = t.post_retry(op, *local_, i * 64, len, 0, UCT_INVALID_RKEY, i,
+                                       {a_.get(), b_.get()});
+        ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS)
+            << op_info(op).name << ": " << status_name(st);
     }
     ASSERT_EQ(UCS_OK, flush(pair_.ab));
     ASSERT_TRUE(wait([&] { return sink.messages.size() == kMessages; }, "all active messages"));
     for (size_t i = 0; i < kMessages; ++i) {
         const Bytes &m = sink.messages[i];
-        size_t hdr = am_carries_header(a_->attr(), ops[i % ops.size()]) ? 8 : 0;
+        size_t hdr     = am_carries_header(a_->attr(), ops[i % ops.size()]) ? 8 : 0;
         ASSERT_GE(m.size(), hdr + 8);
         uint64_t seq;
         std::memcpy(&seq, m.data() + hdr, sizeof(seq));
-        ASSERT_EQ(i, seq) << "message " << i << " (" << op_info(ops[i % ops.size()]).name << ") out of order";
+        ASSERT_EQ(i, seq) << "message " << i << " (" << op_info(ops[i % ops.size()]).name
+                          << ") out of order";
     }
 }
 
 // put; fence; get of the same bytes returns what the put wrote.
-TEST_F(Semantics, FenceOrdersPutBeforeGet) {
+TEST_F(Semantics, FenceOrdersPutBeforeGet)
+{
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_PUT_ZCOPY);
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_GET_ZCOPY);
     constexpr size_t kLen = 64 << 10;
@@ -109,8 +122,8 @@ TEST_F(Semantics, FenceOrdersPutBeforeGet) {
         }
         readback.fill(0);
         Transfer t(*a_, pair_.ab);
-        ucs_status_t st = t.post_retry(Op::PutZcopy, *local_, 0, kLen, remote_->address(), rkey_->rkey(), 0,
-                                       {a_.get(), b_.get()});
+        ucs_status_t st = t.post_retry(Op::PutZcopy, *local_, 0, kLen, remote_->address(),
+                                       rkey_->rkey(), 0, {a_.get(), b_.get()});
         ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << status_name(st);
         ASSERT_EQ(UCS_OK, uct_ep_fence(pair_.ab, 0));
         st = t.post_retry(Op::GetZcopy, readback, 0, kLen, remote_->address(), rkey_->rkey(), 0,
@@ -123,15 +136,19 @@ TEST_F(Semantics, FenceOrdersPutBeforeGet) {
 }
 
 // put; fence; fetching atomic on a word the put wrote sees the put's value.
-TEST_F(Semantics, FenceOrdersPutBeforeAtomic) {
+TEST_F(Semantics, FenceOrdersPutBeforeAtomic)
+{
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_PUT_SHORT);
     if (!(a_->attr().cap.atomic64.fop_flags & UCS_BIT(UCT_ATOMIC_OP_ADD))) {
         GTEST_SKIP() << "no 64-bit fetch-add";
     }
     for (uint64_t round = 1; round <= 16; ++round) {
         const uint64_t value = round * 0x1000001ull;
-        ucs_status_t st = post_with_retry(
-            [&] { return uct_ep_put_short(pair_.ab, &value, sizeof(value), remote_->address(), rkey_->rkey()); },
+        ucs_status_t st      = post_with_retry(
+            [&] {
+                return uct_ep_put_short(pair_.ab, &value, sizeof(value), remote_->address(),
+                                             rkey_->rkey());
+            },
             {a_.get(), b_.get()});
         ASSERT_EQ(UCS_OK, st);
         ASSERT_EQ(UCS_OK, uct_ep_fence(pair_.ab, 0));
@@ -139,8 +156,9 @@ TEST_F(Semantics, FenceOrdersPutBeforeAtomic) {
         Completion comp;
         st = post_with_retry(
             [&] {
-                ucs_status_t s = uct_ep_atomic64_fetch(pair_.ab, UCT_ATOMIC_OP_ADD, 1, &fetched, remote_->address(),
-                                                       rkey_->rkey(), comp.arm());
+                ucs_status_t s = uct_ep_atomic64_fetch(pair_.ab, UCT_ATOMIC_OP_ADD, 1, &fetched,
+                                                       remote_->address(), rkey_->rkey(),
+                                                       comp.arm());
                 comp.posted(s);
                 return s;
             },
@@ -153,13 +171,14 @@ TEST_F(Semantics, FenceOrdersPutBeforeAtomic) {
 
 // put; fence; AM: when the AM callback runs, the put's data is in the receiver's memory
 // (UCP's RMA-then-notify protocols depend on it).
-TEST_F(Semantics, FenceOrdersPutBeforeActiveMessage) {
+TEST_F(Semantics, FenceOrdersPutBeforeActiveMessage)
+{
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_PUT_ZCOPY);
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_AM_SHORT);
     constexpr size_t kLen = 128 << 10;
     AmSink sink(*b_);
     int seen_ok = 0, seen = 0;
-    uint32_t round = 0;
+    uint32_t round  = 0;
     sink.on_message = [&](const uint8_t *, size_t) {
         ++seen;
         if (remote_->check_pattern(100 + round, kLen, 0)) {
@@ -172,20 +191,23 @@ TEST_F(Semantics, FenceOrdersPutBeforeActiveMessage) {
             local_->data()[i] = RegisteredBuffer::pattern_byte(100 + round, i);
         }
         Transfer t(*a_, pair_.ab);
-        ucs_status_t st = t.post_retry(Op::PutZcopy, *local_, 0, kLen, remote_->address(), rkey_->rkey(), 0,
-                                       {a_.get(), b_.get()});
+        ucs_status_t st = t.post_retry(Op::PutZcopy, *local_, 0, kLen, remote_->address(),
+                                       rkey_->rkey(), 0, {a_.get(), b_.get()});
         ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS);
         ASSERT_EQ(UCS_OK, uct_ep_fence(pair_.ab, 0));
-        st = t.post_retry(Op::AmShort, *local_, 0, 8, 0, UCT_INVALID_RKEY, round, {a_.get(), b_.get()});
+        st = t.post_retry(Op::AmShort, *local_, 0, 8, 0, UCT_INVALID_RKEY, round,
+                          {a_.get(), b_.get()});
         ASSERT_EQ(UCS_OK, st);
-        ASSERT_TRUE(wait([&] { return seen == static_cast<int>(round) + 1 && t.completion().done(); },
-                         "AM after put"));
+        ASSERT_TRUE(
+            wait([&] { return seen == static_cast<int>(round) + 1 && t.completion().done(); },
+                 "AM after put"));
     }
     EXPECT_EQ(seen, seen_ok) << "AM callbacks that ran before the fenced put's data was visible";
 }
 
 // ep flush: when it completes every earlier zcopy completion has run and the data is remote.
-TEST_F(Semantics, EndpointFlushCompletesAllEarlierOperations) {
+TEST_F(Semantics, EndpointFlushCompletesAllEarlierOperations)
+{
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_PUT_ZCOPY);
     EXPECT_EQ(UCS_OK, uct_ep_flush(pair_.ab, 0, nullptr)) << "flush of an idle endpoint";
     constexpr size_t kChunks = 16, kChunk = kRegion / kChunks;
@@ -193,13 +215,14 @@ TEST_F(Semantics, EndpointFlushCompletesAllEarlierOperations) {
     remote_->fill(0);
     Transfer t(*a_, pair_.ab);
     for (size_t i = 0; i < kChunks; ++i) {
-        ucs_status_t st = t.post_retry(Op::PutZcopy, *local_, i * kChunk, kChunk, remote_->address() + i * kChunk,
-                                       rkey_->rkey(), 0, {a_.get(), b_.get()});
+        ucs_status_t st = t.post_retry(Op::PutZcopy, *local_, i * kChunk, kChunk,
+                                       remote_->address() + i * kChunk, rkey_->rkey(), 0,
+                                       {a_.get(), b_.get()});
         ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS);
     }
     Completion flush_comp;
     bool flush_seen_pending_ops = false;
-    ucs_status_t st = start_flush(pair_.ab, 0, flush_comp, {a_.get(), b_.get()});
+    ucs_status_t st             = start_flush(pair_.ab, 0, flush_comp, {a_.get(), b_.get()});
     ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << status_name(st);
     ASSERT_TRUE(wait(
         [&] {
@@ -210,23 +233,26 @@ TEST_F(Semantics, EndpointFlushCompletesAllEarlierOperations) {
             return true;
         },
         "ep flush"));
-    EXPECT_FALSE(flush_seen_pending_ops) << "flush completed before " << t.completion().outstanding()
-                                         << " earlier zcopy completions";
+    EXPECT_FALSE(flush_seen_pending_ops)
+        << "flush completed before " << t.completion().outstanding()
+        << " earlier zcopy completions";
     EXPECT_EQ(UCS_OK, flush_comp.status());
     EXPECT_TRUE(remote_->check_pattern(7, kRegion, 0));
 }
 
-TEST_F(Semantics, InterfaceFlushCompletesAllEndpoints) {
+TEST_F(Semantics, InterfaceFlushCompletesAllEndpoints)
+{
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_PUT_ZCOPY);
     EpPair second = connect_pair(*a_, *b_);
     local_->fill_pattern(9);
     remote_->fill(0);
     Transfer t1(*a_, pair_.ab), t2(*a_, second.ab);
     const size_t half = kRegion / 2;
-    ASSERT_NE(UCS_ERR_TIMED_OUT, t1.post_retry(Op::PutZcopy, *local_, 0, half, remote_->address(), rkey_->rkey(), 0,
-                                               {a_.get(), b_.get()}));
-    ASSERT_NE(UCS_ERR_TIMED_OUT, t2.post_retry(Op::PutZcopy, *local_, half, half, remote_->address() + half,
+    ASSERT_NE(UCS_ERR_TIMED_OUT, t1.post_retry(Op::PutZcopy, *local_, 0, half, remote_->address(),
                                                rkey_->rkey(), 0, {a_.get(), b_.get()}));
+    ASSERT_NE(UCS_ERR_TIMED_OUT,
+              t2.post_retry(Op::PutZcopy, *local_, half, half, remote_->address() + half,
+                            rkey_->rkey(), 0, {a_.get(), b_.get()}));
     ASSERT_EQ(UCS_OK, flush_and_wait(*a_, nullptr, {a_.get(), b_.get()}));
     EXPECT_TRUE(t1.completion().done());
     EXPECT_TRUE(t2.completion().done());
@@ -236,12 +262,14 @@ TEST_F(Semantics, InterfaceFlushCompletesAllEndpoints) {
 
 // Flush with CANCEL: every outstanding operation completes (OK or CANCELED), nothing hangs, and
 // the error handler is not called for the cancellation itself.
-TEST_F(Semantics, FlushCancelCompletesEverything) {
+TEST_F(Semantics, FlushCancelCompletesEverything)
+{
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_PUT_ZCOPY);
     Transfer t(*a_, pair_.ab);
     for (size_t i = 0; i < 8; ++i) {
-        ASSERT_NE(UCS_ERR_TIMED_OUT, t.post_retry(Op::PutZcopy, *local_, 0, kRegion, remote_->address(),
-                                                  rkey_->rkey(), 0, {a_.get(), b_.get()}));
+        ASSERT_NE(UCS_ERR_TIMED_OUT,
+                  t.post_retry(Op::PutZcopy, *local_, 0, kRegion, remote_->address(), rkey_->rkey(),
+                               0, {a_.get(), b_.get()}));
     }
     ucs_status_t st = flush(pair_.ab, UCT_FLUSH_FLAG_CANCEL);
     EXPECT_TRUE(st == UCS_OK || st == UCS_ERR_CANCELED) << status_name(st);
@@ -254,17 +282,20 @@ TEST_F(Semantics, FlushCancelCompletesEverything) {
 }
 
 // A request queued with ep_pending_add while the send queue is full runs once resources return.
-TEST_F(Semantics, PendingRequestRunsWhenResourcesReturn) {
+TEST_F(Semantics, PendingRequestRunsWhenResourcesReturn)
+{
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_PENDING);
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_PUT_SHORT);
     const uint64_t value = 0x1122334455667788ull;
-    size_t posted = 0;
-    ucs_status_t st = UCS_OK;
+    size_t posted        = 0;
+    ucs_status_t st      = UCS_OK;
     while (posted < 100000 &&
-           (st = uct_ep_put_short(pair_.ab, &value, sizeof(value), remote_->address(), rkey_->rkey())) == UCS_OK) {
+           (st = uct_ep_put_short(pair_.ab, &value, sizeof(value), remote_->address(),
+                                  rkey_->rkey())) == UCS_OK) {
         ++posted;  // no progress: the send queue fills
     }
-    ASSERT_EQ(UCS_ERR_NO_RESOURCE, st) << "send queue never filled after " << posted << " put_short";
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE, st)
+        << "send queue never filled after " << posted << " put_short";
 
     struct Req {
         uct_pending_req_t req;  // first: the callback recovers Req from it
@@ -272,18 +303,18 @@ TEST_F(Semantics, PendingRequestRunsWhenResourcesReturn) {
         uint64_t addr;
         uct_rkey_t rkey;
         const uint64_t *value;
-        int runs = 0;
+        int runs  = 0;
         bool sent = false;
     } req{};
-    req.ep = pair_.ab;
-    req.addr = remote_->address() + 64;
-    req.rkey = rkey_->rkey();
-    req.value = &value;
+    req.ep       = pair_.ab;
+    req.addr     = remote_->address() + 64;
+    req.rkey     = rkey_->rkey();
+    req.value    = &value;
     req.req.func = [](uct_pending_req_t *self) -> ucs_status_t {
         auto *r = reinterpret_cast<Req *>(self);
         ++r->runs;
         ucs_status_t s = uct_ep_put_short(r->ep, r->value, sizeof(*r->value), r->addr, r->rkey);
-        r->sent = s == UCS_OK;
+        r->sent        = s == UCS_OK;
         return s;  // NO_RESOURCE keeps it queued
     };
     st = uct_ep_pending_add(pair_.ab, &req.req, 0);
@@ -296,18 +327,20 @@ TEST_F(Semantics, PendingRequestRunsWhenResourcesReturn) {
     uint64_t landed;
     std::memcpy(&landed, remote_->data() + 64, sizeof(landed));
     EXPECT_EQ(value, landed);
-    std::printf("[   INFO   ] send queue full after %zu put_short; pending request ran %d time(s)\n", posted,
-                req.runs);
+    std::printf(
+        "[   INFO   ] send queue full after %zu put_short; pending request ran %d time(s)\n",
+        posted, req.runs);
 }
 
 // Pending requests left on an endpoint are handed back by pending_purge.
-TEST_F(Semantics, PendingPurgeReturnsQueuedRequests) {
+TEST_F(Semantics, PendingPurgeReturnsQueuedRequests)
+{
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_PENDING);
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_PUT_SHORT);
     const uint64_t value = 1;
-    size_t posted = 0;
-    while (posted < 100000 &&
-           uct_ep_put_short(pair_.ab, &value, sizeof(value), remote_->address(), rkey_->rkey()) == UCS_OK) {
+    size_t posted        = 0;
+    while (posted < 100000 && uct_ep_put_short(pair_.ab, &value, sizeof(value), remote_->address(),
+                                               rkey_->rkey()) == UCS_OK) {
         ++posted;
     }
     uct_pending_req_t reqs[3];
@@ -323,7 +356,8 @@ TEST_F(Semantics, PendingPurgeReturnsQueuedRequests) {
 }
 
 // ep_check on a live peer must not report a failure.
-TEST_F(Semantics, EndpointCheckOnLivePeerReportsNothing) {
+TEST_F(Semantics, EndpointCheckOnLivePeerReportsNothing)
+{
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_EP_CHECK);
     for (int i = 0; i < 5; ++i) {
         ASSERT_EQ(UCS_OK, uct_ep_check(pair_.ab, 0, nullptr));
@@ -338,7 +372,8 @@ TEST_F(Semantics, EndpointCheckOnLivePeerReportsNothing) {
 }
 
 // Receive events: an armed iface's event fd becomes readable when an active message arrives.
-TEST_F(Semantics, ReceiveEventWakesTheEventFd) {
+TEST_F(Semantics, ReceiveEventWakesTheEventFd)
+{
     const uint64_t ev = a_->attr().cap.event_flags;
     if (!(ev & UCT_IFACE_FLAG_EVENT_FD) || !(ev & UCT_IFACE_FLAG_EVENT_RECV)) {
         GTEST_SKIP() << "no EVENT_FD + EVENT_RECV";
@@ -347,15 +382,19 @@ TEST_F(Semantics, ReceiveEventWakesTheEventFd) {
     AmSink sink(*b_);
     int fd = -1;
     ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(b_->iface(), &fd));
-    ASSERT_TRUE(wait([&] { return uct_iface_event_arm(b_->iface(), UCT_EVENT_RECV) == UCS_OK; }, "event arm"));
+    ASSERT_TRUE(wait([&] { return uct_iface_event_arm(b_->iface(), UCT_EVENT_RECV) == UCS_OK; },
+                     "event arm"));
     const uint64_t payload = 42;
-    ASSERT_EQ(UCS_OK, post_with_retry([&] { return uct_ep_am_short(pair_.ab, kAmId, 1, &payload, sizeof(payload)); },
-                                      {a_.get()}));
+    ASSERT_EQ(UCS_OK,
+              post_with_retry(
+                  [&] { return uct_ep_am_short(pair_.ab, kAmId, 1, &payload, sizeof(payload)); },
+                  {a_.get()}));
     // only the sender progresses: the receiver must be woken by the fd alone
     const auto start = std::chrono::steady_clock::now();
     pollfd p{fd, POLLIN, 0};
     int n = 0;
-    while ((n = poll(&p, 1, 10)) == 0 && std::chrono::steady_clock::now() - start < kDefaultDeadline) {
+    while ((n = poll(&p, 1, 10)) == 0 &&
+           std::chrono::steady_clock::now() - start < kDefaultDeadline) {
         a_->progress();
     }
     ASSERT_EQ(1, n) << "event fd not readable";

@@ -28,7 +28,7 @@
 
 namespace uctest {
 
-using Bytes = std::vector<uint8_t>;
+using Bytes   = std::vector<uint8_t>;
 using Seconds = std::chrono::duration<double>;
 
 /// Upper bound of any single wait in the suite; a transport that needs longer is broken.
@@ -36,7 +36,7 @@ constexpr Seconds kDefaultDeadline{60.0};
 
 /// Transport and device under test, read once from the environment.
 struct Target {
-    std::string tl;   ///< e.g. "gdr_rc", "rc_verbs"
+    std::string tl;  ///< e.g. "gdr_rc", "rc_verbs"
     std::string dev;  ///< e.g. "rxe0:1"; empty when no verbs device exists
 };
 const Target &target();
@@ -62,21 +62,21 @@ std::pair<std::optional<TlResource>, std::string> target_resource();
 
 /// Skips the current test (GTEST_SKIP) when there is no verbs device or the target transport is
 /// absent; otherwise stores the resource in `out`. Use at the top of SetUp().
-#define UCTEST_REQUIRE_TARGET(out)                                 \
-    do {                                                           \
-        auto found_ = ::uctest::target_resource();                 \
-        if (!found_.first) {                                       \
-            GTEST_SKIP() << found_.second;                         \
-        }                                                          \
-        (out) = *found_.first;                                     \
+#define UCTEST_REQUIRE_TARGET(out)                 \
+    do {                                           \
+        auto found_ = ::uctest::target_resource(); \
+        if (!found_.first) {                       \
+            GTEST_SKIP() << found_.second;         \
+        }                                          \
+        (out) = *found_.first;                     \
     } while (0)
 
 /// Skips the current test unless `entity` (an Entity) advertises cap.flags bit `flag`.
-#define UCTEST_SKIP_UNLESS_CAP(entity, flag)                                                  \
-    do {                                                                                      \
-        if (!(entity).has_flag(flag)) {                                                       \
-            GTEST_SKIP() << (entity).resource().tl_name << " does not advertise " #flag;      \
-        }                                                                                     \
+#define UCTEST_SKIP_UNLESS_CAP(entity, flag)                                             \
+    do {                                                                                 \
+        if (!(entity).has_flag(flag)) {                                                  \
+            GTEST_SKIP() << (entity).resource().tl_name << " does not advertise " #flag; \
+        }                                                                                \
     } while (0)
 
 /// Config values applied to every iface the suite opens (names without the UCX_ prefix, applied
@@ -91,9 +91,10 @@ std::vector<ConfigOverride> default_iface_overrides();
 /// An open md (its own protection domain) plus memory registration on it.
 class MemoryDomain {
 public:
-    explicit MemoryDomain(const TlResource &res, const std::vector<ConfigOverride> &md_overrides = {});
+    explicit MemoryDomain(const TlResource &res,
+                          const std::vector<ConfigOverride> &md_overrides = {});
     ~MemoryDomain();
-    MemoryDomain(const MemoryDomain &) = delete;
+    MemoryDomain(const MemoryDomain &)            = delete;
     MemoryDomain &operator=(const MemoryDomain &) = delete;
 
     uct_md_h md() const { return md_; }
@@ -115,7 +116,7 @@ class Registration {
 public:
     Registration(const MemoryDomain &md, void *address, size_t length);
     ~Registration() { release(); }
-    Registration(const Registration &) = delete;
+    Registration(const Registration &)            = delete;
     Registration &operator=(const Registration &) = delete;
 
     uct_mem_h memh() const { return memh_; }
@@ -135,11 +136,11 @@ private:
 class RegisteredBuffer {
 public:
     static constexpr uint8_t kGuardByte = 0xA5;
-    static constexpr size_t kGuard = 64;
+    static constexpr size_t kGuard      = 64;
 
     RegisteredBuffer(const MemoryDomain &md, size_t size, size_t pad = 1u << 20);
     ~RegisteredBuffer();
-    RegisteredBuffer(const RegisteredBuffer &) = delete;
+    RegisteredBuffer(const RegisteredBuffer &)            = delete;
     RegisteredBuffer &operator=(const RegisteredBuffer &) = delete;
 
     uint8_t *data() const { return data_; }
@@ -163,7 +164,7 @@ public:
     static uint8_t pattern_byte(uint32_t seed, size_t i);
 
 private:
-    uint8_t *map_ = nullptr;
+    uint8_t *map_   = nullptr;
     size_t map_len_ = 0, pad_ = 0, size_ = 0;
     uint8_t *data_ = nullptr;
     std::optional<Registration> reg_;
@@ -174,7 +175,7 @@ class RemoteKey {
 public:
     RemoteKey(uct_component_h component, const Bytes &packed);
     ~RemoteKey();
-    RemoteKey(const RemoteKey &) = delete;
+    RemoteKey(const RemoteKey &)            = delete;
     RemoteKey &operator=(const RemoteKey &) = delete;
     uct_rkey_t rkey() const { return bundle_.rkey; }
 
@@ -199,10 +200,10 @@ public:
 
     explicit Entity(const TlResource &res,
                     const std::vector<ConfigOverride> &iface_overrides = default_iface_overrides(),
-                    const std::vector<ConfigOverride> &md_overrides = {},
-                    const ParamsHook &params_hook = nullptr);
+                    const std::vector<ConfigOverride> &md_overrides    = {},
+                    const ParamsHook &params_hook                      = nullptr);
     ~Entity();
-    Entity(const Entity &) = delete;
+    Entity(const Entity &)            = delete;
     Entity &operator=(const Entity &) = delete;
 
     uct_iface_h iface() const { return iface_; }
@@ -237,8 +238,8 @@ private:
 
     MemoryDomain md_;
     ucs_async_context_t *async_ = nullptr;
-    uct_worker_h worker_ = nullptr;
-    uct_iface_h iface_ = nullptr;
+    uct_worker_h worker_        = nullptr;
+    uct_iface_h iface_          = nullptr;
     uct_iface_attr_t attr_{};
     std::vector<uct_ep_h> eps_;
     std::vector<std::string> applied_;
@@ -253,12 +254,14 @@ EpPair connect_pair(Entity &a, Entity &b);
 /// Progresses the entities until done() or the deadline; returns failure with `what` on timeout.
 ::testing::AssertionResult progress_until(const std::function<bool()> &done,
                                           std::initializer_list<Entity *> entities,
-                                          const std::string &what, Seconds deadline = kDefaultDeadline);
+                                          const std::string &what,
+                                          Seconds deadline = kDefaultDeadline);
 
 /// Runs post() until it returns something other than UCS_ERR_NO_RESOURCE, progressing meanwhile.
 /// Returns the final status (UCS_ERR_TIMED_OUT if resources never came back).
 ucs_status_t post_with_retry(const std::function<ucs_status_t()> &post,
-                             std::initializer_list<Entity *> entities, Seconds deadline = kDefaultDeadline);
+                             std::initializer_list<Entity *> entities,
+                             Seconds deadline = kDefaultDeadline);
 
 /// Counts completions of any number of operations sharing one uct_completion_t.
 class Completion {
@@ -273,7 +276,7 @@ public:
     /// How many times the transport invoked the callback (count reached zero).
     int callbacks() const { return callbacks_; }
     int outstanding() const { return impl_.comp.count; }
-    Completion(const Completion &) = delete;
+    Completion(const Completion &)            = delete;
     Completion &operator=(const Completion &) = delete;
 
 private:
@@ -288,7 +291,8 @@ private:
 
 /// Starts uct_ep_flush(ep, flags) counted by `comp` (retrying while NO_RESOURCE); returns what
 /// the flush call finally returned (UCS_OK: already flushed, INPROGRESS: comp will tell).
-ucs_status_t start_flush(uct_ep_h ep, unsigned flags, Completion &comp, std::initializer_list<Entity *> entities);
+ucs_status_t start_flush(uct_ep_h ep, unsigned flags, Completion &comp,
+                         std::initializer_list<Entity *> entities);
 
 /// Flushes `ep` (or the whole iface when ep is null) and waits; returns the flush status.
 ucs_status_t flush_and_wait(Entity &self, uct_ep_h ep, std::initializer_list<Entity *> entities,

@@ -9,11 +9,22 @@
 
 namespace uctest {
 
-enum class Op { PutShort, PutBcopy, PutZcopy, GetShort, GetBcopy, GetZcopy, AmShort, AmShortIov, AmBcopy, AmZcopy };
+enum class Op {
+    PutShort,
+    PutBcopy,
+    PutZcopy,
+    GetShort,
+    GetBcopy,
+    GetZcopy,
+    AmShort,
+    AmShortIov,
+    AmBcopy,
+    AmZcopy
+};
 
 struct OpInfo {
     Op op;
-    const char *name;   ///< "put_zcopy"
+    const char *name;  ///< "put_zcopy"
     uint64_t cap_flag;  ///< UCT_IFACE_FLAG_* advertising it
 };
 const std::vector<OpInfo> &all_ops();
@@ -23,7 +34,10 @@ bool is_am(Op op);
 inline void PrintTo(Op op, std::ostream *os);
 bool is_get(Op op);
 
-inline void PrintTo(Op op, std::ostream *os) { *os << op_info(op).name; }
+inline void PrintTo(Op op, std::ostream *os)
+{
+    *os << op_info(op).name;
+}
 
 /// Largest payload of one call (for am_short: without our 8-byte header).
 size_t op_max_length(const uct_iface_attr_t &attr, Op op);
@@ -39,7 +53,7 @@ class AmSink {
 public:
     AmSink(Entity &receiver, uint8_t id = kAmId);
     ~AmSink();
-    AmSink(const AmSink &) = delete;
+    AmSink(const AmSink &)            = delete;
     AmSink &operator=(const AmSink &) = delete;
     std::vector<Bytes> messages;
     size_t bytes() const { return bytes_; }
@@ -59,11 +73,12 @@ public:
     Transfer(Entity &self, uct_ep_h ep) : self_(self), ep_(ep) {}
     /// Posts one `op` of `length` bytes between local.data()+offset and remote_addr (AM ops: to
     /// the peer's AmSink, with header `seq` where the op carries one). Does not retry.
-    ucs_status_t post(Op op, RegisteredBuffer &local, size_t offset, size_t length, uint64_t remote_addr,
-                      uct_rkey_t rkey, uint64_t seq);
+    ucs_status_t post(Op op, RegisteredBuffer &local, size_t offset, size_t length,
+                      uint64_t remote_addr, uct_rkey_t rkey, uint64_t seq);
     /// post() retried while the transport answers NO_RESOURCE (progressing `entities`).
-    ucs_status_t post_retry(Op op, RegisteredBuffer &local, size_t offset, size_t length, uint64_t remote_addr,
-                            uct_rkey_t rkey, uint64_t seq, std::initializer_list<Entity *> entities);
+    ucs_status_t post_retry(Op op, RegisteredBuffer &local, size_t offset, size_t length,
+                            uint64_t remote_addr, uct_rkey_t rkey, uint64_t seq,
+                            std::initializer_list<Entity *> entities);
     Completion &completion() { return comp_; }
 
 private:

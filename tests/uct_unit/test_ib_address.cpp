@@ -56,17 +56,17 @@ std::string gid_str(const union ibv_gid &g)
 // What unpacking a case must give.  gid: the GID as unpacked (IB without if_id: the subnet prefix
 // with interface id 0; IB without a subnet: the link-local prefix).  -1: field absent.
 struct Expect {
-    bool        eth;
-    int         roce_ver;   // ETH
-    bool        roce_ipv6;  // ETH: the flag (rdmacm leaves it clear)
-    uint16_t    lid;        // IB
+    bool eth;
+    int roce_ver;  // ETH
+    bool roce_ipv6;  // ETH: the flag (rdmacm leaves it clear)
+    uint16_t lid;  // IB
     const char *gid;
-    bool        has_if_id;  // IB
-    int         path_mtu;   // 0 = absent
-    int         gid_index;
-    int         pkey;
-    size_t      size;       // bytes: 1 + (ETH 16 | IB 2 + if_id 8 + subnet 0/2/8) + 1 + 1 + 2
-    bool        ours;       // gdr_rc packs this very address for a port with this GID/LID
+    bool has_if_id;  // IB
+    int path_mtu;  // 0 = absent
+    int gid_index;
+    int pkey;
+    size_t size;  // bytes: 1 + (ETH 16 | IB 2 + if_id 8 + subnet 0/2/8) + 1 + 1 + 2
+    bool ours;  // gdr_rc packs this very address for a port with this GID/LID
 };
 
 constexpr int NONE = -1;
@@ -75,38 +75,57 @@ const std::map<std::string, Expect> &cases()
 {
     static const std::map<std::string, Expect> m = {
         // RoCE as UCX's ib transports pack it: the port's version and address family
-        {"roce_v2_ipv4",      {true, GDR_IB_ADDR_ROCE_V2,   false, 0, GID_V4, false, 0, NONE, NONE, 17, false}},
-        {"roce_v2_ipv6",      {true, GDR_IB_ADDR_ROCE_V2,   true,  0, GID_V6, false, 0, NONE, NONE, 17, false}},
-        {"roce_v1",           {true, GDR_IB_ADDR_ROCE_V1,   true,  0, GID_ROCE_V1, false, 0, NONE, NONE, 17, false}},
-        {"roce_v1_5_ipv4",    {true, GDR_IB_ADDR_ROCE_V1_5, false, 0, GID_V4, false, 0, NONE, NONE, 17, false}},
-        {"roce_v2_ipv4_pkey", {true, GDR_IB_ADDR_ROCE_V2,   false, 0, GID_V4, false, 0, NONE, 0x8001, 19, false}},
-        {"roce_v2_ipv4_mtu",  {true, GDR_IB_ADDR_ROCE_V2,   false, 0, GID_V4, false, IBV_MTU_1024, NONE, NONE, 18, false}},
+        {"roce_v2_ipv4",
+         {true, GDR_IB_ADDR_ROCE_V2, false, 0, GID_V4, false, 0, NONE, NONE, 17, false}},
+        {"roce_v2_ipv6",
+         {true, GDR_IB_ADDR_ROCE_V2, true, 0, GID_V6, false, 0, NONE, NONE, 17, false}},
+        {"roce_v1",
+         {true, GDR_IB_ADDR_ROCE_V1, true, 0, GID_ROCE_V1, false, 0, NONE, NONE, 17, false}},
+        {"roce_v1_5_ipv4",
+         {true, GDR_IB_ADDR_ROCE_V1_5, false, 0, GID_V4, false, 0, NONE, NONE, 17, false}},
+        {"roce_v2_ipv4_pkey",
+         {true, GDR_IB_ADDR_ROCE_V2, false, 0, GID_V4, false, 0, NONE, 0x8001, 19, false}},
+        {"roce_v2_ipv4_mtu",
+         {true, GDR_IB_ADDR_ROCE_V2, false, 0, GID_V4, false, IBV_MTU_1024, NONE, NONE, 18, false}},
         // RoCE as gdr_rc packs it: version ANY, the family from the GID
-        {"roce_any_ipv4",     {true, GDR_IB_ADDR_ROCE_ANY,  false, 0, GID_V4, false, 0, NONE, NONE, 17, true}},
-        {"roce_any_ipv6",     {true, GDR_IB_ADDR_ROCE_ANY,  true,  0, GID_V6, false, 0, NONE, NONE, 17, true}},
+        {"roce_any_ipv4",
+         {true, GDR_IB_ADDR_ROCE_ANY, false, 0, GID_V4, false, 0, NONE, NONE, 17, true}},
+        {"roce_any_ipv6",
+         {true, GDR_IB_ADDR_ROCE_ANY, true, 0, GID_V6, false, 0, NONE, NONE, 17, true}},
         // RoCE as rdmacm packs it: ANY, family 0 (no IPV6 flag even for an IPv6 GID), MTU, index
-        {"rdmacm_roce_ipv4",  {true, GDR_IB_ADDR_ROCE_ANY,  false, 0, GID_V4, false, IBV_MTU_1024, 3, NONE, 19, false}},
-        {"rdmacm_roce_ipv6",  {true, GDR_IB_ADDR_ROCE_ANY,  false, 0, GID_V6, false, IBV_MTU_4096, 1, NONE, 19, false}},
+        {"rdmacm_roce_ipv4",
+         {true, GDR_IB_ADDR_ROCE_ANY, false, 0, GID_V4, false, IBV_MTU_1024, 3, NONE, 19, false}},
+        {"rdmacm_roce_ipv6",
+         {true, GDR_IB_ADDR_ROCE_ANY, false, 0, GID_V6, false, IBV_MTU_4096, 1, NONE, 19, false}},
         // IB as ib transports pack it: lid + the subnet prefix only
-        {"ib_link_local",     {false, 0, false, 0x1a2b, "fe80::", false, 0, NONE, NONE, 3, false}},
-        {"ib_site_local",     {false, 0, false, 0x1a2b, "fec0:0:0:5::", false, 0, NONE, NONE, 5, false}},
-        {"ib_global",         {false, 0, false, 0x1a2b, "2001:db8:1:2::", false, 0, NONE, NONE, 11, false}},
+        {"ib_link_local", {false, 0, false, 0x1a2b, "fe80::", false, 0, NONE, NONE, 3, false}},
+        {"ib_site_local",
+         {false, 0, false, 0x1a2b, "fec0:0:0:5::", false, 0, NONE, NONE, 5, false}},
+        {"ib_global", {false, 0, false, 0x1a2b, "2001:db8:1:2::", false, 0, NONE, NONE, 11, false}},
         {"ib_no_subnet_flag", {false, 0, false, 0x1a2b, "fe80::", false, 0, NONE, NONE, 3, false}},
         // IB with the full GID: what gdr_rc packs (subnet16 site-local, none link-local, else 64;
         // a site-local prefix with a FLID is not site-local to the mask: subnet64)
-        {"ib_link_local_if_id", {false, 0, false, 0x0017, GID_IB_LINK, true, 0, NONE, NONE, 11, true}},
-        {"ib_site_local_if_id", {false, 0, false, 0x0017, GID_IB_SITE, true, 0, NONE, NONE, 13, true}},
-        {"ib_site_flid_if_id",  {false, 0, false, 0x0017, GID_IB_FLID, true, 0, NONE, NONE, 19, true}},
-        {"ib_global_if_id",     {false, 0, false, 0x0017, GID_IB_GLOBAL, true, 0, NONE, NONE, 19, true}},
+        {"ib_link_local_if_id",
+         {false, 0, false, 0x0017, GID_IB_LINK, true, 0, NONE, NONE, 11, true}},
+        {"ib_site_local_if_id",
+         {false, 0, false, 0x0017, GID_IB_SITE, true, 0, NONE, NONE, 13, true}},
+        {"ib_site_flid_if_id",
+         {false, 0, false, 0x0017, GID_IB_FLID, true, 0, NONE, NONE, 19, true}},
+        {"ib_global_if_id",
+         {false, 0, false, 0x0017, GID_IB_GLOBAL, true, 0, NONE, NONE, 19, true}},
         // IB with the optional fields
-        {"ib_path_mtu",       {false, 0, false, 0x0101, "fec0:0:0:5::", false, IBV_MTU_2048, NONE, NONE, 6, false}},
-        {"ib_gid_index",      {false, 0, false, 0x0101, "fe80::", false, 0, 1, NONE, 4, false}},
-        {"ib_pkey_full",      {false, 0, false, 0x0101, "fe80::", false, 0, NONE, 0x8003, 5, false}},
-        {"ib_pkey_partial",   {false, 0, false, 0x0101, "fe80::", false, 0, NONE, 0x0003, 5, false}},
-        {"ib_all",            {false, 0, false, 0xbfff, GID_IB_GLOBAL, true, IBV_MTU_4096, 2, 0x8005, 23, false}},
+        {"ib_path_mtu",
+         {false, 0, false, 0x0101, "fec0:0:0:5::", false, IBV_MTU_2048, NONE, NONE, 6, false}},
+        {"ib_gid_index", {false, 0, false, 0x0101, "fe80::", false, 0, 1, NONE, 4, false}},
+        {"ib_pkey_full", {false, 0, false, 0x0101, "fe80::", false, 0, NONE, 0x8003, 5, false}},
+        {"ib_pkey_partial", {false, 0, false, 0x0101, "fe80::", false, 0, NONE, 0x0003, 5, false}},
+        {"ib_all",
+         {false, 0, false, 0xbfff, GID_IB_GLOBAL, true, IBV_MTU_4096, 2, 0x8005, 23, false}},
         // IB as rdmacm packs it: a global route (full GID, sgid index), a local one (prefix only)
-        {"rdmacm_ib_global",  {false, 0, false, 0x0042, GID_IB_GLOBAL, true, IBV_MTU_4096, 0, NONE, 21, false}},
-        {"rdmacm_ib_local",   {false, 0, false, 0x0042, "fe80::", false, IBV_MTU_2048, 0, NONE, 5, false}},
+        {"rdmacm_ib_global",
+         {false, 0, false, 0x0042, GID_IB_GLOBAL, true, IBV_MTU_4096, 0, NONE, 21, false}},
+        {"rdmacm_ib_local",
+         {false, 0, false, 0x0042, "fe80::", false, IBV_MTU_2048, 0, NONE, 5, false}},
     };
     return m;
 }
@@ -145,8 +164,8 @@ std::string hex(const Bytes &b)
 }
 
 struct FixtureFile {
-    std::string                                   version;
-    std::vector<std::pair<std::string, Bytes>>    lines;
+    std::string version;
+    std::vector<std::pair<std::string, Bytes>> lines;
 };
 
 std::vector<std::string> fixture_versions()
@@ -222,13 +241,13 @@ TEST_P(UcxPacked, EveryCaseIsThereOnce)
 {
     std::set<std::string> seen;
     for (const auto &l : file.lines) {
-        EXPECT_TRUE(cases().count(l.first)) << "case " << l.first << " of ucx-" << file.version
-                                            << ".txt has no expectation here";
+        EXPECT_TRUE(cases().count(l.first))
+            << "case " << l.first << " of ucx-" << file.version << ".txt has no expectation here";
         EXPECT_TRUE(seen.insert(l.first).second) << "case " << l.first << " twice";
     }
     for (const auto &c : cases()) {
-        EXPECT_TRUE(seen.count(c.first)) << "case " << c.first << " missing from ucx-"
-                                         << file.version << ".txt (regenerate)";
+        EXPECT_TRUE(seen.count(c.first))
+            << "case " << c.first << " missing from ucx-" << file.version << ".txt (regenerate)";
     }
 }
 
@@ -238,7 +257,7 @@ TEST_P(UcxPacked, UnpackReadsWhatUcxPacked)
         SCOPED_TRACE("UCX " + file.version + " " + l.first + " " + hex(l.second));
         auto it = cases().find(l.first);
         if (it == cases().end()) {
-            continue; // EveryCaseIsThereOnce says so
+            continue;  // EveryCaseIsThereOnce says so
         }
         gdr_ib_address_info_t info;
         ASSERT_EQ(gdr_ib_address_unpack(l.second.data(), &info), 0);
@@ -267,11 +286,11 @@ TEST_P(UcxPacked, PackWritesUcxBytes)
 
         // a port that needs a GRH: the same bytes and gdr_rc's bit 7 (IB only; UCX's unpacker
         // of every version ignores it, gen.c checks that)
-        port = port_of(it->second, true);
-        n    = gdr_ib_address_pack(&port, b.data());
+        port       = port_of(it->second, true);
+        n          = gdr_ib_address_pack(&port, b.data());
         Bytes want = l.second;
         if (!it->second.eth) {
-            want[0] |= GDR_IB_ADDR_FLAG_GRH; // deliberate difference
+            want[0] |= GDR_IB_ADDR_FLAG_GRH;  // deliberate difference
         }
         EXPECT_EQ(hex(Bytes(b.begin(), b.begin() + n)), hex(want)) << "grh_required";
         gdr_ib_address_info_t info;
@@ -306,8 +325,8 @@ TEST_P(UcxPacked, ReachabilityOfUcxAddresses)
         EXPECT_TRUE(reach(roce6, n)) << n;
         EXPECT_FALSE(reach(roce4, n)) << n;
     }
-    for (const char *n : {"ib_link_local", "ib_link_local_if_id", "rdmacm_ib_local",
-                          "ib_gid_index", "ib_pkey_full", "ib_no_subnet_flag"}) {
+    for (const char *n : {"ib_link_local", "ib_link_local_if_id", "rdmacm_ib_local", "ib_gid_index",
+                          "ib_pkey_full", "ib_no_subnet_flag"}) {
         EXPECT_TRUE(reach(ib_link, n)) << n;
         EXPECT_FALSE(reach(ib_global, n)) << n;
         EXPECT_FALSE(reach(roce4, n)) << n;
@@ -397,7 +416,7 @@ protected:
 
 TEST_F(NamesPort, RoceByTheWholeGid)
 {
-    gdr_ib_address_info_t a = ucx("roce_v2_ipv4");   // GID_V4, no LID
+    gdr_ib_address_info_t a = ucx("roce_v2_ipv4");  // GID_V4, no LID
     union ibv_gid same = gid(GID_V4), other = gid("::ffff:192.168.1.11");
 
     EXPECT_TRUE(gdr_ib_address_names_port(&a, 0, &same));
@@ -408,8 +427,8 @@ TEST_F(NamesPort, RoceByTheWholeGid)
 
 TEST_F(NamesPort, InfinibandByLidAndInterfaceId)
 {
-    gdr_ib_address_info_t a = ucx("ib_global_if_id");  // LID 0x17, GID_IB_GLOBAL
-    union ibv_gid same = gid(GID_IB_GLOBAL);
+    gdr_ib_address_info_t a    = ucx("ib_global_if_id");  // LID 0x17, GID_IB_GLOBAL
+    union ibv_gid same         = gid(GID_IB_GLOBAL);
     union ibv_gid other_prefix = gid("2001:db8:9:9:2:c903:a:b");
     union ibv_gid other_port   = gid("2001:db8:1:2:2:c903:a:c");
 
@@ -443,8 +462,8 @@ TEST_F(NamesPort, InfinibandWithoutInterfaceIdByLidAlone)
 TEST_F(NamesPort, OurOwnAddressNamesOurPort)
 {
     for (uint8_t ll : {IBV_LINK_LAYER_ETHERNET, IBV_LINK_LAYER_INFINIBAND}) {
-        gdr_ib_address_port_t port{ll, 0, 0x17, gid(ll == IBV_LINK_LAYER_ETHERNET ? GID_V6 :
-                                                                              GID_IB_SITE)};
+        gdr_ib_address_port_t port{ll, 0, 0x17,
+                                   gid(ll == IBV_LINK_LAYER_ETHERNET ? GID_V6 : GID_IB_SITE)};
         uint8_t b[GDR_IB_ADDRESS_MAX_LEN];
         gdr_ib_address_info_t info;
 
@@ -469,18 +488,20 @@ TEST(IbAddress, NullIsRefused)
 TEST(IbAddress, EveryFlagsByteReadsItsFieldsOnly)
 {
     long page = sysconf(_SC_PAGESIZE);
-    void *m = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *m   = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(m, MAP_FAILED);
-    ASSERT_EQ(mprotect(static_cast<uint8_t*>(m) + page, page, PROT_NONE), 0);
-    uint8_t *end = static_cast<uint8_t*>(m) + page;
+    ASSERT_EQ(mprotect(static_cast<uint8_t *>(m) + page, page, PROT_NONE), 0);
+    uint8_t *end = static_cast<uint8_t *>(m) + page;
 
     for (unsigned f = 0; f < 256; ++f) {
-        bool eth = f & GDR_IB_ADDR_FLAG_ETH;
-        bool bad = eth ? (f >> GDR_IB_ADDR_ROCE_VER_SHIFT) > GDR_IB_ADDR_ROCE_ANY :
-                         (f & GDR_IB_ADDR_FLAG_SUBNET16) && (f & GDR_IB_ADDR_FLAG_SUBNET64);
-        size_t size = 1 + (eth ? 16 : 2 + ((f & GDR_IB_ADDR_FLAG_IF_ID) ? 8 : 0) +
-                                      ((f & GDR_IB_ADDR_FLAG_SUBNET16) ? 2 : 0) +
-                                      ((f & GDR_IB_ADDR_FLAG_SUBNET64) ? 8 : 0)) +
+        bool eth    = f & GDR_IB_ADDR_FLAG_ETH;
+        bool bad    = eth ? (f >> GDR_IB_ADDR_ROCE_VER_SHIFT) > GDR_IB_ADDR_ROCE_ANY
+                          : (f & GDR_IB_ADDR_FLAG_SUBNET16) && (f & GDR_IB_ADDR_FLAG_SUBNET64);
+        size_t size = 1 +
+                      (eth ? 16
+                           : 2 + ((f & GDR_IB_ADDR_FLAG_IF_ID) ? 8 : 0) +
+                                 ((f & GDR_IB_ADDR_FLAG_SUBNET16) ? 2 : 0) +
+                                 ((f & GDR_IB_ADDR_FLAG_SUBNET64) ? 8 : 0)) +
                       ((f & GDR_IB_ADDR_FLAG_PATH_MTU) ? 1 : 0) +
                       ((f & GDR_IB_ADDR_FLAG_GID_INDEX) ? 1 : 0) +
                       ((f & GDR_IB_ADDR_FLAG_PKEY) ? 2 : 0);
@@ -508,4 +529,4 @@ TEST(IbAddress, EveryFlagsByteReadsItsFieldsOnly)
     munmap(m, 2 * page);
 }
 
-} // namespace
+}  // namespace

@@ -16,7 +16,7 @@ static unsigned char pattern(int origin, int round, size_t i)
 int main(int argc, char **argv)
 {
     static const size_t sizes[] = {0, 1, 8, 100, 4096, 8300, 65536, 1 << 20, 4 << 20};
-    const int rounds = 3;
+    const int rounds            = 3;
     int rank, nranks, errors = 0;
 
     MPI_Init(&argc, &argv);
@@ -43,14 +43,16 @@ int main(int argc, char **argv)
             MPI_Wait(&reqs[1], MPI_STATUS_IGNORE);
             MPI_Get_count(&status, MPI_BYTE, &count);
             if ((size_t)count != n) {
-                fprintf(stderr, "rank %d: size %zu round %d: received %d bytes\n", rank, n, round, count);
+                fprintf(stderr, "rank %d: size %zu round %d: received %d bytes\n", rank, n, round,
+                        count);
                 ++errors;
                 continue;
             }
             for (size_t i = 0; i < n; ++i) {
                 if (recvbuf[i] != pattern(prev, round, i)) {
-                    fprintf(stderr, "rank %d: size %zu round %d: byte %zu is 0x%02x, expected 0x%02x\n", rank, n,
-                            round, i, recvbuf[i], pattern(prev, round, i));
+                    fprintf(stderr,
+                            "rank %d: size %zu round %d: byte %zu is 0x%02x, expected 0x%02x\n",
+                            rank, n, round, i, recvbuf[i], pattern(prev, round, i));
                     ++errors;
                     break;
                 }

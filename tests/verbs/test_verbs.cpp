@@ -11,8 +11,7 @@ TEST(Mtu, BytesAndBackAgree)
 {
     for (unsigned bytes : {256u, 512u, 1024u, 2048u, 4096u}) {
         EXPECT_EQ(gdr_verbs_mtu_bytes(gdr_verbs_mtu_from_bytes(bytes)), bytes);
-        EXPECT_EQ(gdr_verbs_mtu_bytes(gdr_verbs_mtu_from_bytes(bytes + 1)), bytes)
-            << "rounds down";
+        EXPECT_EQ(gdr_verbs_mtu_bytes(gdr_verbs_mtu_from_bytes(bytes + 1)), bytes) << "rounds down";
     }
     EXPECT_EQ(gdr_verbs_mtu_bytes(gdr_verbs_mtu_from_bytes(8192)), 4096u);
     EXPECT_EQ(gdr_verbs_mtu_from_bytes(255), static_cast<enum ibv_mtu>(0));
@@ -38,4 +37,4 @@ TEST(OpenAll, NoDeviceIsNotAnError)
     EXPECT_EQ(count, 0u);
 }
 
-} // namespace
+}  // namespace

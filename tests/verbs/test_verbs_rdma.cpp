@@ -31,7 +31,7 @@ protected:
     }
 
     std::vector<gdr_device_t> devs_ = std::vector<gdr_device_t>(GDR_VERBS_MAX_DEVICES);
-    unsigned                  count_ = 0;
+    unsigned count_                 = 0;
 };
 
 TEST_F(Verbs, PortGidStatusesSayWhy)
@@ -66,7 +66,8 @@ TEST_F(Verbs, QpCreateConnectAndErrorState)
     gdr_reason_t why;
 
     EXPECT_EQ(gdr_verbs_qp_create(dev.pd, cq, cq, nullptr, 1u << 30, 1, &max_inline, &qp, &why),
-              UCS_ERR_IO_ERROR) << "a send queue no device has";
+              UCS_ERR_IO_ERROR)
+        << "a send queue no device has";
     EXPECT_NE(std::strstr(why.text, "ibv_create_qp(RC, send_wr=1073741824"), nullptr) << why.text;
     ASSERT_EQ(gdr_verbs_qp_create(dev.pd, cq, cq, nullptr, 16, 1, &max_inline, &qp, &why), UCS_OK)
         << why.text;
@@ -106,16 +107,16 @@ TEST_F(Verbs, OpenAllUnderAllocationFailures)
     unsigned count = 0;
 
     gdr_test::every_allocation_fails_in_turn(
-            "gdr_verbs_open_all",
-            [&](gdr_reason_t *why) {
-                return gdr_verbs_open_all(devs.data(), devs.size(), &count, why);
-            },
-            [&] {
-                for (unsigned i = 0; i < count; ++i) {
-                    EXPECT_NE(devs[i].pd, nullptr) << devs[i].name;
-                    gdr_verbs_close(&devs[i]);
-                }
-            });
+        "gdr_verbs_open_all",
+        [&](gdr_reason_t *why) {
+            return gdr_verbs_open_all(devs.data(), devs.size(), &count, why);
+        },
+        [&] {
+            for (unsigned i = 0; i < count; ++i) {
+                EXPECT_NE(devs[i].pd, nullptr) << devs[i].name;
+                gdr_verbs_close(&devs[i]);
+            }
+        });
 }
 
-} // namespace
+}  // namespace

@@ -45,8 +45,8 @@ int main(int argc, char **argv)
             return arrivals.size() == 2 ? 0 : 1;
         },
         [&](const std::string &host, uint16_t port) {
-            auto worker = example::make_worker(UCP_FEATURE_AM);
-            auto ep     = ucp_cpp::endpoint::connect(worker, host, port);
+            auto worker      = example::make_worker(UCP_FEATURE_AM);
+            auto ep          = ucp_cpp::endpoint::connect(worker, host, port);
             uint64_t sums[2] = {~0ull, ~0ull};
             bool replied     = false;
             worker->set_am_handler(reply_am, [&](ucp_cpp::am_message &msg) {
@@ -55,12 +55,12 @@ int main(int argc, char **argv)
             });
             std::vector<uint8_t> small(100, 1), large(4 << 20, 2);
             uint32_t headers[2] = {0, 1};
-            auto a =
-                ep->am_send(data_am, &headers[0], sizeof(uint32_t), small.data(), small.size());
+            auto a              = ep->am_send(data_am, &headers[0], sizeof(uint32_t), small.data(),
+                                              small.size());
             ucp_cpp::op_options rndv;
             rndv.flags = UCP_AM_SEND_FLAG_RNDV;
-            auto b = ep->am_send(data_am, &headers[1], sizeof(uint32_t), large.data(),
-                                 large.size(), rndv);
+            auto b = ep->am_send(data_am, &headers[1], sizeof(uint32_t), large.data(), large.size(),
+                                 rndv);
             a.wait(10s);
             b.wait(10s);
             worker->progress_until([&] { return replied; }, 30s);

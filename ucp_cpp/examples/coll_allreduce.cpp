@@ -21,12 +21,13 @@ namespace coll = ucp_cpp::coll;
 
 static int run_rank(const coll::bootstrap_params &params)
 {
-    auto worker = ucp_cpp::worker::create(ucp_cpp::context::create());
-    auto world  = coll::communicator::bootstrap(worker, params);
+    auto worker    = ucp_cpp::worker::create(ucp_cpp::context::create());
+    auto world     = coll::communicator::bootstrap(worker, params);
     const int rank = world.rank(), size = world.size();
 
     std::vector<double> mine(1000), total(1000);
-    for (size_t i = 0; i < mine.size(); ++i) mine[i] = rank + 0.001 * double(i);
+    for (size_t i = 0; i < mine.size(); ++i)
+        mine[i] = rank + 0.001 * double(i);
     world.allreduce(mine.data(), total.data(), total.size(), coll::sum);
 
     auto parity = world.split(rank % 2, rank);  // ranks 0,2,4.. and 1,3,5..
@@ -37,9 +38,10 @@ static int run_rank(const coll::bootstrap_params &params)
     bool ok = true;
     for (size_t i = 0; i < total.size(); ++i) {
         const double expected = size * (size - 1) / 2.0 + size * 0.001 * double(i);
-        ok = ok && std::abs(total[i] - expected) < 1e-9 * size;
+        ok                    = ok && std::abs(total[i] - expected) < 1e-9 * size;
     }
-    for (int k = 0; k < parity.size(); ++k) ok = ok && members[size_t(k)] == 2 * k + rank % 2;
+    for (int k = 0; k < parity.size(); ++k)
+        ok = ok && members[size_t(k)] == 2 * k + rank % 2;
     // Leave together (as MPI_Finalize does): a rank that exits closes its endpoints, which the
     // ranks still inside a collective on another communicator would see as a failed peer.
     world.barrier();
@@ -55,7 +57,7 @@ int main()
         if (std::getenv("MASTER_ADDR") != nullptr) {
             return run_rank(coll::bootstrap_params::from_environment());
         }
-        const int size = 4;
+        const int size      = 4;
         const uint16_t port = uint16_t(20000 + getpid() % 20000);
         for (int r = 1; r < size; ++r) {
             if (fork() == 0) {

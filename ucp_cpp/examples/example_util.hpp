@@ -25,9 +25,9 @@ inline std::shared_ptr<ucp_cpp::worker> make_worker(uint64_t features)
 }
 
 /// Server side: listens on an ephemeral port, reports it, accepts one client (30 s at most).
-inline std::shared_ptr<ucp_cpp::endpoint>
-accept_one(const std::shared_ptr<ucp_cpp::worker> &worker,
-           const std::function<void(uint16_t)> &report_port)
+inline std::shared_ptr<ucp_cpp::endpoint> accept_one(
+    const std::shared_ptr<ucp_cpp::worker> &worker,
+    const std::function<void(uint16_t)> &report_port)
 {
     auto listener = ucp_cpp::listener::create(worker, "0.0.0.0", 0);
     report_port(listener->port());

@@ -11,7 +11,7 @@ using namespace std::chrono_literals;
 
 static constexpr ucp_tag_t rkey_tag = 10, done_tag = 11;
 static constexpr size_t region_size = 1 << 20;
-static constexpr uint64_t features   = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
+static constexpr uint64_t features  = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
 
 int main(int argc, char **argv)
 {
@@ -21,8 +21,8 @@ int main(int argc, char **argv)
             auto worker = example::make_worker(features);
             auto ep     = example::accept_one(worker, report_port);
             std::vector<uint64_t> region(region_size / 8 + 1, 0);
-            auto memh =
-                ucp_cpp::memory_handle::map(worker->ctx(), region.data(), region.size() * 8);
+            auto memh = ucp_cpp::memory_handle::map(worker->ctx(), region.data(),
+                                                    region.size() * 8);
             // message: 8-byte address followed by the packed rkey
             auto packed = memh->pack_rkey();
             std::vector<uint8_t> message(8 + packed.bytes.size());

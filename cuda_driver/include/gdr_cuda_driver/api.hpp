@@ -89,8 +89,8 @@ struct driver_api {
     CUresult (*cuMemUnmap)(CUdeviceptr ptr, size_t size);
     CUresult (*cuMemSetAccess)(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
                                size_t count);
-    CUresult (*cuMemGetAllocationGranularity)(size_t *granularity,
-                                              const CUmemAllocationProp *prop, int option);
+    CUresult (*cuMemGetAllocationGranularity)(size_t *granularity, const CUmemAllocationProp *prop,
+                                              int option);
     CUresult (*cuMemRetainAllocationHandle)(CUmemGenericAllocationHandle *handle, void *addr);
     /** Optional: CUDA >= 11.7 drivers (dma-buf export). */
     CUresult (*cuMemGetHandleForAddressRange)(void *handle, CUdeviceptr ptr, size_t size,
@@ -100,8 +100,8 @@ struct driver_api {
 /** @brief One member of driver_api: the symbol it is looked up by and where it goes. */
 struct entry_point {
     const char *symbol;
-    size_t      offset;    ///< offsetof(driver_api, <symbol>)
-    bool        optional;  ///< a driver may lack it (the member then stays null)
+    size_t offset;  ///< offsetof(driver_api, <symbol>)
+    bool optional;  ///< a driver may lack it (the member then stays null)
 };
 
 // The member and the looked-up name are one token: they cannot drift apart.

@@ -52,8 +52,8 @@ public:
 
 private:
     const driver_api &api_;
-    CUresult          result_ = CUDA_SUCCESS;
-    bool              pushed_ = false;
+    CUresult result_ = CUDA_SUCCESS;
+    bool pushed_     = false;
 };
 
 /**
@@ -68,11 +68,11 @@ public:
      * @param device      the device; < 0: nothing is retained.
      * @param may_create  retain (and so create) the context even when it is not active.
      */
-    retained_primary_context(const driver_api &api, CUdevice device, bool may_create) noexcept :
-        api_(api), device_(device)
+    retained_primary_context(const driver_api &api, CUdevice device, bool may_create) noexcept
+        : api_(api), device_(device)
     {
-        unsigned flags  = 0;
-        int      active = 0;
+        unsigned flags = 0;
+        int active     = 0;
         if (device < 0) {
             return;
         }
@@ -106,9 +106,9 @@ public:
 
 private:
     const driver_api &api_;
-    CUdevice          device_;
-    CUcontext         ctx_    = nullptr;
-    CUresult          result_ = CUDA_SUCCESS;
+    CUdevice device_;
+    CUcontext ctx_   = nullptr;
+    CUresult result_ = CUDA_SUCCESS;
 };
 
 }  // namespace gdr::cuda_driver

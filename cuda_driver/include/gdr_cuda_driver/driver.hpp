@@ -39,7 +39,7 @@ public:
         handle_ = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
         if (handle_ == nullptr) {
             const char *err = dlerror();
-            reason_ = std::string("cannot load ") + soname + " (" + (err ? err : "?") + ")";
+            reason_         = std::string("cannot load ") + soname + " (" + (err ? err : "?") + ")";
             return;
         }
         for (const entry_point &entry : entry_points) {
@@ -133,11 +133,11 @@ public:
     }
 
 private:
-    void       *handle_ = nullptr;
-    driver_api  api_{};
-    bool        initialized_  = false;
-    int         device_count_ = 0;
-    int         version_      = 0;
+    void *handle_ = nullptr;
+    driver_api api_{};
+    bool initialized_ = false;
+    int device_count_ = 0;
+    int version_      = 0;
     std::string reason_;
 };
 

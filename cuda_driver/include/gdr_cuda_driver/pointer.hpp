@@ -19,11 +19,11 @@ namespace gdr::cuda_driver {
  * instead of failing (so memory_type 0 means "not CUDA memory").
  */
 struct pointer_attributes {
-    unsigned           memory_type    = 0;  ///< CUmemorytype; 0: not known to CUDA
-    unsigned           is_managed     = 0;  ///< the driver writes a bool: the rest stays zero
-    int                device_ordinal = -1;
-    unsigned long long buffer_id      = 0;  ///< process-unique, never reused
-    CUcontext          context        = nullptr;  ///< nullptr for VMM (cuMemMap) allocations
+    unsigned memory_type         = 0;  ///< CUmemorytype; 0: not known to CUDA
+    unsigned is_managed          = 0;  ///< the driver writes a bool: the rest stays zero
+    int device_ordinal           = -1;
+    unsigned long long buffer_id = 0;  ///< process-unique, never reused
+    CUcontext context            = nullptr;  ///< nullptr for VMM (cuMemMap) allocations
 
     /**
      * @brief Fills the attributes of @p addr.
@@ -32,13 +32,14 @@ struct pointer_attributes {
      */
     [[nodiscard]] bool query(const driver_api &api, const void *addr)
     {
-        int   attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                              CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                              CU_POINTER_ATTRIBUTE_CONTEXT};
-        void *data[]       = {&memory_type, &is_managed, &device_ordinal, &buffer_id, &context};
-        CUresult result    = api.cuPointerGetAttributes(
-            sizeof(attributes) / sizeof(attributes[0]), attributes, data,
-            static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(addr)));
+        int attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                            CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                            CU_POINTER_ATTRIBUTE_CONTEXT};
+        void *data[]     = {&memory_type, &is_managed, &device_ordinal, &buffer_id, &context};
+        CUresult result  = api.cuPointerGetAttributes(sizeof(attributes) / sizeof(attributes[0]),
+                                                      attributes, data,
+                                                      static_cast<CUdeviceptr>(
+                                                         reinterpret_cast<uintptr_t>(addr)));
         return result == CUDA_SUCCESS && memory_type != 0;
     }
 

@@ -82,23 +82,47 @@ enum : int {
     CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED                       = 124,
 };
 
-enum : unsigned { CU_STREAM_NON_BLOCKING = 1 };               // CUstream_flags
-enum : unsigned { CU_EVENT_DISABLE_TIMING = 2 };              // CUevent_flags
-enum : int { CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1 };       // CUmemRangeHandleType
-enum : int { CU_MEM_ALLOCATION_TYPE_PINNED = 1 };             // CUmemAllocationType
-enum : int { CU_MEM_HANDLE_TYPE_NONE = 0 };                   // CUmemAllocationHandleType
-enum : int { CU_MEM_LOCATION_TYPE_DEVICE = 1 };               // CUmemLocationType
-enum : int { CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3 };        // CUmemAccess_flags
-enum : int { CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0 };          // CUmemAllocationGranularity_flags
-enum : unsigned { CU_MEM_ATTACH_GLOBAL = 1 };                 // CUmemAttach_flags
+enum : unsigned {
+    CU_STREAM_NON_BLOCKING = 1
+};  // CUstream_flags
+enum : unsigned {
+    CU_EVENT_DISABLE_TIMING = 2
+};  // CUevent_flags
+enum : int {
+    CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1
+};  // CUmemRangeHandleType
+enum : int {
+    CU_MEM_ALLOCATION_TYPE_PINNED = 1
+};  // CUmemAllocationType
+enum : int {
+    CU_MEM_HANDLE_TYPE_NONE = 0
+};  // CUmemAllocationHandleType
+enum : int {
+    CU_MEM_LOCATION_TYPE_DEVICE = 1
+};  // CUmemLocationType
+enum : int {
+    CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3
+};  // CUmemAccess_flags
+enum : int {
+    CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0
+};  // CUmemAllocationGranularity_flags
+enum : unsigned {
+    CU_MEM_ATTACH_GLOBAL = 1
+};  // CUmemAttach_flags
 
 // cuda.h #defines these four instead of declaring enumerators: a translation unit that included
 // cuda.h first already has them (with the same values, which abi_check.cpp proves).
 #ifndef CU_MEMHOSTALLOC_PORTABLE
-enum : unsigned { CU_MEMHOSTALLOC_PORTABLE = 1, CU_MEMHOSTALLOC_DEVICEMAP = 2 };
+enum : unsigned {
+    CU_MEMHOSTALLOC_PORTABLE  = 1,
+    CU_MEMHOSTALLOC_DEVICEMAP = 2
+};
 #endif
 #ifndef CU_MEMHOSTREGISTER_PORTABLE
-enum : unsigned { CU_MEMHOSTREGISTER_PORTABLE = 1, CU_MEMHOSTREGISTER_DEVICEMAP = 2 };
+enum : unsigned {
+    CU_MEMHOSTREGISTER_PORTABLE  = 1,
+    CU_MEMHOSTREGISTER_DEVICEMAP = 2
+};
 #endif
 
 struct CUmemLocation {
@@ -107,21 +131,21 @@ struct CUmemLocation {
 };
 
 struct CUmemAllocationProp {
-    int           type;                  // CUmemAllocationType
-    int           requestedHandleTypes;  // CUmemAllocationHandleType
+    int type;  // CUmemAllocationType
+    int requestedHandleTypes;  // CUmemAllocationHandleType
     CUmemLocation location;
-    void         *win32HandleMetaData;
+    void *win32HandleMetaData;
     struct {
-        unsigned char  compressionType;
-        unsigned char  gpuDirectRDMACapable;
+        unsigned char compressionType;
+        unsigned char gpuDirectRDMACapable;
         unsigned short usage;
-        unsigned char  reserved[4];
+        unsigned char reserved[4];
     } allocFlags;
 };
 
 struct CUmemAccessDesc {
     CUmemLocation location;
-    int           flags;  // CUmemAccess_flags
+    int flags;  // CUmemAccess_flags
 };
 
 }  // namespace gdr::cuda_driver

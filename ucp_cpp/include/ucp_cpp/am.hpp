@@ -40,10 +40,9 @@ inline request receive_am_data(const std::shared_ptr<worker> &owner, void *descr
                                const op_options &options)
 {
     if (length < message_length) {
-        throw ucx_error(UCS_ERR_MESSAGE_TRUNCATED, "am receive: buffer of " +
-                                                       std::to_string(length) + " bytes for a " +
-                                                       std::to_string(message_length) +
-                                                       "-byte message");
+        throw ucx_error(UCS_ERR_MESSAGE_TRUNCATED,
+                        "am receive: buffer of " + std::to_string(length) + " bytes for a " +
+                            std::to_string(message_length) + "-byte message");
     }
     request::builder op(request::kind::am_recv, options);
     return op.finish(owner,
@@ -69,8 +68,11 @@ public:
      * @param rendezvous whether the payload is still on the sender.
      */
     am_data(std::shared_ptr<worker> owner, void *descriptor, size_t length, bool rendezvous)
-        : worker_(std::move(owner)), descriptor_(descriptor), length_(length),
-          rendezvous_(rendezvous) {}
+        : worker_(std::move(owner)),
+          descriptor_(descriptor),
+          length_(length),
+          rendezvous_(rendezvous)
+    {}
 
     /**
      * @brief Takes the kept message over; @p other is left empty.
@@ -78,8 +80,10 @@ public:
      */
     am_data(am_data &&other) noexcept
         : worker_(std::move(other.worker_)),
-          descriptor_(std::exchange(other.descriptor_, nullptr)), length_(other.length_),
-          rendezvous_(other.rendezvous_) {}
+          descriptor_(std::exchange(other.descriptor_, nullptr)),
+          length_(other.length_),
+          rendezvous_(other.rendezvous_)
+    {}
     am_data(const am_data &)            = delete;
     am_data &operator=(const am_data &) = delete;
 
@@ -124,8 +128,8 @@ public:
         if (descriptor_ == nullptr) {
             throw ucx_error(UCS_ERR_NO_ELEM, "am_data::receive: already received");
         }
-        request req =
-            detail::receive_am_data(worker_, descriptor_, length_, buffer, length, options);
+        request req = detail::receive_am_data(worker_, descriptor_, length_, buffer, length,
+                                              options);
         descriptor_ = nullptr;  // UCP owns (and releases) the descriptor once receiving started
         return req;
     }
@@ -154,10 +158,15 @@ public:
      * @param length        the payload's size in bytes.
      * @param param         UCP's receive attributes (recv_attr, reply_ep).
      */
-    am_message(std::shared_ptr<worker> owner, const void *header, size_t header_length,
-               void *data, size_t length, const ucp_am_recv_param_t *param)
-        : worker_(std::move(owner)), header_(header), header_length_(header_length), data_(data),
-          length_(length), param_(param) {}
+    am_message(std::shared_ptr<worker> owner, const void *header, size_t header_length, void *data,
+               size_t length, const ucp_am_recv_param_t *param)
+        : worker_(std::move(owner)),
+          header_(header),
+          header_length_(header_length),
+          data_(data),
+          length_(length),
+          param_(param)
+    {}
 
     /**
      * @brief The user header the sender passed to endpoint::am_send().
@@ -246,8 +255,8 @@ private:
             throw ucx_error(UCS_ERR_NO_ELEM, std::string("am_message::") + what +
                                                  ": payload already received or kept");
         }
-        if (length_ != 0 && (param_->recv_attr &
-                             (UCP_AM_RECV_ATTR_FLAG_DATA | UCP_AM_RECV_ATTR_FLAG_RNDV)) == 0) {
+        if (length_ != 0 &&
+            (param_->recv_attr & (UCP_AM_RECV_ATTR_FLAG_DATA | UCP_AM_RECV_ATTR_FLAG_RNDV)) == 0) {
             // Cannot happen with the flags set_am_handler() registers (PERSISTENT_DATA).
             throw ucx_error(UCS_ERR_UNSUPPORTED, "am_message: payload is not persistent");
         }

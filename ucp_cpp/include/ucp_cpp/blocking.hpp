@@ -99,7 +99,10 @@ inline size_t stream_recv(endpoint &ep, void *buffer, size_t length, nanoseconds
  * @param timeout the longest wait.
  * @throws ucx_error with the flush's error, or UCS_ERR_TIMED_OUT.
  */
-inline void flush(endpoint &ep, nanoseconds timeout = forever) { ep.flush().wait(timeout); }
+inline void flush(endpoint &ep, nanoseconds timeout = forever)
+{
+    ep.flush().wait(timeout);
+}
 
 /**
  * @brief Flushes a worker: waits until the operations of all its endpoints are complete
@@ -108,6 +111,9 @@ inline void flush(endpoint &ep, nanoseconds timeout = forever) { ep.flush().wait
  * @param timeout the longest wait.
  * @throws ucx_error with the flush's error, or UCS_ERR_TIMED_OUT.
  */
-inline void flush(worker &w, nanoseconds timeout = forever) { w.flush().wait(timeout); }
+inline void flush(worker &w, nanoseconds timeout = forever)
+{
+    w.flush().wait(timeout);
+}
 
 }  // namespace ucp_cpp::blocking

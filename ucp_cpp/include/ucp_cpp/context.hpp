@@ -200,15 +200,15 @@ private:
         }
         ucp_config_print(config, out, nullptr, UCS_CONFIG_PRINT_CONFIG);
         std::fclose(out);
-        std::string printed =
-            text != nullptr ? std::string("\n") + std::string(text, size) : std::string();
+        std::string printed = text != nullptr ? std::string("\n") + std::string(text, size)
+                                              : std::string();
         std::free(text);
         static const std::string key = "\nUCX_PROTO_ENABLE=";
-        const size_t at = printed.find(key);
+        const size_t at              = printed.find(key);
         if (at == std::string::npos) {
             return detail::ucx_compat::legacy_protocols_by_default();
         }
-        const size_t begin = at + key.size();
+        const size_t begin      = at + key.size();
         const std::string value = printed.substr(begin, printed.find('\n', begin) - begin);
         return value == "n" || value == "no" || value == "0" || value == "off";
     }

@@ -41,9 +41,9 @@
 
 namespace ucp_cpp {
 
-class remote_key;          // rkey.hpp
+class remote_key;  // rkey.hpp
 class connection_request;  // listener.hpp
-struct packed_rkey;        // memory.hpp
+struct packed_rkey;  // memory.hpp
 
 /// @brief How an endpoint is created (every endpoint::connect() / accept()).  A plain value.
 struct endpoint_params {
@@ -81,8 +81,8 @@ public:
                                              const endpoint_params &params = {})
     {
         ucp_ep_params_t ep_params{};
-        ep_params.field_mask     = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-        ep_params.address        = address.data();
+        ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+        ep_params.address    = address.data();
         return std::make_shared<endpoint>(private_tag{}, std::move(owner), ep_params, params);
     }
 
@@ -96,9 +96,8 @@ public:
      * @return the endpoint, shared (wireup completes during later progress).
      * @throws ucx_error if ucp_ep_create fails.
      */
-    static std::shared_ptr<endpoint> connect(std::shared_ptr<worker> owner,
-                                             const sockaddr *address, socklen_t length,
-                                             const endpoint_params &params = {})
+    static std::shared_ptr<endpoint> connect(std::shared_ptr<worker> owner, const sockaddr *address,
+                                             socklen_t length, const endpoint_params &params = {})
     {
         ucp_ep_params_t ep_params{};
         ep_params.field_mask       = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
@@ -118,15 +117,14 @@ public:
      * @throws ucx_error(UCS_ERR_INVALID_ADDR) if @p host does not resolve, or ucx_error if
      *         ucp_ep_create fails.
      */
-    static std::shared_ptr<endpoint> connect(std::shared_ptr<worker> owner,
-                                             const std::string &host, uint16_t port,
-                                             const endpoint_params &params = {})
+    static std::shared_ptr<endpoint> connect(std::shared_ptr<worker> owner, const std::string &host,
+                                             uint16_t port, const endpoint_params &params = {})
     {
         addrinfo hints{};
         hints.ai_family   = AF_UNSPEC;
         hints.ai_socktype = SOCK_STREAM;
         addrinfo *found   = nullptr;
-        int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+        int rc            = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
         if (rc != 0) {
             throw ucx_error(UCS_ERR_INVALID_ADDR,
                             "endpoint::connect(" + host + "): " + gai_strerror(rc));
@@ -156,7 +154,8 @@ public:
      */
     endpoint(private_tag, std::shared_ptr<worker> owner, ucp_ep_params_t ep_params,
              const endpoint_params &params)
-        : worker_(std::move(owner)), on_error_(params.on_error),
+        : worker_(std::move(owner)),
+          on_error_(params.on_error),
           callback_state_(std::make_unique<callback_state>())
     {
         callback_state_->owner.store(this);
@@ -258,10 +257,10 @@ public:
                                         const op_options &options = {})
     {
         request::builder op(request::kind::send, options);
-        return op.finish(
-            worker_,
-            ucp_tag_send_sync_nbx(live("tag_send_sync"), buffer, length, tag, op.param()),
-            length);
+        return op.finish(worker_,
+                         ucp_tag_send_sync_nbx(live("tag_send_sync"), buffer, length, tag,
+                                               op.param()),
+                         length);
     }
 
     // ---- stream ----
@@ -295,8 +294,7 @@ public:
      * @throws ucx_error(UCS_ERR_INVALID_PARAM) without UCP_FEATURE_STREAM;
      *         ucx_error(UCS_ERR_NOT_CONNECTED) after close().
      */
-    [[nodiscard]] request stream_recv(void *buffer, size_t length,
-                                      const op_options &options = {})
+    [[nodiscard]] request stream_recv(void *buffer, size_t length, const op_options &options = {})
     {
         worker_->ctx()->require_features(UCP_FEATURE_STREAM, "endpoint::stream_recv");
         op_options with_flags = options;
@@ -327,14 +325,13 @@ public:
      *         ucx_error(UCS_ERR_NOT_CONNECTED) after close().
      */
     [[nodiscard]] request am_send(uint16_t id, const void *header, size_t header_length,
-                                  const void *buffer, size_t length,
-                                  const op_options &options = {})
+                                  const void *buffer, size_t length, const op_options &options = {})
     {
         worker_->ctx()->require_features(UCP_FEATURE_AM, "endpoint::am_send");
         request::builder op(request::kind::send, options);
         return op.finish(worker_,
-                         ucp_am_send_nbx(live("am_send"), id, header, header_length, buffer,
-                                         length, op.param()),
+                         ucp_am_send_nbx(live("am_send"), id, header, header_length, buffer, length,
+                                         op.param()),
                          length);
     }
 

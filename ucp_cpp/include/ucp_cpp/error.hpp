@@ -31,7 +31,8 @@ public:
      * @param what   which call failed and why, e.g. "ucp_init" or "endpoint::put: ...".
      */
     ucx_error(ucs_status_t status, const std::string &what)
-        : std::runtime_error(what + ": " + ucs_status_string(status)), status_(status) {}
+        : std::runtime_error(what + ": " + ucs_status_string(status)), status_(status)
+    {}
 
     /**
      * @brief The UCX status code.

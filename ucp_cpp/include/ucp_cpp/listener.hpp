@@ -54,14 +54,16 @@ public:
      * @param handle UCP's connection request.
      */
     connection_request(std::shared_ptr<listener> owner, ucp_conn_request_h handle)
-        : listener_(std::move(owner)), handle_(handle) {}
+        : listener_(std::move(owner)), handle_(handle)
+    {}
 
     /**
      * @brief Takes the request over; @p other is left empty (its destructor rejects nothing).
      * @param other the request to take.
      */
     connection_request(connection_request &&other) noexcept
-        : listener_(std::move(other.listener_)), handle_(std::exchange(other.handle_, nullptr)) {}
+        : listener_(std::move(other.listener_)), handle_(std::exchange(other.handle_, nullptr))
+    {}
     connection_request(const connection_request &)            = delete;
     connection_request &operator=(const connection_request &) = delete;
 
@@ -138,9 +140,8 @@ public:
      * @return the listener, shared.
      * @throws ucx_error if UCP cannot listen there.
      */
-    static std::shared_ptr<listener> create(std::shared_ptr<worker> owner,
-                                            const sockaddr *address, socklen_t length,
-                                            handler on_connection = nullptr)
+    static std::shared_ptr<listener> create(std::shared_ptr<worker> owner, const sockaddr *address,
+                                            socklen_t length, handler on_connection = nullptr)
     {
         auto created = std::make_shared<listener>(private_tag{}, std::move(owner),
                                                   std::move(on_connection));
@@ -186,7 +187,8 @@ public:
      * @param on_connection as for create().
      */
     listener(private_tag, std::shared_ptr<worker> owner, handler on_connection)
-        : worker_(std::move(owner)), on_connection_(std::move(on_connection)) {}
+        : worker_(std::move(owner)), on_connection_(std::move(on_connection))
+    {}
 
     listener(const listener &)            = delete;
     listener &operator=(const listener &) = delete;
@@ -274,9 +276,9 @@ private:
     void start(const sockaddr *address, socklen_t length)
     {
         ucp_listener_params_t params{};
-        params.field_mask =
-            UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
-        params.sockaddr.addr   = address;
+        params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                            UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+        params.sockaddr.addr    = address;
         params.sockaddr.addrlen = length;
         params.conn_handler.cb  = &listener::on_conn_request;
         params.conn_handler.arg = this;

@@ -84,9 +84,9 @@ public:
         ucp_mem_map_params_t params{};
         params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                             UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-        params.address    = nullptr;
-        params.length     = length;
-        params.flags      = UCP_MEM_MAP_ALLOCATE;
+        params.address = nullptr;
+        params.length  = length;
+        params.flags   = UCP_MEM_MAP_ALLOCATE;
         return std::make_shared<memory_handle>(private_tag{}, std::move(ctx), params);
     }
 
@@ -170,9 +170,9 @@ public:
 
 private:
     std::shared_ptr<context> context_;
-    ucp_mem_h handle_    = nullptr;
-    void *address_       = nullptr;
-    size_t length_       = 0;
+    ucp_mem_h handle_              = nullptr;
+    void *address_                 = nullptr;
+    size_t length_                 = 0;
     ucs_memory_type_t memory_type_ = UCS_MEMORY_TYPE_HOST;
 };
 

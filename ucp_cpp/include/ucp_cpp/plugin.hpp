@@ -49,16 +49,17 @@ inline bool load_plugin(const std::string &path = default_plugin)
     }
     if (detail::live_contexts().load() != 0) {
         throw ucx_error(UCS_ERR_INVALID_PARAM,
-                        "load_plugin(" + path + "): a UCP context already exists; plugins must "
-                        "be loaded before the first context is created" +
+                        "load_plugin(" + path +
+                            "): a UCP context already exists; plugins must "
+                            "be loaded before the first context is created" +
                             std::string(detail::ucx_compat::loads_plugins_from_directories()
                                             ? " (or put it in a directory of UCX_PLUGIN_PATH)"
                                             : ""));
     }
     if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
         const char *why = dlerror();
-        throw ucx_error(UCS_ERR_NO_ELEM, "load_plugin(" + path + "): " +
-                                             (why != nullptr ? why : "dlopen failed"));
+        throw ucx_error(UCS_ERR_NO_ELEM,
+                        "load_plugin(" + path + "): " + (why != nullptr ? why : "dlopen failed"));
     }
     return true;
 }

@@ -85,7 +85,7 @@ private:
 
 /// @brief How a progress_thread waits for work.
 enum class progress_mode {
-    polling,   ///< busy progress (yielding between idle rounds): lowest latency, one core
+    polling,  ///< busy progress (yielding between idle rounds): lowest latency, one core
     blocking,  ///< sleeps on the worker's event fd when idle; needs UCP_FEATURE_WAKEUP
 };
 
@@ -115,10 +115,10 @@ public:
             throw ucx_error(UCS_ERR_ALREADY_EXISTS, "progress_thread: worker already has one");
         }
         state_->owner = std::move(owner);
-        state_->mode   = mode;
+        state_->mode  = mode;
         std::promise<void> started;
-        auto running   = started.get_future();
-        thread_        = std::thread([state = state_, &started]() mutable {
+        auto running = started.get_future();
+        thread_      = std::thread([state = state_, &started]() mutable {
             state->owner->set_progress_owner(std::this_thread::get_id());
             started.set_value();
             run(*state);
@@ -170,10 +170,7 @@ public:
      * @brief Whether the caller runs on the progress thread.
      * @return true on the progress thread.
      */
-    bool on_this_thread() const noexcept
-    {
-        return std::this_thread::get_id() == thread_.get_id();
-    }
+    bool on_this_thread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
 
     /**
      * @brief Queues @p task to run on the progress thread, between progress calls.  Thread-safe.
@@ -201,12 +198,11 @@ public:
      * @return a future with fn's result or exception.
      * @throws ucx_error(UCS_ERR_CANCELED) once the thread is stopping.
      */
-    template <class F>
-    auto submit(F &&fn) -> std::future<std::invoke_result_t<std::decay_t<F>>>
+    template <class F> auto submit(F &&fn) -> std::future<std::invoke_result_t<std::decay_t<F>>>
     {
         using result_t = std::invoke_result_t<std::decay_t<F>>;
-        auto task = std::make_shared<std::packaged_task<result_t()>>(std::forward<F>(fn));
-        auto result = task->get_future();
+        auto task      = std::make_shared<std::packaged_task<result_t()>>(std::forward<F>(fn));
+        auto result    = task->get_future();
         post([task] { (*task)(); });
         return result;
     }

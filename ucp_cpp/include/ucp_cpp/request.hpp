@@ -106,10 +106,10 @@ class [[nodiscard]] request {
 public:
     /// @brief What kind of operation a request is: decides what it reports and how it is freed.
     enum class kind : uint8_t {
-        send,         ///< sends, RMA, atomics, flush, close: length() is the size sent
-        tag_recv,     ///< tag receive: length() and sender_tag() of the matched message
+        send,  ///< sends, RMA, atomics, flush, close: length() is the size sent
+        tag_recv,  ///< tag receive: length() and sender_tag() of the matched message
         stream_recv,  ///< stream receive: length() is what arrived
-        am_recv,      ///< active-message data receive: length() is the message's size
+        am_recv,  ///< active-message data receive: length() is the message's size
     };
 
     /**
@@ -157,10 +157,18 @@ public:
                 param_.op_attr_mask |= UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
                 param_.user_data = holder_.get();
                 switch (op_kind) {
-                case kind::send: param_.cb.send = &detail::send_done; break;
-                case kind::tag_recv: param_.cb.recv = &detail::tag_recv_done; break;
-                case kind::stream_recv: param_.cb.recv_stream = &detail::length_recv_done; break;
-                case kind::am_recv: param_.cb.recv_am = &detail::length_recv_done; break;
+                case kind::send:
+                    param_.cb.send = &detail::send_done;
+                    break;
+                case kind::tag_recv:
+                    param_.cb.recv = &detail::tag_recv_done;
+                    break;
+                case kind::stream_recv:
+                    param_.cb.recv_stream = &detail::length_recv_done;
+                    break;
+                case kind::am_recv:
+                    param_.cb.recv_am = &detail::length_recv_done;
+                    break;
                 }
             }
         }
@@ -399,10 +407,14 @@ private:
     const char *operation_name() const noexcept
     {
         switch (kind_) {
-        case kind::tag_recv: return "tag receive";
-        case kind::stream_recv: return "stream receive";
-        case kind::am_recv: return "active message receive";
-        default: return "send/RMA/flush/close";
+        case kind::tag_recv:
+            return "tag receive";
+        case kind::stream_recv:
+            return "stream receive";
+        case kind::am_recv:
+            return "active message receive";
+        default:
+            return "send/RMA/flush/close";
         }
     }
 
@@ -442,9 +454,8 @@ private:
                 // until then, so the holder goes along.
                 std::shared_ptr<detail::callback_holder> holder(std::move(holder_));
                 worker_->defer([owner = worker_.get(), req = ucp_req_,
-                                cancel = kind_ == kind::tag_recv, holder] {
-                    free_request(*owner, req, cancel);
-                });
+                                cancel = kind_ == kind::tag_recv,
+                                holder] { free_request(*owner, req, cancel); });
             } else {
                 free_request(*worker_, ucp_req_, kind_ == kind::tag_recv);
             }

@@ -51,7 +51,8 @@ public:
      * @param other the key to take.
      */
     remote_key(remote_key &&other) noexcept
-        : endpoint_(std::move(other.endpoint_)), handle_(std::exchange(other.handle_, nullptr)) {}
+        : endpoint_(std::move(other.endpoint_)), handle_(std::exchange(other.handle_, nullptr))
+    {}
 
     /**
      * @brief Destroys this key, then takes @p other's.

@@ -49,20 +49,29 @@ constexpr ucp_tag_t make(uint8_t space, uint64_t value)
  * @param tag a tag built by make() (or a plain user tag: space 0).
  * @return the top 8 bits of @p tag.
  */
-constexpr uint8_t space_of(ucp_tag_t tag) { return uint8_t(tag >> space_shift); }
+constexpr uint8_t space_of(ucp_tag_t tag)
+{
+    return uint8_t(tag >> space_shift);
+}
 
 /**
  * @brief The tag without its space.
  * @param tag a tag built by make().
  * @return the low 56 bits of @p tag.
  */
-constexpr uint64_t value_of(ucp_tag_t tag) { return tag & value_bits; }
+constexpr uint64_t value_of(ucp_tag_t tag)
+{
+    return tag & value_bits;
+}
 
 /**
  * @brief A receive mask that wildcards value bits as @p mask says but always matches the space.
  * @param mask the application's mask over the value bits.
  * @return @p mask with every space bit set.
  */
-constexpr ucp_tag_t user_mask(ucp_tag_t mask) { return mask | space_bits; }
+constexpr ucp_tag_t user_mask(ucp_tag_t mask)
+{
+    return mask | space_bits;
+}
 
 }  // namespace ucp_cpp::tag_space

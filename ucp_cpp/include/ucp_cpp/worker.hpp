@@ -45,9 +45,9 @@
 
 namespace ucp_cpp {
 
-class request;     // request.hpp
+class request;  // request.hpp
 class am_message;  // am.hpp
-struct op_options; // request.hpp
+struct op_options;  // request.hpp
 
 /// @brief How worker::create() sets up the worker.  A plain value.
 struct worker_params {
@@ -107,7 +107,8 @@ public:
      * @param other the message to take.
      */
     tag_message(tag_message &&other) noexcept
-        : handle_(std::exchange(other.handle_, nullptr)), info_(other.info_) {}
+        : handle_(std::exchange(other.handle_, nullptr)), info_(other.info_)
+    {}
     tag_message(const tag_message &)            = delete;
     tag_message &operator=(const tag_message &) = delete;
 
@@ -140,9 +141,9 @@ class worker : public std::enable_shared_from_this<worker> {
 
 public:
     /// Raw UCP active-message callback as stored per id (see am.hpp for the typed handler).
-    using am_raw_handler = std::function<ucs_status_t(const void *header, size_t header_length,
-                                                      void *data, size_t length,
-                                                      const ucp_am_recv_param_t *param)>;
+    using am_raw_handler =
+        std::function<ucs_status_t(const void *header, size_t header_length, void *data,
+                                   size_t length, const ucp_am_recv_param_t *param)>;
 
     /**
      * @brief Creates a worker of @p ctx (ucp_worker_create; the event fd too with
@@ -174,7 +175,7 @@ public:
         check_status(ucp_worker_create(context_->handle(), &wp, &handle_), "ucp_worker_create");
 
         ucp_worker_attr_t attr{};
-        attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+        attr.field_mask     = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
         ucs_status_t status = ucp_worker_query(handle_, &attr);
         if (status == UCS_OK && attr.thread_mode < params.thread_mode) {
             ucp_worker_destroy(handle_);
@@ -239,9 +240,9 @@ public:
      */
     unsigned progress()
     {
-        const worker *outer         = detail::progressing_worker;
+        const worker *outer        = detail::progressing_worker;
         detail::progressing_worker = this;
-        unsigned events             = ucp_worker_progress(handle_);
+        unsigned events            = ucp_worker_progress(handle_);
         detail::progressing_worker = outer;
         if (outer != this && pending_housekeeping_.load(std::memory_order_acquire)) {
             run_deferred_work();
@@ -364,9 +365,8 @@ public:
     bool progress_until(Predicate &&done, std::chrono::nanoseconds timeout)
     {
         using clock         = std::chrono::steady_clock;
-        const auto deadline = timeout == std::chrono::nanoseconds::max()
-                                  ? clock::time_point::max()
-                                  : clock::now() + timeout;
+        const auto deadline = timeout == std::chrono::nanoseconds::max() ? clock::time_point::max()
+                                                                         : clock::now() + timeout;
         const bool progressed_elsewhere = progressed_by_other_thread();
         unsigned idle_rounds            = 0;
         while (!done()) {

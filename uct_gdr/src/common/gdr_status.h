@@ -23,9 +23,9 @@
 #include <stdio.h>
 
 #ifdef __cplusplus
-#  define GDR_NOEXCEPT noexcept
+#define GDR_NOEXCEPT noexcept
 #else
-#  define GDR_NOEXCEPT
+#define GDR_NOEXCEPT
 #endif
 
 #ifdef __cplusplus

@@ -30,7 +30,8 @@ namespace gdr {
 class error : public std::runtime_error {
 public:
     error(ucs_status_t status, const std::string &reason)
-        : std::runtime_error(reason), status_(status) {}
+        : std::runtime_error(reason), status_(status)
+    {}
     [[nodiscard]] ucs_status_t status() const noexcept { return status_; }
 
 private:
@@ -78,6 +79,6 @@ template <typename Body>
     }
 }
 
-} // namespace gdr
+}  // namespace gdr
 
-#endif // GDR_STATUS_HPP
+#endif  // GDR_STATUS_HPP

@@ -45,7 +45,10 @@ std::string hex(uintptr_t value)
 }
 
 /** Why CUDA memory cannot be handled at all, as every reason of this API words it. */
-std::string no_cuda_reason(const driver &cuda) { return "no CUDA: " + cuda.reason(); }
+std::string no_cuda_reason(const driver &cuda)
+{
+    return "no CUDA: " + cuda.reason();
+}
 
 /**
  * A context in which driver calls about memory of `attrs` can be made: the allocation's own
@@ -54,11 +57,11 @@ std::string no_cuda_reason(const driver &cuda) { return "no CUDA: " + cuda.reaso
  */
 class MemoryContextScope {
 public:
-    MemoryContextScope(const driver_api &api, const pointer_attributes &attrs) :
-        primary_(api, attrs.context != nullptr ? -1 : device_of(api, attrs.device_ordinal), false),
-        scope_(api, attrs.context != nullptr ? attrs.context : primary_.get())
-    {
-    }
+    MemoryContextScope(const driver_api &api, const pointer_attributes &attrs)
+        : primary_(api, attrs.context != nullptr ? -1 : device_of(api, attrs.device_ordinal),
+                   false),
+          scope_(api, attrs.context != nullptr ? attrs.context : primary_.get())
+    {}
 
 private:
     static CUdevice device_of(const driver_api &api, int ordinal)
@@ -68,7 +71,7 @@ private:
     }
 
     retained_primary_context primary_;
-    scoped_context           scope_;
+    scoped_context scope_;
 };
 
 ucs_status_t export_dmabuf(const driver &cuda, const void *addr, size_t length, int *fd,
@@ -95,20 +98,18 @@ ucs_status_t export_dmabuf(const driver &cuda, const void *addr, size_t length, 
         return UCS_ERR_INVALID_ADDR;
     }
 
-    const size_t    page          = host_page_size();
+    const size_t page             = host_page_size();
     const uintptr_t aligned_start = start & ~(page - 1);
     const uintptr_t aligned_end   = (start + length + page - 1) & ~(page - 1);
     MemoryContextScope context(api, attrs);
-    int      dmabuf_fd = -1;
-    CUresult result    = api.cuMemGetHandleForAddressRange(&dmabuf_fd, aligned_start,
-                                                           aligned_end - aligned_start,
-                                                           CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    int dmabuf_fd   = -1;
+    CUresult result = api.cuMemGetHandleForAddressRange(&dmabuf_fd, aligned_start,
+                                                        aligned_end - aligned_start,
+                                                        CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
     if (result != CUDA_SUCCESS) {
         *why = "cuMemGetHandleForAddressRange(DMA_BUF_FD, " + hex(aligned_start) + ", " +
-               std::to_string(aligned_end - aligned_start) + ") failed: " +
-               cuda.error_text(result);
-        return result == CUDA_ERROR_OUT_OF_MEMORY ? UCS_ERR_NO_MEMORY :
-                                                    UCS_ERR_UNSUPPORTED;
+               std::to_string(aligned_end - aligned_start) + ") failed: " + cuda.error_text(result);
+        return result == CUDA_ERROR_OUT_OF_MEMORY ? UCS_ERR_NO_MEMORY : UCS_ERR_UNSUPPORTED;
     }
     *fd     = dmabuf_fd;
     *offset = start - aligned_start;
@@ -122,7 +123,10 @@ ucs_status_t backend_export(void *, const void *addr, size_t length, int *fd, ui
     return export_dmabuf(driver::instance(), addr, length, fd, offset, why);
 }
 
-void backend_close(void *, int fd) { close(fd); }
+void backend_close(void *, int fd)
+{
+    close(fd);
+}
 
 ibv_mr *backend_reg_dmabuf_mr(void *, ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
                               int fd, int access)
@@ -136,7 +140,10 @@ ibv_mr *backend_reg_dmabuf_mr(void *, ibv_pd *pd, uint64_t offset, size_t length
 #endif
 }
 
-std::string backend_peermem_module(void *) { return peermem_module(); }
+std::string backend_peermem_module(void *)
+{
+    return peermem_module();
+}
 
 ibv_mr *backend_reg_mr(void *, ibv_pd *pd, void *addr, size_t length, int access)
 {
@@ -177,16 +184,15 @@ int device_attribute(const driver_api &api, CUdevice device, int attribute)
     return api.cuDeviceGetAttribute(&value, attribute, device) == CUDA_SUCCESS ? value : 0;
 }
 
-constexpr size_t kProbeBytes  = 2u << 20;  // one GPU page: the allocation is page-aligned
-constexpr int    kProbeAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+constexpr size_t kProbeBytes = 2u << 20;  // one GPU page: the allocation is page-aligned
+constexpr int kProbeAccess   = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                              IBV_ACCESS_REMOTE_READ;
 
 /** Registers the probe buffer with one method only; returns "" on success, else why not. */
 std::string try_method(ibv_pd *pd, const void *buffer, gdr_cuda_reg_method_t method)
 {
-    gdr_cuda_config_t only{GDR_CUDA_POLICY_YES,
-                           method == GDR_CUDA_REG_DMABUF ? GDR_CUDA_POLICY_YES :
-                                                           GDR_CUDA_POLICY_NO};
+    gdr_cuda_config_t only{GDR_CUDA_POLICY_YES, method == GDR_CUDA_REG_DMABUF ? GDR_CUDA_POLICY_YES
+                                                                              : GDR_CUDA_POLICY_NO};
     RegOutcome outcome = register_in_order(real_backend(), only, GDR_CUDA_METHOD_BIT(method), pd,
                                            buffer, kProbeBytes, kProbeAccess);
     if (outcome.mr != nullptr) {
@@ -195,9 +201,9 @@ std::string try_method(ibv_pd *pd, const void *buffer, gdr_cuda_reg_method_t met
     }
     // register_in_order lists the skipped method too; keep only the one asked about.
     const std::string prefix = method == GDR_CUDA_REG_DMABUF ? "dma-buf: " : "peermem: ";
-    size_t begin = outcome.reason.find(prefix);
-    std::string why = begin == std::string::npos ? outcome.reason :
-                                                   outcome.reason.substr(begin + prefix.size());
+    size_t begin             = outcome.reason.find(prefix);
+    std::string why          = begin == std::string::npos ? outcome.reason
+                                                          : outcome.reason.substr(begin + prefix.size());
     return why.substr(0, why.find("; "));
 }
 
@@ -205,9 +211,9 @@ std::string try_method(ibv_pd *pd, const void *buffer, gdr_cuda_reg_method_t met
 void probe_with_allocation(const driver &cuda, ibv_pd *pd, const std::string &peermem,
                            bool gdr_attr, DeviceFacts *facts)
 {
-    const driver_api &api    = cuda.api();
-    CUdeviceptr buffer = 0;
-    CUresult    result = api.cuMemAlloc_v2(&buffer, kProbeBytes);
+    const driver_api &api = cuda.api();
+    CUdeviceptr buffer    = 0;
+    CUresult result       = api.cuMemAlloc_v2(&buffer, kProbeBytes);
     if (result != CUDA_SUCCESS) {
         facts->dmabuf_detail += ", test cuMemAlloc(2 MiB) failed: " + cuda.error_text(result);
         facts->peermem_detail = "not tested (no test buffer)";
@@ -215,8 +221,8 @@ void probe_with_allocation(const driver &cuda, ibv_pd *pd, const std::string &pe
     }
     const void *address = reinterpret_cast<const void *>(buffer);
     if (pd == nullptr) {
-        int         fd     = -1;
-        uint64_t    offset = 0;
+        int fd          = -1;
+        uint64_t offset = 0;
         std::string why;
         if (export_dmabuf(cuda, address, kProbeBytes, &fd, &offset, &why) == UCS_OK) {
             close(fd);
@@ -227,13 +233,13 @@ void probe_with_allocation(const driver &cuda, ibv_pd *pd, const std::string &pe
     } else {
         std::string why  = try_method(pd, address, GDR_CUDA_REG_DMABUF);
         facts->dmabuf_ok = why.empty();
-        facts->dmabuf_detail += why.empty() ? ", registered a 2 MiB cuMemAlloc buffer" :
-                                              ", test registration failed: " + why;
+        facts->dmabuf_detail += why.empty() ? ", registered a 2 MiB cuMemAlloc buffer"
+                                            : ", test registration failed: " + why;
         if (gdr_attr && !peermem.empty()) {
-            why               = try_method(pd, address, GDR_CUDA_REG_PEERMEM);
-            facts->peermem_ok = why.empty();
-            facts->peermem_detail = why.empty() ? peermem + " loaded, registered a 2 MiB buffer" :
-                                                  "test registration failed: " + why;
+            why                   = try_method(pd, address, GDR_CUDA_REG_PEERMEM);
+            facts->peermem_ok     = why.empty();
+            facts->peermem_detail = why.empty() ? peermem + " loaded, registered a 2 MiB buffer"
+                                                : "test registration failed: " + why;
         }
     }
     api.cuMemFree_v2(buffer);
@@ -249,16 +255,17 @@ void probe_without_allocation(ibv_pd *pd, DeviceFacts *facts)
     }
     errno      = 0;
     ibv_mr *mr = backend_reg_dmabuf_mr(nullptr, pd, 0, host_page_size(), 0, -1, kProbeAccess);
-    int     err = errno;
+    int err    = errno;
     if (mr != nullptr) {  // cannot happen with fd -1; never leak it if it does
         ibv_dereg_mr(mr);
     }
     // EBADF: the provider implements reg_dmabuf_mr and rejected our fd (UCX's ib md test).
     facts->dmabuf_ok = err == EBADF;
-    facts->dmabuf_detail += facts->dmabuf_ok ?
-        ", provider accepts dma-buf (ibv_reg_dmabuf_mr(fd -1) gave EBADF)" + untested :
-        ", provider lacks dma-buf: ibv_reg_dmabuf_mr(fd -1) gave " +
-            std::string(strerror(err)) + " (errno " + std::to_string(err) + ")";
+    facts->dmabuf_detail +=
+        facts->dmabuf_ok
+            ? ", provider accepts dma-buf (ibv_reg_dmabuf_mr(fd -1) gave EBADF)" + untested
+            : ", provider lacks dma-buf: ibv_reg_dmabuf_mr(fd -1) gave " +
+                  std::string(strerror(err)) + " (errno " + std::to_string(err) + ")";
 }
 
 DeviceFacts probe_device(const driver &cuda, int ordinal, ibv_pd *pd, const std::string &peermem,
@@ -266,7 +273,7 @@ DeviceFacts probe_device(const driver &cuda, int ordinal, ibv_pd *pd, const std:
 {
     const driver_api &api = cuda.api();
     DeviceFacts facts;
-    CUdevice    device = 0;
+    CUdevice device = 0;
     if (api.cuDeviceGet(&device, ordinal) != CUDA_SUCCESS) {
         facts.label         = "GPU" + std::to_string(ordinal);
         facts.dmabuf_detail = facts.peermem_detail = "cuDeviceGet failed";
@@ -274,8 +281,8 @@ DeviceFacts probe_device(const driver &cuda, int ordinal, ibv_pd *pd, const std:
     }
     facts.label   = device_label(api, device, ordinal);
     bool dma_attr = device_attribute(api, device, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED) != 0;
-    bool gdr_attr =
-        device_attribute(api, device, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED) != 0;
+    bool gdr_attr = device_attribute(api, device, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED) !=
+                    0;
 
     if (!gdr_attr) {
         facts.peermem_detail = "CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED=0";
@@ -318,11 +325,11 @@ struct PciLocation {
 const PciLocation &pci_location(int ordinal)
 {
     static const std::vector<PciLocation> locations = [] {
-        const driver            &cuda = driver::instance();
-        const driver_api        &api  = cuda.api();
+        const driver &cuda    = driver::instance();
+        const driver_api &api = cuda.api();
         std::vector<PciLocation> all(static_cast<size_t>(cuda.device_count()));
         for (int index = 0; index < cuda.device_count(); ++index) {
-            CUdevice     device   = 0;
+            CUdevice device       = 0;
             PciLocation &location = all[static_cast<size_t>(index)];
             if (api.cuDeviceGet(&device, index) == CUDA_SUCCESS) {
                 api.cuDeviceGetAttribute(&location.domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID,
@@ -335,8 +342,9 @@ const PciLocation &pci_location(int ordinal)
         return all;
     }();
     static const PciLocation unknown;
-    return ordinal >= 0 && static_cast<size_t>(ordinal) < locations.size() ?
-               locations[static_cast<size_t>(ordinal)] : unknown;
+    return ordinal >= 0 && static_cast<size_t>(ordinal) < locations.size()
+               ? locations[static_cast<size_t>(ordinal)]
+               : unknown;
 }
 
 /** gdr_cuda_mem_query() for a non-NULL info. */
@@ -353,7 +361,7 @@ void query_memory(const void *addr, size_t length, gdr_cuda_mem_info_t *info)
     if (!cuda.usable()) {
         return;
     }
-    const driver_api  &api = cuda.api();
+    const driver_api &api = cuda.api();
     pointer_attributes attrs;
     if (!attrs.query(api, addr)) {
         return;
@@ -384,15 +392,14 @@ void query_memory(const void *addr, size_t length, gdr_cuda_mem_info_t *info)
 
     // Allocation range and GPUDirect capability: attributes first (no context needed);
     // cuMemGetAddressRange in the allocation's context as the fallback for older drivers.
-    CUdeviceptr range_start = 0;
-    size_t      range_size  = 0;
-    unsigned    gdr_capable = 0;
-    int         attributes[] = {CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE,
-                                CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-    void       *data[]       = {&gdr_capable, &range_start, &range_size};
-    CUresult    result       = api.cuPointerGetAttributes(3, attributes, data,
-                                                          reinterpret_cast<CUdeviceptr>(addr));
+    CUdeviceptr range_start       = 0;
+    size_t range_size             = 0;
+    unsigned gdr_capable          = 0;
+    int attributes[]              = {CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE,
+                                     CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void *data[]                  = {&gdr_capable, &range_start, &range_size};
+    CUresult result               = api.cuPointerGetAttributes(3, attributes, data,
+                                                               reinterpret_cast<CUdeviceptr>(addr));
     info->gpu_direct_rdma_capable = result == CUDA_SUCCESS && gdr_capable != 0;
     if (attrs.is_managed) {
         return;  // cuMemGetAddressRange does not support managed memory
@@ -420,19 +427,26 @@ extern "C" {
 const char *gdr_cuda_reg_method_name(gdr_cuda_reg_method_t method) GDR_NOEXCEPT
 {
     switch (method) {
-    case GDR_CUDA_REG_DMABUF: return "dma-buf";
-    case GDR_CUDA_REG_PEERMEM: return "peermem";
-    default: return "none";
+    case GDR_CUDA_REG_DMABUF:
+        return "dma-buf";
+    case GDR_CUDA_REG_PEERMEM:
+        return "peermem";
+    default:
+        return "none";
     }
 }
 
 const char *gdr_cuda_policy_name(gdr_cuda_policy_t policy) GDR_NOEXCEPT
 {
     switch (policy) {
-    case GDR_CUDA_POLICY_NO: return "no";
-    case GDR_CUDA_POLICY_YES: return "yes";
-    case GDR_CUDA_POLICY_TRY: return "try";
-    default: return "?";
+    case GDR_CUDA_POLICY_NO:
+        return "no";
+    case GDR_CUDA_POLICY_YES:
+        return "yes";
+    case GDR_CUDA_POLICY_TRY:
+        return "try";
+    default:
+        return "?";
     }
 }
 
@@ -464,13 +478,12 @@ ucs_status_t gdr_cuda_buffer_id(const void *addr, uint64_t *buffer_id)
         if (buffer_id == nullptr) {
             return UCS_ERR_INVALID_PARAM;
         }
-        *buffer_id          = 0;
-        const driver &cuda  = driver::instance();
+        *buffer_id            = 0;
+        const driver &cuda    = driver::instance();
         unsigned long long id = 0;
         if (!cuda.usable() ||
             cuda.api().cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                                             reinterpret_cast<CUdeviceptr>(addr)) !=
-                CUDA_SUCCESS ||
+                                             reinterpret_cast<CUdeviceptr>(addr)) != CUDA_SUCCESS ||
             id == 0) {
             return UCS_ERR_INVALID_ADDR;
         }
@@ -496,7 +509,7 @@ ucs_status_t gdr_cuda_dmabuf_export(const void *addr, size_t length, int *fd, ui
             throw gdr::error(UCS_ERR_INVALID_PARAM, "NULL fd/offset or empty range");
         }
         *fd = -1;
-        std::string        why;
+        std::string why;
         const ucs_status_t status = export_dmabuf(driver::instance(), addr, length, fd, offset,
                                                   &why);
         gdr::set_reason(reason, why.c_str());
@@ -561,15 +574,15 @@ ucs_status_t gdr_cuda_reg_mr(struct ibv_pd *pd, const void *addr, size_t length,
         query_memory(addr, length, &info);
         if (info.kind != GDR_CUDA_MEM_DEVICE && info.kind != GDR_CUDA_MEM_MANAGED) {
             const driver &cuda = driver::instance();
-            throw gdr::error(UCS_ERR_INVALID_ADDR,
-                             cuda.usable() ? hex(reinterpret_cast<uintptr_t>(addr)) +
-                                                 " is not CUDA device memory" :
-                                             no_cuda_reason(cuda));
+            throw gdr::error(UCS_ERR_INVALID_ADDR, cuda.usable()
+                                                       ? hex(reinterpret_cast<uintptr_t>(addr)) +
+                                                             " is not CUDA device memory"
+                                                       : no_cuda_reason(cuda));
         }
         const RegOutcome outcome = register_in_order(real_backend(), *config, methods, pd, addr,
                                                      length, access);
-        result->mr     = outcome.mr;
-        result->method = outcome.method;
+        result->mr               = outcome.mr;
+        result->method           = outcome.method;
         gdr::set_reason(reason, outcome.reason.c_str());
         return outcome.status;
     });

@@ -40,31 +40,31 @@ struct ibv_mr;
 
 /** What an address is.  Glue mapping in the comments. */
 typedef enum gdr_cuda_mem_kind {
-    GDR_CUDA_MEM_HOST = 0,    /**< not known to CUDA, pageable     -> UCS_MEMORY_TYPE_HOST */
+    GDR_CUDA_MEM_HOST = 0, /**< not known to CUDA, pageable     -> UCS_MEMORY_TYPE_HOST */
     GDR_CUDA_MEM_HOST_PINNED, /**< cuMemHostAlloc/cuMemHostRegister -> UCS_MEMORY_TYPE_HOST */
-    GDR_CUDA_MEM_DEVICE,      /**< cuMemAlloc, cudaMalloc, cuMemMap -> UCS_MEMORY_TYPE_CUDA */
-    GDR_CUDA_MEM_MANAGED      /**< cuMemAllocManaged -> UCS_MEMORY_TYPE_CUDA_MANAGED */
+    GDR_CUDA_MEM_DEVICE, /**< cuMemAlloc, cudaMalloc, cuMemMap -> UCS_MEMORY_TYPE_CUDA */
+    GDR_CUDA_MEM_MANAGED /**< cuMemAllocManaged -> UCS_MEMORY_TYPE_CUDA_MANAGED */
 } gdr_cuda_mem_kind_t;
 
 typedef struct gdr_cuda_mem_info {
     gdr_cuda_mem_kind_t kind;
     /** Device memory mapped with cuMemMap (VMM, e.g. cuMemCreate / PyTorch expandable segments). */
-    int                 is_vmm;
+    int is_vmm;
     /** CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE (peermem works on it); 0 for host. */
-    int                 gpu_direct_rdma_capable;
+    int gpu_direct_rdma_capable;
     /** The allocation holding the address: for device memory the driver's allocation (for VMM
      *  the cuMemMap'ed allocation, not the whole reservation); for the other kinds (managed
      *  included) the queried addr/length. */
-    void               *base;
-    size_t              alloc_length;
+    void *base;
+    size_t alloc_length;
     /** CU_POINTER_ATTRIBUTE_BUFFER_ID: process-unique and never reused, so a registration made
      *  for one id is stale when the address later reports another.  0 for pageable host. */
-    uint64_t            buffer_id;
+    uint64_t buffer_id;
     /** CUDA device ordinal owning the memory, -1 for host kinds. */
-    int                 device_ordinal;
+    int device_ordinal;
     /** That device's PCI location (for the md's sys_dev: ucs_topo_find_device_by_bus_id with
      *  function 0, as UCX's cuda md does); -1 for host kinds. */
-    int                 pci_domain, pci_bus, pci_device;
+    int pci_domain, pci_bus, pci_device;
 } gdr_cuda_mem_info_t;
 
 /** The UCX_GDR_* ternaries.  Same numbers as UCX's ucs_ternary_auto_value_t (NO, YES, TRY). */
@@ -86,13 +86,13 @@ typedef struct gdr_cuda_config {
 typedef enum gdr_cuda_reg_method {
     GDR_CUDA_REG_NONE    = 0,
     GDR_CUDA_REG_DMABUF  = 1, /**< cuMemGetHandleForAddressRange + ibv_reg_dmabuf_mr */
-    GDR_CUDA_REG_PEERMEM = 2  /**< ibv_reg_mr on the device pointer (nvidia_peermem, nv_peer_mem) */
+    GDR_CUDA_REG_PEERMEM = 2 /**< ibv_reg_mr on the device pointer (nvidia_peermem, nv_peer_mem) */
 } gdr_cuda_reg_method_t;
 
 /** Bit masks of methods, as in gdr_cuda_probe_result_t::methods. */
 #define GDR_CUDA_METHOD_BIT(m) (1u << (m))
-#define GDR_CUDA_METHODS_ALL   (GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_DMABUF) | \
-                                GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_PEERMEM))
+#define GDR_CUDA_METHODS_ALL \
+    (GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_DMABUF) | GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_PEERMEM))
 
 /** "dma-buf", "peermem" or "none". */
 const char *gdr_cuda_reg_method_name(gdr_cuda_reg_method_t method) GDR_NOEXCEPT;
@@ -158,10 +158,10 @@ ucs_status_t gdr_cuda_config_check(const gdr_cuda_config_t *config, gdr_reason_t
 
 typedef struct gdr_cuda_probe_result {
     /** 1: advertise UCS_MEMORY_TYPE_CUDA in reg_mem_types (some method works on some GPU). */
-    int          cuda_registrable;
+    int cuda_registrable;
     /** GDR_CUDA_METHOD_BIT()s that work (or are expected to: see reason) on at least one GPU;
      *  pass to gdr_cuda_reg_mr() to skip methods known not to work with this pd. */
-    unsigned     methods;
+    unsigned methods;
     /** Always set: what the probe found, in one line, e.g.
      *  "GPU0 NVIDIA H200 [0000:18:00]: dma-buf: ...; peermem: ..."; on failure, why. */
     gdr_reason_t reason;
@@ -184,7 +184,7 @@ ucs_status_t gdr_cuda_probe(struct ibv_pd *pd, const gdr_cuda_config_t *config, 
                             gdr_cuda_probe_result_t *result);
 
 typedef struct gdr_cuda_reg_result {
-    struct ibv_mr        *mr;     /**< deregister with ibv_dereg_mr() */
+    struct ibv_mr *mr; /**< deregister with ibv_dereg_mr() */
     gdr_cuda_reg_method_t method; /**< which method produced mr */
 } gdr_cuda_reg_result_t;
 

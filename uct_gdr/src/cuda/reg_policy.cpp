@@ -44,7 +44,7 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
                              unsigned methods, ibv_pd *pd, const void *addr, size_t length,
                              int access)
 {
-    RegOutcome               outcome;
+    RegOutcome outcome;
     std::vector<std::string> tried;  // one "<method>: <why not>" per method that did not work
 
     if (methods == 0) {
@@ -66,11 +66,10 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
     } else if (!has_method(methods, GDR_CUDA_REG_DMABUF)) {
         tried.push_back("dma-buf: not used (md-open probe found it unavailable)");
     } else {
-        int          fd     = -1;
-        uint64_t     offset = 0;
-        std::string  why;
-        ucs_status_t status = backend.export_dmabuf(backend.ctx, addr, length, &fd, &offset,
-                                                    &why);
+        int fd          = -1;
+        uint64_t offset = 0;
+        std::string why;
+        ucs_status_t status = backend.export_dmabuf(backend.ctx, addr, length, &fd, &offset, &why);
         if (status != UCS_OK) {
             tried.push_back("dma-buf: export failed: " + why);
         } else {
@@ -88,8 +87,7 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
                 return outcome;
             }
             tried.push_back("dma-buf: ibv_reg_dmabuf_mr(offset " + std::to_string(offset) +
-                            ", length " + std::to_string(length) + ") failed: " +
-                            errno_text(err));
+                            ", length " + std::to_string(length) + ") failed: " + errno_text(err));
         }
     }
 
@@ -127,7 +125,7 @@ RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t 
 ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeInput &input)
 {
     ProbeVerdict verdict;
-    std::string  contradiction = check_config(config);
+    std::string contradiction = check_config(config);
     if (!contradiction.empty()) {
         verdict.status = UCS_ERR_INVALID_PARAM;
         verdict.reason = contradiction;
@@ -183,8 +181,8 @@ ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeIn
     if (unmet) {
         verdict.status = UCS_ERR_UNSUPPORTED;
         verdict.reason = requirement + " but " +
-                         (config.dmabuf == GDR_CUDA_POLICY_YES ? "dma-buf registration" :
-                                                                 "GPU memory registration") +
+                         (config.dmabuf == GDR_CUDA_POLICY_YES ? "dma-buf registration"
+                                                               : "GPU memory registration") +
                          " is not available: " + verdict.reason;
     }
     return verdict;

@@ -27,7 +27,7 @@ struct RegBackend {
      *  On failure returns the status and sets *why. */
     ucs_status_t (*export_dmabuf)(void *ctx, const void *addr, size_t length, int *fd,
                                   uint64_t *offset, std::string *why) = nullptr;
-    void (*close_fd)(void *ctx, int fd) = nullptr;
+    void (*close_fd)(void *ctx, int fd)                               = nullptr;
     /** ibv_reg_dmabuf_mr; NULL + errno on failure. */
     ibv_mr *(*reg_dmabuf_mr)(void *ctx, ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
                              int fd, int access) = nullptr;
@@ -38,11 +38,11 @@ struct RegBackend {
 };
 
 struct RegOutcome {
-    ucs_status_t          status = UCS_ERR_UNSUPPORTED;
-    ibv_mr               *mr     = nullptr;
+    ucs_status_t status          = UCS_ERR_UNSUPPORTED;
+    ibv_mr *mr                   = nullptr;
     gdr_cuda_reg_method_t method = GDR_CUDA_REG_NONE;
     /** Failure: "dma-buf: <why>; peermem: <why>".  Success: what failed before, or empty. */
-    std::string           reason;
+    std::string reason;
 };
 
 /** dma-buf -> peermem -> refuse, as `config` and `methods` (GDR_CUDA_METHOD_BIT mask) allow. */
@@ -55,25 +55,25 @@ std::string check_config(const gdr_cuda_config_t &config);
 
 /** What the probe found out about one GPU, before the policies are applied. */
 struct DeviceFacts {
-    std::string label;            ///< "GPU0 NVIDIA H200 [0000:18:00]"
-    bool        dmabuf_ok  = false;
-    std::string dmabuf_detail;    ///< what was checked and its outcome
-    bool        peermem_ok = false;
+    std::string label;  ///< "GPU0 NVIDIA H200 [0000:18:00]"
+    bool dmabuf_ok = false;
+    std::string dmabuf_detail;  ///< what was checked and its outcome
+    bool peermem_ok = false;
     std::string peermem_detail;
 };
 
 struct ProbeInput {
-    bool                     cuda_available = false;
-    std::string              no_cuda_reason;     ///< when !cuda_available
-    bool                     have_pd = false;    ///< false: no verbs device to register with
+    bool cuda_available = false;
+    std::string no_cuda_reason;  ///< when !cuda_available
+    bool have_pd = false;  ///< false: no verbs device to register with
     std::vector<DeviceFacts> devices;
 };
 
 struct ProbeVerdict {
-    ucs_status_t status      = UCS_OK;  ///< non-OK: md open must fail
-    bool         registrable = false;   ///< advertise CUDA in reg_mem_types
-    unsigned     methods     = 0;
-    std::string  reason;
+    ucs_status_t status = UCS_OK;  ///< non-OK: md open must fail
+    bool registrable    = false;  ///< advertise CUDA in reg_mem_types
+    unsigned methods    = 0;
+    std::string reason;
 };
 
 ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeInput &input);

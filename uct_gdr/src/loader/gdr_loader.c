@@ -33,7 +33,7 @@
 #include <string.h>
 
 #ifndef GDR_ABI_SKEW
-#  define GDR_ABI_SKEW 0
+#define GDR_ABI_SKEW 0
 #endif
 
 #define GDR_BUILT_MAJOR GDR_UCX_BUILT_MAJOR
@@ -41,7 +41,7 @@
 #define GDR_STR_(_x)    #_x
 #define GDR_STR(_x)     GDR_STR_(_x)
 
-typedef void (*gdr_ucp_get_version_func_t)(unsigned*, unsigned*, unsigned*);
+typedef void (*gdr_ucp_get_version_func_t)(unsigned *, unsigned *, unsigned *);
 
 /* Copies the directory of the object that defines @a symbol into @a dir */
 static int gdr_loader_dir_of(const void *symbol, char *dir, size_t dir_len)
@@ -77,20 +77,22 @@ static gdr_ucp_get_version_func_t gdr_loader_ucp_get_version(void)
     }
     strcat(path, "/libucp.so.0");
     handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
-    return (handle == NULL) ? NULL :
-           (gdr_ucp_get_version_func_t)dlsym(handle, "ucp_get_version");
+    return (handle == NULL) ?
+                   NULL :
+                   (gdr_ucp_get_version_func_t)dlsym(handle, "ucp_get_version");
 }
 
 static void gdr_loader_refuse(const char *reason)
 {
     /* One line, on stderr: UCX's logging is not ours to use before the check */
-    fprintf(stderr, "libuct_gdr: not registering component 'gdr': %s\n", reason);
+    fprintf(stderr, "libuct_gdr: not registering component 'gdr': %s\n",
+            reason);
 }
 
 static void __attribute__((constructor)) gdr_loader_init(void)
 {
-    static const char impl_name[] = "ucx-gdr/libuct_gdr-ucx" GDR_STR(GDR_BUILT_MAJOR)
-                                    "." GDR_STR(GDR_UCX_BUILT_MINOR) ".so";
+    static const char impl_name[] = "ucx-gdr/libuct_gdr-ucx" GDR_STR(
+            GDR_BUILT_MAJOR) "." GDR_STR(GDR_UCX_BUILT_MINOR) ".so";
     gdr_ucp_get_version_func_t get_version;
     unsigned major, minor, release;
     char reason[PATH_MAX + 128];
@@ -98,23 +100,25 @@ static void __attribute__((constructor)) gdr_loader_init(void)
 
     get_version = gdr_loader_ucp_get_version();
     if (get_version == NULL) {
-        snprintf(reason, sizeof(reason), "no UCX in this process (cannot find "
-                 "ucp_get_version(); built for UCX %u.%u)", GDR_BUILT_MAJOR,
-                 GDR_BUILT_MINOR);
+        snprintf(reason, sizeof(reason),
+                 "no UCX in this process (cannot find "
+                 "ucp_get_version(); built for UCX %u.%u)",
+                 GDR_BUILT_MAJOR, GDR_BUILT_MINOR);
         gdr_loader_refuse(reason);
         return;
     }
 
     get_version(&major, &minor, &release);
     if ((major != GDR_BUILT_MAJOR) || (minor != GDR_BUILT_MINOR)) {
-        snprintf(reason, sizeof(reason), "built for UCX %u.%u but running in UCX "
-                 "%u.%u.%u; rebuild ucx-gdr against this UCX", GDR_BUILT_MAJOR,
-                 GDR_BUILT_MINOR, major, minor, release);
+        snprintf(reason, sizeof(reason),
+                 "built for UCX %u.%u but running in UCX "
+                 "%u.%u.%u; rebuild ucx-gdr against this UCX",
+                 GDR_BUILT_MAJOR, GDR_BUILT_MINOR, major, minor, release);
         gdr_loader_refuse(reason);
         return;
     }
 
-    if (gdr_loader_dir_of((const void*)gdr_loader_init, path,
+    if (gdr_loader_dir_of((const void *)gdr_loader_init, path,
                           sizeof(path) - sizeof(impl_name) - 1) != 0) {
         gdr_loader_refuse("cannot tell where libuct_gdr.so was loaded from");
         return;

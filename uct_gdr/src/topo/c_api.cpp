@@ -19,13 +19,13 @@ gdr_pci_addr_t to_c(const PciAddress &addr)
     return gdr_pci_addr_t{addr.domain, addr.bus, addr.device, addr.function};
 }
 
-ucs_status_t fill_selection(const std::vector<GidEntry> &gids, bool is_ethernet,
-                            int override_index, gdr_gid_selection_t *out, gdr_reason_t *reason)
+ucs_status_t fill_selection(const std::vector<GidEntry> &gids, bool is_ethernet, int override_index,
+                            gdr_gid_selection_t *out, gdr_reason_t *reason)
 {
     GidChoice choice = select_gid(gids, is_ethernet, override_index);
     std::memset(out, 0, sizeof(*out));
     out->index = choice.index;
-    out->type = GDR_GID_TYPE_UNKNOWN;
+    out->type  = GDR_GID_TYPE_UNKNOWN;
     gdr::set_reason(reason, choice.reason.c_str());
     for (const auto &gid : gids) {
         if (static_cast<int>(gid.index) == choice.index) {
@@ -39,7 +39,7 @@ ucs_status_t fill_selection(const std::vector<GidEntry> &gids, bool is_ethernet,
     return override_index >= 0 ? UCS_ERR_INVALID_PARAM : UCS_ERR_NO_ELEM;
 }
 
-} // namespace
+}  // namespace
 
 extern "C" {
 
@@ -49,8 +49,7 @@ const char *gdr_topo_link_name(gdr_topo_link_t link) GDR_NOEXCEPT
     return (link >= GDR_TOPO_SELF && link <= GDR_TOPO_UNKNOWN) ? names[link] : "?";
 }
 
-ucs_status_t gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci,
-                                        gdr_reason_t *reason)
+ucs_status_t gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci, gdr_reason_t *reason)
 {
     return gdr::guard(reason, [&] {
         auto addr = bdf != nullptr ? PciAddress::parse(bdf) : std::nullopt;
@@ -63,9 +62,8 @@ ucs_status_t gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci,
     });
 }
 
-ucs_status_t gdr_topo_rdma_device_pci(const char *root, const char *rdma_dev,
-                                      gdr_pci_addr_t *pci, int *numa_node,
-                                      gdr_reason_t *reason)
+ucs_status_t gdr_topo_rdma_device_pci(const char *root, const char *rdma_dev, gdr_pci_addr_t *pci,
+                                      int *numa_node, gdr_reason_t *reason)
 {
     return gdr::guard(reason, [&] {
         if (rdma_dev == nullptr || pci == nullptr) {
@@ -123,7 +121,7 @@ ucs_status_t gdr_select_gid_from_table(const gdr_gid_entry_t *entries, size_t co
             GidEntry gid;
             gid.index = entries[i].index;
             std::memcpy(gid.raw.data(), entries[i].raw, sizeof(entries[i].raw));
-            gid.type = static_cast<GidType>(entries[i].type);
+            gid.type   = static_cast<GidType>(entries[i].type);
             bool empty = true;
             for (uint8_t byte : gid.raw) {
                 empty = empty && byte == 0;
@@ -137,8 +135,7 @@ ucs_status_t gdr_select_gid_from_table(const gdr_gid_entry_t *entries, size_t co
 }
 
 ucs_status_t gdr_select_gid(const char *root, const char *rdma_dev, unsigned port,
-                            int override_index, gdr_gid_selection_t *out,
-                            gdr_reason_t *reason)
+                            int override_index, gdr_gid_selection_t *out, gdr_reason_t *reason)
 {
     return gdr::guard(reason, [&] {
         if (rdma_dev == nullptr || out == nullptr) {
@@ -156,4 +153,4 @@ ucs_status_t gdr_select_gid(const char *root, const char *rdma_dev, unsigned por
     });
 }
 
-} // extern "C"
+}  // extern "C"

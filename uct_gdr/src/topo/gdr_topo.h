@@ -25,12 +25,12 @@ extern "C" {
 /** Distance between two PCI devices, nearest first (the nvidia-smi `topo -m` classes). */
 typedef enum {
     GDR_TOPO_SELF = 0, /**< the same device */
-    GDR_TOPO_PIX,      /**< through at most one PCIe switch (or one bridge) */
-    GDR_TOPO_PXB,      /**< through several PCIe switches, not through the host bridge */
-    GDR_TOPO_PHB,      /**< through a PCIe host bridge (CPU root complex) */
-    GDR_TOPO_NODE,     /**< between host bridges of one NUMA node */
-    GDR_TOPO_SYS,      /**< across NUMA nodes (SMP interconnect: UPI, xGMI, ...) */
-    GDR_TOPO_UNKNOWN   /**< a device is not on PCI (e.g. Soft-RoCE without a PCI netdev) */
+    GDR_TOPO_PIX, /**< through at most one PCIe switch (or one bridge) */
+    GDR_TOPO_PXB, /**< through several PCIe switches, not through the host bridge */
+    GDR_TOPO_PHB, /**< through a PCIe host bridge (CPU root complex) */
+    GDR_TOPO_NODE, /**< between host bridges of one NUMA node */
+    GDR_TOPO_SYS, /**< across NUMA nodes (SMP interconnect: UPI, xGMI, ...) */
+    GDR_TOPO_UNKNOWN /**< a device is not on PCI (e.g. Soft-RoCE without a PCI netdev) */
 } gdr_topo_link_t;
 
 /** "X", "PIX", "PXB", "PHB", "NODE", "SYS" or "?" (a table lookup: nothing to fail) */
@@ -38,9 +38,9 @@ const char *gdr_topo_link_name(gdr_topo_link_t link) GDR_NOEXCEPT;
 
 typedef struct {
     uint16_t domain;
-    uint8_t  bus;
-    uint8_t  device;
-    uint8_t  function;
+    uint8_t bus;
+    uint8_t device;
+    uint8_t function;
 } gdr_pci_addr_t;
 
 /**
@@ -49,8 +49,7 @@ typedef struct {
  * @return UCS_OK; UCS_ERR_INVALID_PARAM when `bdf` is not such an address (e.g. "" for a virtual
  *         device) or `pci` is NULL.
  */
-ucs_status_t gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci,
-                                        gdr_reason_t *reason);
+ucs_status_t gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci, gdr_reason_t *reason);
 
 /**
  * The PCI function behind an RDMA device (/sys/class/infiniband/<dev>/device), or for a
@@ -60,9 +59,8 @@ ucs_status_t gdr_topo_parse_pci_address(const char *bdf, gdr_pci_addr_t *pci,
  *         loopback netdev); UCS_ERR_NO_DEVICE if the RDMA device does not exist;
  *         UCS_ERR_INVALID_PARAM for a NULL argument.
  */
-ucs_status_t gdr_topo_rdma_device_pci(const char *root, const char *rdma_dev,
-                                      gdr_pci_addr_t *pci, int *numa_node,
-                                      gdr_reason_t *reason);
+ucs_status_t gdr_topo_rdma_device_pci(const char *root, const char *rdma_dev, gdr_pci_addr_t *pci,
+                                      int *numa_node, gdr_reason_t *reason);
 
 /**
  * Classifies the path between two PCI functions given as "DDDD:BB:DD.F".
@@ -75,22 +73,22 @@ ucs_status_t gdr_topo_classify(const char *root, const char *bdf_a, const char *
 /* ---- GID selection (shared by gdr_rc and gdr-doctor) ---------------------------------- */
 
 typedef enum {
-    GDR_GID_TYPE_IB = 0,     /**< InfiniBand port */
-    GDR_GID_TYPE_ROCE_V1,    /**< "IB/RoCE v1" */
-    GDR_GID_TYPE_ROCE_V2,    /**< "RoCE v2" (UDP/IP encapsulation, routable) */
+    GDR_GID_TYPE_IB = 0, /**< InfiniBand port */
+    GDR_GID_TYPE_ROCE_V1, /**< "IB/RoCE v1" */
+    GDR_GID_TYPE_ROCE_V2, /**< "RoCE v2" (UDP/IP encapsulation, routable) */
     GDR_GID_TYPE_UNKNOWN
 } gdr_gid_type_t;
 
 typedef struct {
-    unsigned       index;
-    uint8_t        raw[16];
+    unsigned index;
+    uint8_t raw[16];
     gdr_gid_type_t type;
 } gdr_gid_entry_t;
 
 typedef struct {
-    int            index;   /**< the chosen GID index, -1 when none is usable */
+    int index; /**< the chosen GID index, -1 when none is usable */
     gdr_gid_type_t type;
-    uint8_t        raw[16];
+    uint8_t raw[16];
 } gdr_gid_selection_t;
 
 /**
@@ -109,8 +107,7 @@ ucs_status_t gdr_select_gid_from_table(const gdr_gid_entry_t *entries, size_t co
 /** The same over the GID table of /sys/class/infiniband/<dev>/ports/<port>/; also
  *  UCS_ERR_NO_DEVICE when the RDMA device does not exist. */
 ucs_status_t gdr_select_gid(const char *root, const char *rdma_dev, unsigned port,
-                            int override_index, gdr_gid_selection_t *out,
-                            gdr_reason_t *reason);
+                            int override_index, gdr_gid_selection_t *out, gdr_reason_t *reason);
 
 #ifdef __cplusplus
 }

@@ -40,8 +40,8 @@ public:
     std::optional<std::string> resolve(std::string_view abs) const;
 
 private:
-    std::string root_;      // as given, without trailing '/' (except "/")
-    std::string real_root_; // realpath(root_), to strip from resolved paths
+    std::string root_;  // as given, without trailing '/' (except "/")
+    std::string real_root_;  // realpath(root_), to strip from resolved paths
 };
 
 // ---- PCI -------------------------------------------------------------------------------
@@ -50,18 +50,18 @@ struct PciAddress {
     uint16_t domain = 0;
     uint8_t bus = 0, device = 0, function = 0;
 
-    static std::optional<PciAddress> parse(std::string_view bdf); ///< "DDDD:BB:DD.F"
+    static std::optional<PciAddress> parse(std::string_view bdf);  ///< "DDDD:BB:DD.F"
     std::string str() const;
 };
 
 struct PciDevice {
-    std::string bdf;                ///< "0000:17:00.0"
+    std::string bdf;  ///< "0000:17:00.0"
     /// The device's sysfs path from its host bridge down: {"pci0000:00", "0000:00:01.0",
     /// ..., bdf}.  Element 0 identifies the root complex (with any non-PCI prefix joined in).
     std::vector<std::string> path;
     uint16_t vendor = 0, device = 0;
-    uint32_t class_code = 0;        ///< 24 bits: class, subclass, prog-if
-    int numa_node = -1;             ///< -1: unknown (also what a single-node box reports)
+    uint32_t class_code = 0;  ///< 24 bits: class, subclass, prog-if
+    int numa_node       = -1;  ///< -1: unknown (also what a single-node box reports)
 
     bool is_nvidia_gpu() const;
     /// Bridges above the device (path without the host bridge and the device itself).
@@ -72,9 +72,15 @@ struct PciDevice {
 std::optional<PciDevice> read_pci_device(const SysRoot &sys, std::string_view bdf,
                                          std::string *error = nullptr);
 
-enum class Link { Self = GDR_TOPO_SELF, PIX = GDR_TOPO_PIX, PXB = GDR_TOPO_PXB,
-                  PHB = GDR_TOPO_PHB, NODE = GDR_TOPO_NODE, SYS = GDR_TOPO_SYS,
-                  Unknown = GDR_TOPO_UNKNOWN };
+enum class Link {
+    Self    = GDR_TOPO_SELF,
+    PIX     = GDR_TOPO_PIX,
+    PXB     = GDR_TOPO_PXB,
+    PHB     = GDR_TOPO_PHB,
+    NODE    = GDR_TOPO_NODE,
+    SYS     = GDR_TOPO_SYS,
+    Unknown = GDR_TOPO_UNKNOWN
+};
 const char *link_name(Link link);
 
 /// How two PCI functions reach each other.
@@ -85,8 +91,8 @@ struct PciPath {
     std::string common_ancestor;
     /// Every bridge a peer-to-peer transfer crosses (both sides, common ancestor included).
     std::vector<std::string> bridges;
-    int switches = 0;               ///< PCIe switches among those bridges
-    std::string explanation;        ///< one sentence for humans
+    int switches = 0;  ///< PCIe switches among those bridges
+    std::string explanation;  ///< one sentence for humans
 };
 
 /// Classifies a <-> b.  PCIe switches are told apart by the PCIe port type in config space
@@ -97,11 +103,17 @@ PciPath classify(const SysRoot &sys, const PciDevice &a, const PciDevice &b);
 // ---- ACS (PCIe Access Control Services) ------------------------------------------------
 
 struct BridgeAcs {
-    enum class State { Redirecting, Harmless, Disabled, NotCapable, Unreadable };
+    enum class State {
+        Redirecting,
+        Harmless,
+        Disabled,
+        NotCapable,
+        Unreadable
+    };
     std::string bdf;
-    State state = State::Unreadable;
+    State state         = State::Unreadable;
     uint16_t capability = 0, control = 0;
-    std::string detail;             ///< e.g. "ACSCtl: SrcValid+ TransBlk- ReqRedir+ ..."
+    std::string detail;  ///< e.g. "ACSCtl: SrcValid+ TransBlk- ReqRedir+ ..."
 
     /// ReqRedir, CmpltRedir or EgressCtrl set: peer-to-peer TLPs are sent up to the root
     /// complex instead of across the switch.
@@ -116,23 +128,27 @@ BridgeAcs read_acs(const SysRoot &sys, std::string_view bdf);
 
 // ---- RDMA devices, ports, GIDs ---------------------------------------------------------
 
-enum class GidType { IB = GDR_GID_TYPE_IB, RoCEv1 = GDR_GID_TYPE_ROCE_V1,
-                     RoCEv2 = GDR_GID_TYPE_ROCE_V2, Unknown = GDR_GID_TYPE_UNKNOWN };
+enum class GidType {
+    IB      = GDR_GID_TYPE_IB,
+    RoCEv1  = GDR_GID_TYPE_ROCE_V1,
+    RoCEv2  = GDR_GID_TYPE_ROCE_V2,
+    Unknown = GDR_GID_TYPE_UNKNOWN
+};
 const char *gid_type_name(GidType type);
 
 struct GidEntry {
     unsigned index = 0;
     std::array<uint8_t, 16> raw{};
     GidType type = GidType::Unknown;
-    std::string netdev;             ///< gid_attrs/ndevs/N (RoCE), "" for IB
+    std::string netdev;  ///< gid_attrs/ndevs/N (RoCE), "" for IB
 
-    bool is_ipv4_mapped() const;    ///< ::ffff:a.b.c.d
-    bool is_link_local() const;     ///< fe80::/10
-    std::string address() const;    ///< compact text: "::ffff:192.0.2.1", "fe80::1"
+    bool is_ipv4_mapped() const;  ///< ::ffff:a.b.c.d
+    bool is_link_local() const;  ///< fe80::/10
+    std::string address() const;  ///< compact text: "::ffff:192.0.2.1", "fe80::1"
 };
 
 struct GidChoice {
-    int index = -1;                 ///< -1: no usable GID
+    int index = -1;  ///< -1: no usable GID
     std::string reason;
 };
 
@@ -142,15 +158,15 @@ GidChoice select_gid(const std::vector<GidEntry> &gids, bool is_ethernet, int ov
 
 struct RdmaPort {
     std::string device;
-    unsigned port = 0;
-    int state_code = 0;             ///< 4 = ACTIVE
-    std::string state;              ///< "ACTIVE", "DOWN", ...
-    std::string phys_state;         ///< "LinkUp", "Disabled", ...
-    std::string rate;               ///< "200 Gb/sec (4X HDR)"
-    std::string link_layer;         ///< "InfiniBand" or "Ethernet"
-    std::string netdev;             ///< RoCE: the netdev of the port's GIDs
-    int netdev_mtu = 0;             ///< RoCE: that netdev's MTU, 0 when unknown
-    std::vector<GidEntry> gids;     ///< non-empty entries
+    unsigned port  = 0;
+    int state_code = 0;  ///< 4 = ACTIVE
+    std::string state;  ///< "ACTIVE", "DOWN", ...
+    std::string phys_state;  ///< "LinkUp", "Disabled", ...
+    std::string rate;  ///< "200 Gb/sec (4X HDR)"
+    std::string link_layer;  ///< "InfiniBand" or "Ethernet"
+    std::string netdev;  ///< RoCE: the netdev of the port's GIDs
+    int netdev_mtu = 0;  ///< RoCE: that netdev's MTU, 0 when unknown
+    std::vector<GidEntry> gids;  ///< non-empty entries
 
     bool is_ethernet() const { return link_layer == "Ethernet"; }
     bool is_active() const { return state_code == 4; }
@@ -163,9 +179,9 @@ std::vector<unsigned> list_ports(const SysRoot &sys, std::string_view rdma_dev);
 RdmaPort read_port(const SysRoot &sys, std::string_view rdma_dev, unsigned port);
 
 struct RdmaDevice {
-    std::string name;               ///< "mlx5_0"
-    std::optional<PciDevice> pci;   ///< the PCI function (for rxe: that of its netdev), if any
-    std::string parent_netdev;      ///< software devices (rxe, siw): /sys/class/infiniband/X/parent
+    std::string name;  ///< "mlx5_0"
+    std::optional<PciDevice> pci;  ///< the PCI function (for rxe: that of its netdev), if any
+    std::string parent_netdev;  ///< software devices (rxe, siw): /sys/class/infiniband/X/parent
 };
 
 /// /sys/class/infiniband/<name>; nullopt if it does not exist.
@@ -175,7 +191,7 @@ std::optional<RdmaDevice> read_rdma_device(const SysRoot &sys, std::string_view 
 
 /// A loaded peer-memory kernel module: what lets ibv_reg_mr() pin GPU memory.
 struct PeerMemoryModule {
-    std::string module;    ///< "nvidia_peermem" or "nv_peer_mem"
+    std::string module;  ///< "nvidia_peermem" or "nv_peer_mem"
     std::string evidence;  ///< the file of the tree that shows it, e.g. "/sys/module/X/version"
 };
 
@@ -188,9 +204,9 @@ std::optional<PeerMemoryModule> find_peer_memory_module(const SysRoot &sys);
 // ---- Whole box -------------------------------------------------------------------------
 
 struct Topology {
-    std::vector<PciDevice> gpus;    ///< NVIDIA 3D/VGA controllers, in PCI order
+    std::vector<PciDevice> gpus;  ///< NVIDIA 3D/VGA controllers, in PCI order
     std::vector<RdmaDevice> rdma_devices;
-    std::map<int, int> numa_socket; ///< NUMA node -> CPU package id (when readable)
+    std::map<int, int> numa_socket;  ///< NUMA node -> CPU package id (when readable)
 
     static Topology discover(const SysRoot &sys);
 };
@@ -204,4 +220,4 @@ struct NearestRdma {
 std::optional<NearestRdma> nearest_rdma_device(const SysRoot &sys, const Topology &topo,
                                                const PciDevice &gpu);
 
-} // namespace gdr::topo
+}  // namespace gdr::topo

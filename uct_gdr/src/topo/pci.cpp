@@ -8,16 +8,18 @@
 namespace gdr::topo {
 namespace {
 
-constexpr size_t kConfigHeaderBytes = 64;     // what an unprivileged read of config returns
-constexpr size_t kConfigBytes = 256;          // conventional config space
-constexpr size_t kExtConfigBytes = 4096;      // PCIe extended config space
-constexpr unsigned kCapPciExpress = 0x10;
-constexpr unsigned kExtCapAcs = 0x000D;
+constexpr size_t kConfigHeaderBytes    = 64;  // what an unprivileged read of config returns
+constexpr size_t kConfigBytes          = 256;  // conventional config space
+constexpr size_t kExtConfigBytes       = 4096;  // PCIe extended config space
+constexpr unsigned kCapPciExpress      = 0x10;
+constexpr unsigned kExtCapAcs          = 0x000D;
 constexpr uint16_t kAcsRequestRedirect = 1u << 2, kAcsCompletionRedirect = 1u << 3,
                    kAcsEgressControl = 1u << 5;
 
 enum PciePortType : int {
-    kRootPort = 0x4, kUpstreamPort = 0x5, kDownstreamPort = 0x6,
+    kRootPort       = 0x4,
+    kUpstreamPort   = 0x5,
+    kDownstreamPort = 0x6,
 };
 
 uint16_t le16(const std::vector<uint8_t> &b, size_t off)
@@ -41,7 +43,7 @@ std::optional<int> pcie_port_type(const SysRoot &sys, std::string_view bdf)
 {
     auto cfg = sys.read_binary(config_path(bdf), kConfigBytes);
     if (!cfg || cfg->size() < kConfigHeaderBytes || !(le16(*cfg, 0x06) & (1u << 4))) {
-        return std::nullopt; // no capability list
+        return std::nullopt;  // no capability list
     }
     size_t offset = (*cfg)[0x34] & ~3u;
     for (int hops = 0; offset >= 0x40 && offset + 4 <= cfg->size() && hops < 48; ++hops) {
@@ -58,7 +60,7 @@ std::string switch_of(const SysRoot &sys, const std::vector<std::string> &path, 
 {
     // path[0] is the host bridge, path[1] the root port; below it bridges come as switch
     // upstream port / downstream port pairs.
-    auto type = pcie_port_type(sys, path[index]);
+    auto type       = pcie_port_type(sys, path[index]);
     bool downstream = type ? *type == kDownstreamPort : (index >= 3 && index % 2 == 1);
     return downstream && index >= 2 ? path[index - 1] : path[index];
 }
@@ -68,7 +70,7 @@ bool is_bdf(std::string_view s)
     return PciAddress::parse(s).has_value();
 }
 
-} // namespace
+}  // namespace
 
 std::optional<PciAddress> PciAddress::parse(std::string_view bdf)
 {
@@ -76,7 +78,8 @@ std::optional<PciAddress> PciAddress::parse(std::string_view bdf)
     char tail;
     std::string s(bdf);
     if (s.size() != 12 ||
-        std::sscanf(s.c_str(), "%4x:%2x:%2x.%1x%c", &domain, &bus, &device, &function, &tail) != 4 ||
+        std::sscanf(s.c_str(), "%4x:%2x:%2x.%1x%c", &domain, &bus, &device, &function, &tail) !=
+            4 ||
         device > 31 || function > 7) {
         return std::nullopt;
     }
@@ -118,7 +121,7 @@ std::optional<PciDevice> read_pci_device(const SysRoot &sys, std::string_view bd
         return fail("'" + std::string(bdf) + "' is not a PCI address (DDDD:BB:DD.F)");
     }
     const std::string link = "/sys/bus/pci/devices/" + std::string(bdf);
-    auto real = sys.resolve(link);
+    auto real              = sys.resolve(link);
     if (!real) {
         return fail(sys.path(link) + ": no such PCI device");
     }
@@ -156,10 +159,10 @@ std::optional<PciDevice> read_pci_device(const SysRoot &sys, std::string_view bd
     }
     dev.path.push_back(host_bridge);
     dev.path.insert(dev.path.end(), parts.begin() + static_cast<long>(first_bdf), parts.end());
-    dev.vendor = static_cast<uint16_t>(sys.read_int(link + "/vendor").value_or(0));
-    dev.device = static_cast<uint16_t>(sys.read_int(link + "/device").value_or(0));
+    dev.vendor     = static_cast<uint16_t>(sys.read_int(link + "/vendor").value_or(0));
+    dev.device     = static_cast<uint16_t>(sys.read_int(link + "/device").value_or(0));
     dev.class_code = static_cast<uint32_t>(sys.read_int(link + "/class").value_or(0));
-    dev.numa_node = static_cast<int>(sys.read_int(link + "/numa_node").value_or(-1));
+    dev.numa_node  = static_cast<int>(sys.read_int(link + "/numa_node").value_or(-1));
     return dev;
 }
 
@@ -172,7 +175,7 @@ PciPath classify(const SysRoot &sys, const PciDevice &a, const PciDevice &b)
 {
     PciPath result;
     if (a.bdf == b.bdf) {
-        result.link = Link::Self;
+        result.link        = Link::Self;
         result.explanation = "the same device";
         return result;
     }
@@ -187,11 +190,11 @@ PciPath classify(const SysRoot &sys, const PciDevice &a, const PciDevice &b)
         }
         bool numa_known = a.numa_node >= 0 && b.numa_node >= 0;
         if (numa_known && a.numa_node != b.numa_node) {
-            result.link = Link::SYS;
+            result.link        = Link::SYS;
             result.explanation = "different NUMA nodes (" + std::to_string(a.numa_node) + " and " +
                                  std::to_string(b.numa_node) + "): across the SMP interconnect";
         } else {
-            result.link = Link::NODE;
+            result.link        = Link::NODE;
             result.explanation = "different host bridges (" + a.path.front() + ", " +
                                  b.path.front() + ") of one NUMA node" +
                                  (numa_known ? "" : " (NUMA node not reported: assumed one)");
@@ -217,17 +220,17 @@ PciPath classify(const SysRoot &sys, const PciDevice &a, const PciDevice &b)
     add_side(a);
     add_side(b);
     if (common == 1) {
-        result.link = Link::PHB;
+        result.link        = Link::PHB;
         result.explanation = "through the host bridge " + result.common_ancestor;
-        result.switches = 0;
+        result.switches    = 0;
         return result;
     }
     result.switches = static_cast<int>(switch_names.size());
     if (switch_names.size() <= 1) {
-        result.link = Link::PIX;
+        result.link        = Link::PIX;
         result.explanation = "one PCIe switch (common bridge " + result.common_ancestor + ")";
     } else {
-        result.link = Link::PXB;
+        result.link        = Link::PXB;
         result.explanation = std::to_string(switch_names.size()) +
                              " PCIe switches, not through the host bridge (common bridge " +
                              result.common_ancestor + ")";
@@ -238,20 +241,25 @@ PciPath classify(const SysRoot &sys, const PciDevice &a, const PciDevice &b)
 const char *acs_state_name(BridgeAcs::State state)
 {
     switch (state) {
-    case BridgeAcs::State::Redirecting: return "redirecting";
-    case BridgeAcs::State::Harmless:    return "enabled-no-redirect";
-    case BridgeAcs::State::Disabled:    return "disabled";
-    case BridgeAcs::State::NotCapable:  return "not-capable";
-    case BridgeAcs::State::Unreadable:  return "unreadable";
+    case BridgeAcs::State::Redirecting:
+        return "redirecting";
+    case BridgeAcs::State::Harmless:
+        return "enabled-no-redirect";
+    case BridgeAcs::State::Disabled:
+        return "disabled";
+    case BridgeAcs::State::NotCapable:
+        return "not-capable";
+    case BridgeAcs::State::Unreadable:
+        return "unreadable";
     }
     return "unreadable";
 }
 
 std::string decode_acs_control(uint16_t control)
 {
-    static const char *const names[] = {"SrcValid", "TransBlk", "ReqRedir", "CmpltRedir",
+    static const char *const names[] = {"SrcValid",    "TransBlk",   "ReqRedir",   "CmpltRedir",
                                         "UpstreamFwd", "EgressCtrl", "DirectTrans"};
-    std::string text = "ACSCtl:";
+    std::string text                 = "ACSCtl:";
     for (unsigned bit = 0; bit < 7; ++bit) {
         text += std::string(" ") + names[bit] + ((control >> bit) & 1 ? "+" : "-");
     }
@@ -261,7 +269,7 @@ std::string decode_acs_control(uint16_t control)
 BridgeAcs read_acs(const SysRoot &sys, std::string_view bdf)
 {
     BridgeAcs acs;
-    acs.bdf = std::string(bdf);
+    acs.bdf  = std::string(bdf);
     auto cfg = sys.read_binary(config_path(bdf), kExtConfigBytes);
     if (!cfg) {
         acs.detail = "could not open " + sys.path(config_path(bdf));
@@ -273,7 +281,7 @@ BridgeAcs read_acs(const SysRoot &sys, std::string_view bdf)
         return acs;
     }
     if (cfg->size() < 0x100 + 8) {
-        acs.state = BridgeAcs::State::NotCapable;
+        acs.state  = BridgeAcs::State::NotCapable;
         acs.detail = "no PCIe extended config space";
         return acs;
     }
@@ -285,8 +293,8 @@ BridgeAcs read_acs(const SysRoot &sys, std::string_view bdf)
         }
         if ((header & 0xffff) == kExtCapAcs) {
             acs.capability = le16(*cfg, offset + 4);
-            acs.control = le16(*cfg, offset + 6);
-            acs.detail = decode_acs_control(acs.control);
+            acs.control    = le16(*cfg, offset + 6);
+            acs.detail     = decode_acs_control(acs.control);
             if (acs.control & (kAcsRequestRedirect | kAcsCompletionRedirect | kAcsEgressControl)) {
                 acs.state = BridgeAcs::State::Redirecting;
             } else if (acs.control != 0) {
@@ -298,13 +306,13 @@ BridgeAcs read_acs(const SysRoot &sys, std::string_view bdf)
         }
         size_t next = header >> 20;
         if (next <= offset) {
-            break; // the list only goes up; anything else is a loop
+            break;  // the list only goes up; anything else is a loop
         }
         offset = next & ~size_t{3};
     }
-    acs.state = BridgeAcs::State::NotCapable;
+    acs.state  = BridgeAcs::State::NotCapable;
     acs.detail = "no ACS capability";
     return acs;
 }
 
-} // namespace gdr::topo
+}  // namespace gdr::topo

@@ -23,4 +23,4 @@ std::optional<PeerMemoryModule> find_peer_memory_module(const SysRoot &sys)
     return std::nullopt;
 }
 
-} // namespace gdr::topo
+}  // namespace gdr::topo

@@ -36,13 +36,12 @@ std::optional<std::array<uint8_t, 16>> parse_sysfs_gid(const std::string &text)
     unsigned group[8];
     char tail;
     if (std::sscanf(text.c_str(), "%4x:%4x:%4x:%4x:%4x:%4x:%4x:%4x%c", &group[0], &group[1],
-                    &group[2], &group[3], &group[4], &group[5], &group[6], &group[7],
-                    &tail) != 8) {
+                    &group[2], &group[3], &group[4], &group[5], &group[6], &group[7], &tail) != 8) {
         return std::nullopt;
     }
     std::array<uint8_t, 16> raw{};
     for (int i = 0; i < 8; ++i) {
-        raw[2 * i] = static_cast<uint8_t>(group[i] >> 8);
+        raw[2 * i]     = static_cast<uint8_t>(group[i] >> 8);
         raw[2 * i + 1] = static_cast<uint8_t>(group[i] & 0xff);
     }
     return raw;
@@ -72,7 +71,7 @@ std::optional<PciDevice> pci_device_behind(const SysRoot &sys, const std::string
     }
     std::string path = *real;
     while (!path.empty()) {
-        size_t slash = path.rfind('/');
+        size_t slash     = path.rfind('/');
         std::string leaf = path.substr(slash + 1);
         if (PciAddress::parse(leaf)) {
             return read_pci_device(sys, leaf);
@@ -103,15 +102,19 @@ std::pair<int, const char *> gid_class(const GidEntry &gid)
     return {4, "of unknown type"};
 }
 
-} // namespace
+}  // namespace
 
 const char *gid_type_name(GidType type)
 {
     switch (type) {
-    case GidType::IB:     return "IB";
-    case GidType::RoCEv1: return "RoCE v1";
-    case GidType::RoCEv2: return "RoCE v2";
-    default:              return "unknown";
+    case GidType::IB:
+        return "IB";
+    case GidType::RoCEv1:
+        return "RoCE v1";
+    case GidType::RoCEv2:
+        return "RoCE v2";
+    default:
+        return "unknown";
     }
 }
 
@@ -144,7 +147,7 @@ GidChoice select_gid(const std::vector<GidEntry> &gids, bool is_ethernet, int ov
                             " is empty or out of range";
             return choice;
         }
-        choice.index = override_index;
+        choice.index  = override_index;
         choice.reason = "GID index " + std::to_string(override_index) + " requested explicitly (" +
                         (is_ethernet ? gid_class(*it).second : "InfiniBand") + ", " +
                         it->address() + ")";
@@ -163,7 +166,7 @@ GidChoice select_gid(const std::vector<GidEntry> &gids, bool is_ethernet, int ov
             choice.reason = "InfiniBand port without GID 0";
             return choice;
         }
-        choice.index = 0;
+        choice.index  = 0;
         choice.reason = "InfiniBand port: GID index 0 (subnet prefix + port GUID)";
         return choice;
     }
@@ -174,14 +177,14 @@ GidChoice select_gid(const std::vector<GidEntry> &gids, bool is_ethernet, int ov
             best = &gid;
         }
     }
-    choice.index = static_cast<int>(best->index);
+    choice.index                   = static_cast<int>(best->index);
     static const char *const why[] = {
         "first choice: routable over IPv4 fabrics, what RDMA-CM and most RoCE setups use",
         "no RoCE v2 IPv4 GID; an IPv6 global address is routable",
         "no routable RoCE v2 GID; link-local only reaches the same L2 segment",
         "no RoCE v2 GID at all: RoCE v1 is not routable and gets no ECN/DCQCN",
         "no GID of a known type"};
-    int cls = gid_class(*best).first;
+    int cls       = gid_class(*best).first;
     choice.reason = std::string(gid_class(*best).second) + " " + best->address() +
                     (best->netdev.empty() ? "" : " on " + best->netdev) + ": " + why[cls];
     return choice;
@@ -207,7 +210,7 @@ std::vector<unsigned> list_ports(const SysRoot &sys, std::string_view rdma_dev)
     std::vector<unsigned> ports;
     const std::string dir = "/sys/class/infiniband/" + std::string(rdma_dev) + "/ports";
     for (const auto &name : sys.list_dir(dir)) {
-        char *end = nullptr;
+        char *end       = nullptr;
         unsigned long n = std::strtoul(name.c_str(), &end, 10);
         if (end != name.c_str() && *end == '\0' && n > 0 && n < 256) {
             ports.push_back(static_cast<unsigned>(n));
@@ -220,16 +223,16 @@ std::vector<unsigned> list_ports(const SysRoot &sys, std::string_view rdma_dev)
 RdmaPort read_port(const SysRoot &sys, std::string_view rdma_dev, unsigned port)
 {
     RdmaPort p;
-    p.device = std::string(rdma_dev);
-    p.port = port;
-    const std::string dir = port_dir(rdma_dev, port);
+    p.device                        = std::string(rdma_dev);
+    p.port                          = port;
+    const std::string dir           = port_dir(rdma_dev, port);
     std::tie(p.state_code, p.state) = split_state(sys.read_text(dir + "/state"));
-    p.phys_state = split_state(sys.read_text(dir + "/phys_state")).second;
-    p.rate = sys.read_text(dir + "/rate").value_or("");
-    p.link_layer = sys.read_text(dir + "/link_layer").value_or("");
+    p.phys_state                    = split_state(sys.read_text(dir + "/phys_state")).second;
+    p.rate                          = sys.read_text(dir + "/rate").value_or("");
+    p.link_layer                    = sys.read_text(dir + "/link_layer").value_or("");
     std::vector<std::pair<unsigned, std::string>> slots;
     for (const auto &name : sys.list_dir(dir + "/gids")) {
-        char *end = nullptr;
+        char *end       = nullptr;
         unsigned long n = std::strtoul(name.c_str(), &end, 10);
         if (end != name.c_str() && *end == '\0') {
             slots.emplace_back(static_cast<unsigned>(n), name);
@@ -238,13 +241,13 @@ RdmaPort read_port(const SysRoot &sys, std::string_view rdma_dev, unsigned port)
     std::sort(slots.begin(), slots.end());
     for (const auto &[index, name] : slots) {
         auto text = sys.read_text(dir + "/gids/" + name);
-        auto raw = text ? parse_sysfs_gid(*text) : std::nullopt;
+        auto raw  = text ? parse_sysfs_gid(*text) : std::nullopt;
         if (!raw || std::all_of(raw->begin(), raw->end(), [](uint8_t b) { return b == 0; })) {
-            continue; // empty slot
+            continue;  // empty slot
         }
         GidEntry gid;
         gid.index = index;
-        gid.raw = *raw;
+        gid.raw   = *raw;
         gid.type = p.is_ethernet() ? parse_gid_type(sys.read_text(dir + "/gid_attrs/types/" + name))
                                    : GidType::IB;
         gid.netdev = sys.read_text(dir + "/gid_attrs/ndevs/" + name).value_or("");
@@ -254,7 +257,7 @@ RdmaPort read_port(const SysRoot &sys, std::string_view rdma_dev, unsigned port)
         p.gids.push_back(std::move(gid));
     }
     if (!p.netdev.empty()) {
-        auto mtu = sys.read_int("/sys/class/net/" + p.netdev + "/mtu");
+        auto mtu     = sys.read_int("/sys/class/net/" + p.netdev + "/mtu");
         p.netdev_mtu = static_cast<int>(mtu.value_or(0));
     }
     return p;
@@ -267,9 +270,9 @@ std::optional<RdmaDevice> read_rdma_device(const SysRoot &sys, std::string_view 
         return std::nullopt;
     }
     RdmaDevice dev;
-    dev.name = std::string(name);
+    dev.name          = std::string(name);
     dev.parent_netdev = sys.read_text(dir + "/parent").value_or("");
-    dev.pci = pci_device_behind(sys, dir + "/device");
+    dev.pci           = pci_device_behind(sys, dir + "/device");
     if (!dev.pci && !dev.parent_netdev.empty()) {
         dev.pci = pci_device_behind(sys, "/sys/class/net/" + dev.parent_netdev + "/device");
     }
@@ -297,11 +300,11 @@ Topology Topology::discover(const SysRoot &sys)
         }
         auto cpulist = sys.read_text("/sys/devices/system/node/" + node + "/cpulist");
         if (!cpulist || cpulist->empty()) {
-            continue; // memory-only node
+            continue;  // memory-only node
         }
         int first_cpu = std::atoi(cpulist->c_str());
-        auto package = sys.read_int("/sys/devices/system/cpu/cpu" + std::to_string(first_cpu) +
-                                    "/topology/physical_package_id");
+        auto package  = sys.read_int("/sys/devices/system/cpu/cpu" + std::to_string(first_cpu) +
+                                     "/topology/physical_package_id");
         if (package) {
             topo.numa_socket[id] = static_cast<int>(*package);
         }
@@ -325,4 +328,4 @@ std::optional<NearestRdma> nearest_rdma_device(const SysRoot &sys, const Topolog
     return best;
 }
 
-} // namespace gdr::topo
+}  // namespace gdr::topo

@@ -52,7 +52,7 @@ std::optional<std::string> SysRoot::read_text(std::string_view abs) const
     }
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (in.bad()) {
-        return std::nullopt; // e.g. EINVAL from gid_attrs/types/N of an empty GID slot
+        return std::nullopt;  // e.g. EINVAL from gid_attrs/types/N of an empty GID slot
     }
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\t' ||
                              text.back() == '\r' || text.back() == '\0')) {
@@ -67,8 +67,8 @@ std::optional<long long> SysRoot::read_int(std::string_view abs) const
     if (!text || text->empty()) {
         return std::nullopt;
     }
-    errno = 0;
-    char *end = nullptr;
+    errno           = 0;
+    char *end       = nullptr;
     long long value = std::strtoll(text->c_str(), &end, 0);
     if (errno != 0 || end == text->c_str()) {
         return std::nullopt;
@@ -126,4 +126,4 @@ std::optional<std::string> SysRoot::resolve(std::string_view abs) const
     return resolved.empty() ? std::string("/") : resolved;
 }
 
-} // namespace gdr::topo
+}  // namespace gdr::topo

@@ -31,7 +31,8 @@ int gdr_abi_check(char *reason, size_t reason_len)
 {
     if (gdr_abi_check_class("uct_iface_t", &UCS_CLASS_NAME(uct_iface_t),
                             sizeof(uct_iface_t), reason, reason_len) ||
-        gdr_abi_check_class("uct_base_iface_t", &UCS_CLASS_NAME(uct_base_iface_t),
+        gdr_abi_check_class("uct_base_iface_t",
+                            &UCS_CLASS_NAME(uct_base_iface_t),
                             sizeof(uct_base_iface_t), reason, reason_len) ||
         gdr_abi_check_class("uct_ep_t", &UCS_CLASS_NAME(uct_ep_t),
                             sizeof(uct_ep_t), reason, reason_len) ||

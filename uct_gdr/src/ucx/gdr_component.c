@@ -18,36 +18,35 @@
 #include <string.h>
 
 uct_component_t gdr_component = {
-    .query_md_resources = uct_md_query_single_md_resource,
-    .md_open            = gdr_md_open,
-    .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
-    GDR_COMPAT_COMPONENT_RKEY_OPS
-    .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
-    .rkey_release       = gdr_md_rkey_release,
-    .name               = GDR_COMPONENT_NAME,
-    .md_config          = {
-        .name           = "GPUDirect RDMA memory domain",
-        .prefix         = GDR_CONFIG_PREFIX,
-        .table          = gdr_md_config_table,
-        .size           = sizeof(gdr_md_config_t),
-    },
-    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
-    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&gdr_component),
-    .flags              = 0,
-    .md_vfs_init        = (uct_component_md_vfs_init_func_t)ucs_empty_function
-};
+        .query_md_resources = uct_md_query_single_md_resource,
+        .md_open            = gdr_md_open,
+        .cm_open            = (uct_component_cm_open_func_t)
+                ucs_empty_function_return_unsupported,
+        GDR_COMPAT_COMPONENT_RKEY_OPS.rkey_ptr = (uct_component_rkey_ptr_func_t)
+                ucs_empty_function_return_unsupported,
+        .rkey_release = gdr_md_rkey_release,
+        .name         = GDR_COMPONENT_NAME,
+        .md_config =
+                {
+                        .name   = "GPUDirect RDMA memory domain",
+                        .prefix = GDR_CONFIG_PREFIX,
+                        .table  = gdr_md_config_table,
+                        .size   = sizeof(gdr_md_config_t),
+                },
+        .cm_config   = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
+        .tl_list     = UCT_COMPONENT_TL_LIST_INITIALIZER(&gdr_component),
+        .flags       = 0,
+        .md_vfs_init = (uct_component_md_vfs_init_func_t)ucs_empty_function};
 
-uct_tl_t gdr_rc_tl = {
-    .name          = GDR_TL_NAME,
-    .query_devices = gdr_device_query_tl_devices,
-    .iface_open    = UCS_CLASS_NEW_FUNC_NAME(gdr_iface_t),
-    .config        = {
-        .name      = GDR_TL_NAME " transport",
-        .prefix    = GDR_CONFIG_PREFIX,
-        .table     = gdr_iface_config_table,
-        .size      = sizeof(gdr_iface_config_t),
-    }
-};
+uct_tl_t gdr_rc_tl = {.name          = GDR_TL_NAME,
+                      .query_devices = gdr_device_query_tl_devices,
+                      .iface_open    = UCS_CLASS_NEW_FUNC_NAME(gdr_iface_t),
+                      .config        = {
+                                     .name   = GDR_TL_NAME " transport",
+                                     .prefix = GDR_CONFIG_PREFIX,
+                                     .table  = gdr_iface_config_table,
+                                     .size   = sizeof(gdr_iface_config_t),
+                      }};
 
 static int gdr_registered;
 
@@ -72,8 +71,10 @@ static void __attribute__((constructor)) gdr_component_init(void)
 
     if (gdr_abi_check(reason, sizeof(reason)) != 0) {
         /* One line, on stderr: logging may not even be usable on a foreign UCX */
-        fprintf(stderr, "libuct_gdr: not registering component '" GDR_COMPONENT_NAME
-                "': %s\n", reason);
+        fprintf(stderr,
+                "libuct_gdr: not registering component '" GDR_COMPONENT_NAME
+                "': %s\n",
+                reason);
         return;
     }
     if (gdr_component_is_registered()) {

@@ -14,7 +14,8 @@
 static void gdr_device_port_name(const gdr_device_t *dev, unsigned port_index,
                                  char *name, size_t max)
 {
-    ucs_snprintf_zero(name, max, "%s:%u", dev->name, dev->ports[port_index].port_num);
+    ucs_snprintf_zero(name, max, "%s:%u", dev->name,
+                      dev->ports[port_index].port_num);
 }
 
 static ucs_sys_device_t gdr_device_sys_dev(const gdr_device_t *dev)

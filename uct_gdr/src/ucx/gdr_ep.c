@@ -21,9 +21,9 @@ static uint32_t gdr_u24_unpack(const uint8_t *src)
 
 ucs_status_t gdr_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr)
 {
-    gdr_ep_t *ep         = ucs_derived_of(tl_ep, gdr_ep_t);
-    gdr_iface_t *iface   = gdr_ep_iface(ep);
-    gdr_ep_addr_t *ep_addr = (gdr_ep_addr_t*)addr;
+    gdr_ep_t *ep           = ucs_derived_of(tl_ep, gdr_ep_t);
+    gdr_iface_t *iface     = gdr_ep_iface(ep);
+    gdr_ep_addr_t *ep_addr = (gdr_ep_addr_t *)addr;
 
     gdr_u24_pack(ep_addr->qp_num, ep->qp->qp_num);
     gdr_u24_pack(ep_addr->psn, ep->psn);
@@ -32,13 +32,14 @@ ucs_status_t gdr_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr)
     return UCS_OK;
 }
 
-ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep, const uct_device_addr_t *dev_addr,
+ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep,
+                                  const uct_device_addr_t *dev_addr,
                                   const uct_ep_addr_t *addr)
 {
-    gdr_ep_t *ep                     = ucs_derived_of(tl_ep, gdr_ep_t);
-    gdr_iface_t *iface               = gdr_ep_iface(ep);
-    const gdr_ep_addr_t *peer_ep     = (const gdr_ep_addr_t*)addr;
-    gdr_qp_local_t local             = iface->qp_local;
+    gdr_ep_t *ep                 = ucs_derived_of(tl_ep, gdr_ep_t);
+    gdr_iface_t *iface           = gdr_ep_iface(ep);
+    const gdr_ep_addr_t *peer_ep = (const gdr_ep_addr_t *)addr;
+    gdr_qp_local_t local         = iface->qp_local;
     gdr_ib_address_info_t peer;
     gdr_qp_remote_t remote;
     ucs_status_t status;
@@ -56,18 +57,18 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep, const uct_device_addr_t *dev_a
                   peer_ep->mtu);
         return UCS_ERR_INVALID_ADDR;
     }
-    remote.qp_num    = gdr_u24_unpack(peer_ep->qp_num);
-    remote.psn       = gdr_u24_unpack(peer_ep->psn);
-    remote.lid       = peer.lid;
-    remote.mtu       = peer_ep->mtu;
+    remote.qp_num = gdr_u24_unpack(peer_ep->qp_num);
+    remote.psn    = gdr_u24_unpack(peer_ep->psn);
+    remote.lid    = peer.lid;
+    remote.mtu    = peer_ep->mtu;
     if ((peer.path_mtu != 0) && (peer.path_mtu < remote.mtu)) {
         remote.mtu = peer.path_mtu; /* the connection manager's path MTU */
     }
-    remote.is_global = peer.is_eth || peer.grh ||
-                       iface->port->grh_required ||
-                       memcmp(peer.gid.raw, iface->gid.raw, 8); /* other subnet */
-    remote.gid       = peer.gid;
-    local.psn        = ep->psn;
+    remote.is_global = peer.is_eth || peer.grh || iface->port->grh_required ||
+                       memcmp(peer.gid.raw, iface->gid.raw,
+                              8); /* other subnet */
+    remote.gid = peer.gid;
+    local.psn  = ep->psn;
 
     status = gdr_verbs_qp_connect(ep->qp, &local, &remote, &why);
     if (status != UCS_OK) {
@@ -76,13 +77,13 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep, const uct_device_addr_t *dev_a
         return status;
     }
     ep->remote_dev_index = peer_ep->dev_index;
-    ep->flags           |= GDR_EP_FLAG_CONNECTED;
+    ep->flags |= GDR_EP_FLAG_CONNECTED;
     if (peer.is_eth || peer.has_if_id) {
-        ep->peer_gid  = peer.gid;
-        ep->flags    |= GDR_EP_FLAG_PEER_GID;
+        ep->peer_gid = peer.gid;
+        ep->flags |= GDR_EP_FLAG_PEER_GID;
     }
-    ucs_debug("gdr_rc: ep %p qpn 0x%x connected to qpn 0x%x", ep, ep->qp->qp_num,
-              remote.qp_num);
+    ucs_debug("gdr_rc: ep %p qpn 0x%x connected to qpn 0x%x", ep,
+              ep->qp->qp_num, remote.qp_num);
     ucs_arbiter_group_schedule(&iface->tx.arbiter, &ep->arb_group);
     return UCS_OK;
 }
@@ -108,7 +109,7 @@ int gdr_ep_is_connected_to(uct_ep_h tl_ep, const uct_device_addr_t *dev_addr,
         return 0;
     }
     if ((ep_addr != NULL) &&
-        (gdr_u24_unpack(((const gdr_ep_addr_t*)ep_addr)->qp_num) !=
+        (gdr_u24_unpack(((const gdr_ep_addr_t *)ep_addr)->qp_num) !=
          attr.dest_qp_num)) {
         return 0;
     }
@@ -133,16 +134,17 @@ UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
 
-    if (params->field_mask & (UCT_EP_PARAM_FIELD_DEV_ADDR |
-                              UCT_EP_PARAM_FIELD_IFACE_ADDR |
-                              UCT_EP_PARAM_FIELD_SOCKADDR)) {
+    if (params->field_mask &
+        (UCT_EP_PARAM_FIELD_DEV_ADDR | UCT_EP_PARAM_FIELD_IFACE_ADDR |
+         UCT_EP_PARAM_FIELD_SOCKADDR)) {
         ucs_error("gdr_rc: only connect-to-ep endpoints are supported");
         return UCS_ERR_UNSUPPORTED;
     }
 
     status = gdr_verbs_qp_create(iface->dev->pd, iface->send_cq, iface->recv_cq,
-                                 iface->srq, iface->tx.queue_len, iface->tx.max_sge,
-                                 &inline_size, &self->qp, &why);
+                                 iface->srq, iface->tx.queue_len,
+                                 iface->tx.max_sge, &inline_size, &self->qp,
+                                 &why);
     if (status != UCS_OK) {
         ucs_error("gdr_rc: %s: %s", iface->dev->name, why.text);
         return status;
@@ -189,10 +191,11 @@ UCS_CLASS_CLEANUP_FUNC(gdr_ep_t)
     if (ibv_destroy_qp(self->qp) != 0) {
         ucs_warn("gdr_rc: ibv_destroy_qp failed: %m");
     }
-    iface->tx.cq_available += (uint16_t)(self->tx.posted_sn - self->tx.completed_sn);
+    iface->tx.cq_available += (uint16_t)(self->tx.posted_sn -
+                                         self->tx.completed_sn);
     gdr_ep_purge_ops(self, UCS_ERR_CANCELED);
 }
 
 UCS_CLASS_DEFINE(gdr_ep_t, uct_base_ep_t);
-UCS_CLASS_DEFINE_NEW_FUNC(gdr_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_NEW_FUNC(gdr_ep_t, uct_ep_t, const uct_ep_params_t *);
 UCS_CLASS_DEFINE_DELETE_FUNC(gdr_ep_t, uct_ep_t);

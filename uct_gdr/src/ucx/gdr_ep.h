@@ -26,10 +26,10 @@
 
 /* Endpoint address: the RC QP to connect to. */
 typedef struct UCS_S_PACKED gdr_ep_addr {
-    uint8_t  qp_num[3];
-    uint8_t  psn[3];
-    uint8_t  mtu;                   /* enum ibv_mtu: the peer's limit */
-    uint8_t  dev_index;             /* peer's md device index: picks the rkey */
+    uint8_t qp_num[3];
+    uint8_t psn[3];
+    uint8_t mtu; /* enum ibv_mtu: the peer's limit */
+    uint8_t dev_index; /* peer's md device index: picks the rkey */
 } gdr_ep_addr_t;
 
 enum {
@@ -37,63 +37,71 @@ enum {
     GDR_EP_FLAG_FAILED       = UCS_BIT(1),
     GDR_EP_FLAG_FLUSH_CANCEL = UCS_BIT(2),
     GDR_EP_FLAG_FENCE        = UCS_BIT(3),
-    GDR_EP_FLAG_PEER_GID     = UCS_BIT(4)  /* peer_gid holds the peer port's GID */
+    GDR_EP_FLAG_PEER_GID = UCS_BIT(4) /* peer_gid holds the peer port's GID */
 };
 
 struct gdr_ep {
-    uct_base_ep_t        super;
-    ucs_list_link_t      list;
-    struct ibv_qp        *qp;
-    uint32_t             psn;
-    uint8_t              flags;
-    uint8_t              remote_dev_index;
-    ucs_status_t         error;          /* why it failed */
-    ucs_arbiter_group_t  arb_group;
-    uint32_t             fence_beat;
+    uct_base_ep_t super;
+    ucs_list_link_t list;
+    struct ibv_qp *qp;
+    uint32_t psn;
+    uint8_t flags;
+    uint8_t remote_dev_index;
+    ucs_status_t error; /* why it failed */
+    ucs_arbiter_group_t arb_group;
+    uint32_t fence_beat;
     struct {
-        uint16_t         posted_sn;      /* sn of the last posted WR */
-        uint16_t         completed_sn;   /* sn of the last completed WR */
-        uint16_t         signaled_sn;    /* sn of the last signaled WR */
-        uint16_t         unsignaled;     /* WRs since the last signaled one */
-        int              available;      /* free send queue slots */
-        unsigned         cas_loops;      /* emulated atomics in flight */
-        ucs_queue_head_t outstanding;    /* gdr_tx_op_t, sn order */
+        uint16_t posted_sn; /* sn of the last posted WR */
+        uint16_t completed_sn; /* sn of the last completed WR */
+        uint16_t signaled_sn; /* sn of the last signaled WR */
+        uint16_t unsignaled; /* WRs since the last signaled one */
+        int available; /* free send queue slots */
+        unsigned cas_loops; /* emulated atomics in flight */
+        ucs_queue_head_t outstanding; /* gdr_tx_op_t, sn order */
     } tx;
     /* The peer's GID as its device address named it: a QP connected without a
      * GRH knows only the LID (gdr_ep_is_connected_to).  Last: the data path
      * never reads it. */
-    union ibv_gid        peer_gid;
+    union ibv_gid peer_gid;
 };
 
-UCS_CLASS_DECLARE(gdr_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DECLARE_NEW_FUNC(gdr_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE(gdr_ep_t, const uct_ep_params_t *);
+UCS_CLASS_DECLARE_NEW_FUNC(gdr_ep_t, uct_ep_t, const uct_ep_params_t *);
 UCS_CLASS_DECLARE_DELETE_FUNC(gdr_ep_t, uct_ep_t);
 
-ucs_status_t gdr_ep_put_short(uct_ep_h, const void*, unsigned, uint64_t, uct_rkey_t);
-ssize_t      gdr_ep_put_bcopy(uct_ep_h, uct_pack_callback_t, void*, uint64_t, uct_rkey_t);
-ucs_status_t gdr_ep_put_zcopy(uct_ep_h, const uct_iov_t*, size_t, uint64_t, uct_rkey_t,
-                              uct_completion_t*);
-ucs_status_t gdr_ep_get_bcopy(uct_ep_h, uct_unpack_callback_t, void*, size_t, uint64_t,
-                              uct_rkey_t, uct_completion_t*);
-ucs_status_t gdr_ep_get_zcopy(uct_ep_h, const uct_iov_t*, size_t, uint64_t, uct_rkey_t,
-                              uct_completion_t*);
-ucs_status_t gdr_ep_am_short(uct_ep_h, uint8_t, uint64_t, const void*, unsigned);
-ucs_status_t gdr_ep_am_short_iov(uct_ep_h, uint8_t, const uct_iov_t*, size_t);
-ssize_t      gdr_ep_am_bcopy(uct_ep_h, uint8_t, uct_pack_callback_t, void*, unsigned);
-ucs_status_t gdr_ep_am_zcopy(uct_ep_h, uint8_t, const void*, unsigned, const uct_iov_t*,
-                             size_t, unsigned, uct_completion_t*);
-ucs_status_t gdr_ep_atomic64_post(uct_ep_h, unsigned, uint64_t, uint64_t, uct_rkey_t);
-ucs_status_t gdr_ep_atomic64_fetch(uct_ep_h, uct_atomic_op_t, uint64_t, uint64_t*, uint64_t,
-                                   uct_rkey_t, uct_completion_t*);
-ucs_status_t gdr_ep_atomic_cswap64(uct_ep_h, uint64_t, uint64_t, uint64_t, uct_rkey_t,
-                                   uint64_t*, uct_completion_t*);
-ucs_status_t gdr_ep_flush(uct_ep_h, unsigned, uct_completion_t*);
+ucs_status_t
+gdr_ep_put_short(uct_ep_h, const void *, unsigned, uint64_t, uct_rkey_t);
+ssize_t
+gdr_ep_put_bcopy(uct_ep_h, uct_pack_callback_t, void *, uint64_t, uct_rkey_t);
+ucs_status_t gdr_ep_put_zcopy(uct_ep_h, const uct_iov_t *, size_t, uint64_t,
+                              uct_rkey_t, uct_completion_t *);
+ucs_status_t gdr_ep_get_bcopy(uct_ep_h, uct_unpack_callback_t, void *, size_t,
+                              uint64_t, uct_rkey_t, uct_completion_t *);
+ucs_status_t gdr_ep_get_zcopy(uct_ep_h, const uct_iov_t *, size_t, uint64_t,
+                              uct_rkey_t, uct_completion_t *);
+ucs_status_t
+gdr_ep_am_short(uct_ep_h, uint8_t, uint64_t, const void *, unsigned);
+ucs_status_t gdr_ep_am_short_iov(uct_ep_h, uint8_t, const uct_iov_t *, size_t);
+ssize_t
+gdr_ep_am_bcopy(uct_ep_h, uint8_t, uct_pack_callback_t, void *, unsigned);
+ucs_status_t gdr_ep_am_zcopy(uct_ep_h, uint8_t, const void *, unsigned,
+                             const uct_iov_t *, size_t, unsigned,
+                             uct_completion_t *);
+ucs_status_t
+gdr_ep_atomic64_post(uct_ep_h, unsigned, uint64_t, uint64_t, uct_rkey_t);
+ucs_status_t gdr_ep_atomic64_fetch(uct_ep_h, uct_atomic_op_t, uint64_t,
+                                   uint64_t *, uint64_t, uct_rkey_t,
+                                   uct_completion_t *);
+ucs_status_t gdr_ep_atomic_cswap64(uct_ep_h, uint64_t, uint64_t, uint64_t,
+                                   uct_rkey_t, uint64_t *, uct_completion_t *);
+ucs_status_t gdr_ep_flush(uct_ep_h, unsigned, uct_completion_t *);
 ucs_status_t gdr_ep_fence(uct_ep_h, unsigned);
-ucs_status_t gdr_ep_check(uct_ep_h, unsigned, uct_completion_t*);
-ucs_status_t gdr_ep_pending_add(uct_ep_h, uct_pending_req_t*, unsigned);
-void         gdr_ep_pending_purge(uct_ep_h, uct_pending_purge_callback_t, void*);
-ucs_status_t gdr_ep_get_address(uct_ep_h, uct_ep_addr_t*);
-ucs_status_t gdr_ep_connect_to_ep(uct_ep_h, const uct_device_addr_t*, const uct_ep_addr_t*);
+ucs_status_t gdr_ep_check(uct_ep_h, unsigned, uct_completion_t *);
+ucs_status_t gdr_ep_pending_add(uct_ep_h, uct_pending_req_t *, unsigned);
+void gdr_ep_pending_purge(uct_ep_h, uct_pending_purge_callback_t, void *);
+ucs_status_t gdr_ep_get_address(uct_ep_h, uct_ep_addr_t *);
+ucs_status_t gdr_ep_connect_to_ep(uct_ep_h, const uct_device_addr_t *,
+                                  const uct_ep_addr_t *);
 
 /*
  * Version-neutral entry point of the ep (compat/gdr_compat.c puts it into
@@ -105,10 +113,9 @@ int gdr_ep_is_connected_to(uct_ep_h ep, const uct_device_addr_t *dev_addr,
 
 /* Completion processing, called by the iface's progress (gdr_iface_progress.c) */
 void gdr_ep_tx_completed(gdr_ep_t *ep, uint16_t sn, ucs_status_t status);
-ucs_arbiter_cb_result_t gdr_ep_arbiter_dispatch_cb(ucs_arbiter_t *arbiter,
-                                                   ucs_arbiter_group_t *group,
-                                                   ucs_arbiter_elem_t *elem,
-                                                   void *arg);
+ucs_arbiter_cb_result_t
+gdr_ep_arbiter_dispatch_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                           ucs_arbiter_elem_t *elem, void *arg);
 
 /* Between the endpoint's files (gdr_ep_completion.c) */
 

@@ -19,8 +19,8 @@ static UCS_F_ALWAYS_INLINE gdr_iface_t *gdr_ep_iface(gdr_ep_t *ep)
     return ucs_derived_of(ep->super.super.iface, gdr_iface_t);
 }
 
-static UCS_F_ALWAYS_INLINE int gdr_ep_has_tx_resources(gdr_iface_t *iface,
-                                                       gdr_ep_t *ep)
+static UCS_F_ALWAYS_INLINE int
+gdr_ep_has_tx_resources(gdr_iface_t *iface, gdr_ep_t *ep)
 {
     return (ep->flags & GDR_EP_FLAG_CONNECTED) && (ep->tx.available > 0) &&
            (iface->tx.cq_available > 0);
@@ -45,9 +45,10 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_check_tx(gdr_iface_t *iface,
  * anything else gets an error here rather than a dereference of the value.
  * Not inline: a call on the slow path keeps the fast path short.  (Each file
  * that uses it has its own copy, so the call stays a local one.) */
-static UCS_V_UNUSED ucs_status_t
-gdr_ep_rkey_unusable(const gdr_ep_t *ep, uct_rkey_t uct_rkey, size_t length,
-                     uint32_t *rkey_p)
+static UCS_V_UNUSED ucs_status_t gdr_ep_rkey_unusable(const gdr_ep_t *ep,
+                                                      uct_rkey_t uct_rkey,
+                                                      size_t length,
+                                                      uint32_t *rkey_p)
 {
     if ((uct_rkey == UCT_INVALID_RKEY) || (uct_rkey == 0)) {
         if (length == 0) {
@@ -59,7 +60,7 @@ gdr_ep_rkey_unusable(const gdr_ep_t *ep, uct_rkey_t uct_rkey, size_t length,
         return UCS_ERR_INVALID_PARAM;
     }
     ucs_error("gdr_rc: remote key %p has no key for peer device %u",
-              (void*)uct_rkey, ep->remote_dev_index);
+              (void *)uct_rkey, ep->remote_dev_index);
     return UCS_ERR_INVALID_PARAM;
 }
 
@@ -69,7 +70,7 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rkey(const gdr_ep_t *ep,
                                                     size_t length,
                                                     uint32_t *rkey_p)
 {
-    const gdr_rkey_t *rkey = (const gdr_rkey_t*)uct_rkey;
+    const gdr_rkey_t *rkey = (const gdr_rkey_t *)uct_rkey;
 
     /* 0 and UCT_INVALID_RKEY (all ones) both wrap to <= 1: one comparison */
     UCS_STATIC_ASSERT(UCT_INVALID_RKEY == (uct_rkey_t)-1);
@@ -97,8 +98,8 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rma_begin(gdr_iface_t *iface,
 }
 
 /* The SGE of an op's bounce buffer */
-static UCS_F_ALWAYS_INLINE void gdr_op_sge(gdr_tx_op_t *op, size_t length,
-                                           struct ibv_sge *sge)
+static UCS_F_ALWAYS_INLINE void
+gdr_op_sge(gdr_tx_op_t *op, size_t length, struct ibv_sge *sge)
 {
     sge->addr   = (uintptr_t)gdr_tx_op_data(op);
     sge->length = length;
@@ -106,11 +107,10 @@ static UCS_F_ALWAYS_INLINE void gdr_op_sge(gdr_tx_op_t *op, size_t length,
 }
 
 /* An RDMA write or read work request */
-static UCS_F_ALWAYS_INLINE void gdr_wr_rdma(struct ibv_send_wr *wr,
-                                            enum ibv_wr_opcode opcode,
-                                            struct ibv_sge *sge, int num_sge,
-                                            uint64_t remote_addr, uint32_t rkey,
-                                            int send_flags)
+static UCS_F_ALWAYS_INLINE void
+gdr_wr_rdma(struct ibv_send_wr *wr, enum ibv_wr_opcode opcode,
+            struct ibv_sge *sge, int num_sge, uint64_t remote_addr,
+            uint32_t rkey, int send_flags)
 {
     wr->opcode              = opcode;
     wr->sg_list             = sge;
@@ -121,9 +121,10 @@ static UCS_F_ALWAYS_INLINE void gdr_wr_rdma(struct ibv_send_wr *wr,
 }
 
 /* Post one WR; queue @a op (may be NULL) to finish when it completes */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-gdr_ep_post(gdr_iface_t *iface, gdr_ep_t *ep, struct ibv_send_wr *wr, int signal,
-            gdr_tx_op_t *op)
+static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_post(gdr_iface_t *iface,
+                                                    gdr_ep_t *ep,
+                                                    struct ibv_send_wr *wr,
+                                                    int signal, gdr_tx_op_t *op)
 {
     uint16_t sn = ep->tx.posted_sn + 1;
     struct ibv_send_wr *bad_wr;
@@ -134,11 +135,11 @@ gdr_ep_post(gdr_iface_t *iface, gdr_ep_t *ep, struct ibv_send_wr *wr, int signal
     if (ucs_unlikely((ep->flags & GDR_EP_FLAG_FENCE) ||
                      (ep->fence_beat != iface->tx.fence_beat))) {
         wr->send_flags |= IBV_SEND_FENCE;
-        ep->flags      &= ~GDR_EP_FLAG_FENCE;
-        ep->fence_beat  = iface->tx.fence_beat;
+        ep->flags &= ~GDR_EP_FLAG_FENCE;
+        ep->fence_beat = iface->tx.fence_beat;
     }
     if (signal || (++ep->tx.unsignaled >= iface->tx.moderation)) {
-        wr->send_flags    |= IBV_SEND_SIGNALED;
+        wr->send_flags |= IBV_SEND_SIGNALED;
         ep->tx.unsignaled  = 0;
         ep->tx.signaled_sn = sn;
     }
@@ -163,8 +164,8 @@ gdr_ep_post(gdr_iface_t *iface, gdr_ep_t *ep, struct ibv_send_wr *wr, int signal
 /* Post with an op and, on failure, give the op back (nobody else will);
  * @a success is what the operation returns once posted */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-gdr_ep_post_op(gdr_iface_t *iface, gdr_ep_t *ep, struct ibv_send_wr *wr, int signal,
-               gdr_tx_op_t *op, ucs_status_t success)
+gdr_ep_post_op(gdr_iface_t *iface, gdr_ep_t *ep, struct ibv_send_wr *wr,
+               int signal, gdr_tx_op_t *op, ucs_status_t success)
 {
     ucs_status_t status = gdr_ep_post(iface, ep, wr, signal, op);
 
@@ -176,9 +177,11 @@ gdr_ep_post_op(gdr_iface_t *iface, gdr_ep_t *ep, struct ibv_send_wr *wr, int sig
 }
 
 /* uct_iov_t[] -> ibv_sge[]; zero-length entries are skipped */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-gdr_ep_iov_to_sge(gdr_iface_t *iface, const uct_iov_t *iov, size_t iovcnt,
-                  struct ibv_sge *sge, int *num_sge_p)
+static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_iov_to_sge(gdr_iface_t *iface,
+                                                          const uct_iov_t *iov,
+                                                          size_t iovcnt,
+                                                          struct ibv_sge *sge,
+                                                          int *num_sge_p)
 {
     int num_sge = 0;
     size_t i, length;
@@ -189,8 +192,9 @@ gdr_ep_iov_to_sge(gdr_iface_t *iface, const uct_iov_t *iov, size_t iovcnt,
             continue;
         }
         if (ucs_unlikely(iov[i].memh == UCT_MEM_HANDLE_NULL)) {
-            ucs_error("gdr_rc: zcopy iov[%zu] (%p, %zu bytes) is not registered",
-                      i, iov[i].buffer, length);
+            ucs_error(
+                    "gdr_rc: zcopy iov[%zu] (%p, %zu bytes) is not registered",
+                    i, iov[i].buffer, length);
             return UCS_ERR_INVALID_PARAM;
         }
         sge[num_sge].addr   = (uintptr_t)iov[i].buffer;
@@ -219,10 +223,10 @@ gdr_ep_op_get(gdr_iface_t *iface, int desc, gdr_tx_op_handler_t handler,
 
 /* The start of an RMA or atomic op that finishes later: resources, the rkey,
  * and an op with a bounce buffer (for the data it reads) */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-gdr_ep_rma_desc_begin(gdr_iface_t *iface, gdr_ep_t *ep, uct_rkey_t uct_rkey,
-                      size_t length, gdr_tx_op_handler_t handler,
-                      uct_completion_t *comp, uint32_t *rkey_p, gdr_tx_op_t **op_p)
+static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rma_desc_begin(
+        gdr_iface_t *iface, gdr_ep_t *ep, uct_rkey_t uct_rkey, size_t length,
+        gdr_tx_op_handler_t handler, uct_completion_t *comp, uint32_t *rkey_p,
+        gdr_tx_op_t **op_p)
 {
     ucs_status_t status = gdr_ep_rma_begin(iface, ep, uct_rkey, length, rkey_p);
 
@@ -251,9 +255,9 @@ gdr_ep_bcopy_op(gdr_iface_t *iface, uct_pack_callback_t pack_cb, void *arg,
 
 /* The start of a bcopy (put or AM): resources, then the bounce buffer; @a sge
  * describes it */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-gdr_ep_bcopy_begin(gdr_iface_t *iface, gdr_ep_t *ep, uct_pack_callback_t pack_cb,
-                   void *arg, struct ibv_sge *sge, gdr_tx_op_t **op_p)
+static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_bcopy_begin(
+        gdr_iface_t *iface, gdr_ep_t *ep, uct_pack_callback_t pack_cb,
+        void *arg, struct ibv_sge *sge, gdr_tx_op_t **op_p)
 {
     ucs_status_t status = gdr_ep_check_tx(iface, ep);
 
@@ -268,11 +272,14 @@ gdr_ep_bcopy_begin(gdr_iface_t *iface, gdr_ep_t *ep, uct_pack_callback_t pack_cb
 }
 
 /* Post a bcopy's bounce buffer (@a sge): the bytes it carries, or the error */
-static UCS_F_ALWAYS_INLINE ssize_t
-gdr_ep_bcopy_post(gdr_iface_t *iface, gdr_ep_t *ep, struct ibv_send_wr *wr,
-                  gdr_tx_op_t *op, const struct ibv_sge *sge)
+static UCS_F_ALWAYS_INLINE ssize_t gdr_ep_bcopy_post(gdr_iface_t *iface,
+                                                     gdr_ep_t *ep,
+                                                     struct ibv_send_wr *wr,
+                                                     gdr_tx_op_t *op,
+                                                     const struct ibv_sge *sge)
 {
-    ucs_status_t status = gdr_ep_post_op(iface, ep, wr, op->comp != NULL, op, UCS_OK);
+    ucs_status_t status = gdr_ep_post_op(iface, ep, wr, op->comp != NULL, op,
+                                         UCS_OK);
 
     return (status == UCS_OK) ? (ssize_t)sge->length : status;
 }

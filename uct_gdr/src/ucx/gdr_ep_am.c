@@ -39,8 +39,8 @@ ucs_status_t gdr_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     return gdr_ep_post(iface, ep, &wr, 0, NULL);
 }
 
-ucs_status_t gdr_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id, const uct_iov_t *iov,
-                                 size_t iovcnt)
+ucs_status_t gdr_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+                                 const uct_iov_t *iov, size_t iovcnt)
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
@@ -87,7 +87,8 @@ ssize_t gdr_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
 
 ucs_status_t gdr_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
                              unsigned header_length, const uct_iov_t *iov,
-                             size_t iovcnt, unsigned flags, uct_completion_t *comp)
+                             size_t iovcnt, unsigned flags,
+                             uct_completion_t *comp)
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
@@ -98,7 +99,8 @@ ucs_status_t gdr_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     int num_sge;
 
     UCT_CHECK_AM_ID(id);
-    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->tx.max_sge - 1, "gdr_rc am_zcopy");
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->tx.max_sge - 1,
+                       "gdr_rc am_zcopy");
     UCT_CHECK_LENGTH(header_length, 0, gdr_iface_am_max_hdr(iface),
                      "gdr_rc am_zcopy header");
     UCT_CHECK_LENGTH(header_length + uct_iov_total_length(iov, iovcnt), 0,

@@ -5,10 +5,11 @@
 #include "gdr_ep.inl"
 
 
-static void gdr_op_atomic_fetch(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
+static void
+gdr_op_atomic_fetch(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
 {
     if (status == UCS_OK) {
-        *(uint64_t*)op->result = *(uint64_t*)gdr_tx_op_data(op);
+        *(uint64_t *)op->result = *(uint64_t *)gdr_tx_op_data(op);
     }
     gdr_op_complete(op, ep, status);
 }
@@ -31,30 +32,31 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
 
     if (ucs_unlikely(remote_addr % sizeof(uint64_t))) {
         ucs_error("gdr_rc: atomic remote address 0x%" PRIx64 " is not 8-byte "
-                  "aligned", remote_addr);
+                  "aligned",
+                  remote_addr);
         return UCS_ERR_INVALID_PARAM;
     }
-    status = gdr_ep_rma_desc_begin(iface, ep, uct_rkey, sizeof(uint64_t), handler, comp,
-                                   &rkey, &op);
+    status = gdr_ep_rma_desc_begin(iface, ep, uct_rkey, sizeof(uint64_t),
+                                   handler, comp, &rkey, &op);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    op->result                = result;
+    op->result = result;
     gdr_op_sge(op, sizeof(uint64_t), &sge);
-    wr.opcode                 = opcode;
-    wr.sg_list                = &sge;
-    wr.num_sge                = 1;
-    wr.send_flags             = 0;
-    wr.wr.atomic.remote_addr  = remote_addr;
-    wr.wr.atomic.compare_add  = compare_add;
-    wr.wr.atomic.swap         = swap;
-    wr.wr.atomic.rkey         = rkey;
+    wr.opcode                = opcode;
+    wr.sg_list               = &sge;
+    wr.num_sge               = 1;
+    wr.send_flags            = 0;
+    wr.wr.atomic.remote_addr = remote_addr;
+    wr.wr.atomic.compare_add = compare_add;
+    wr.wr.atomic.swap        = swap;
+    wr.wr.atomic.rkey        = rkey;
     if (op_p != NULL) {
         *op_p = op;
     }
     /* signaled when someone waits for the value (a fetch, or a CAS loop) */
-    return gdr_ep_post_op(iface, ep, &wr, (result != NULL) || (op_p != NULL), op,
-                          success);
+    return gdr_ep_post_op(iface, ep, &wr, (result != NULL) || (op_p != NULL),
+                          op, success);
 }
 
 /*
@@ -66,27 +68,33 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
 static uint64_t gdr_amo_apply(uint8_t op, uint64_t value, uint64_t operand)
 {
     switch (op) {
-    case UCT_ATOMIC_OP_AND:  return value & operand;
-    case UCT_ATOMIC_OP_OR:   return value | operand;
-    case UCT_ATOMIC_OP_XOR:  return value ^ operand;
-    case UCT_ATOMIC_OP_SWAP: return operand;
-    default:                 return value + operand;
+    case UCT_ATOMIC_OP_AND:
+        return value & operand;
+    case UCT_ATOMIC_OP_OR:
+        return value | operand;
+    case UCT_ATOMIC_OP_XOR:
+        return value ^ operand;
+    case UCT_ATOMIC_OP_SWAP:
+        return operand;
+    default:
+        return value + operand;
     }
 }
 
 static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
 {
     gdr_iface_t *iface = gdr_ep_iface(ep);
-    uint64_t observed  = *(uint64_t*)gdr_tx_op_data(op);
+    uint64_t observed  = *(uint64_t *)gdr_tx_op_data(op);
     struct ibv_send_wr wr;
     struct ibv_sge sge;
 
     /* No credit check: this runs from gdr_ep_tx_completed() before the
      * completed WRs' credits are returned, and the send queue and CQ do have
      * room for at least the one WR whose completion brought us here. */
-    if ((status == UCS_OK) && (!op->amo.swapping || (observed != op->amo.expected))) {
-        op->amo.expected         = observed;
-        op->amo.swapping         = 1;
+    if ((status == UCS_OK) &&
+        (!op->amo.swapping || (observed != op->amo.expected))) {
+        op->amo.expected = observed;
+        op->amo.swapping = 1;
         gdr_op_sge(op, sizeof(uint64_t), &sge);
         wr.opcode                = IBV_WR_ATOMIC_CMP_AND_SWP;
         wr.sg_list               = &sge;
@@ -97,7 +105,7 @@ static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
         wr.wr.atomic.swap        = gdr_amo_apply(op->amo.op, observed,
                                                  op->amo.operand);
         wr.wr.atomic.rkey        = op->amo.rkey;
-        status = gdr_ep_post(iface, ep, &wr, 1, op);
+        status                   = gdr_ep_post(iface, ep, &wr, 1, op);
         if (status == UCS_OK) {
             return; /* back here when the CAS completes */
         }
@@ -105,16 +113,16 @@ static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
 
     --ep->tx.cas_loops;
     if ((status == UCS_OK) && (op->result != NULL)) {
-        *(uint64_t*)op->result = observed;
+        *(uint64_t *)op->result = observed;
     }
     gdr_op_complete(op, ep, status);
 }
 
-static ucs_status_t gdr_ep_atomic_cas_loop(uct_ep_h tl_ep, uct_atomic_op_t opcode,
-                                           uint64_t value, uint64_t *result,
-                                           uint64_t remote_addr, uct_rkey_t uct_rkey,
-                                           uct_completion_t *comp,
-                                           ucs_status_t success)
+static ucs_status_t
+gdr_ep_atomic_cas_loop(uct_ep_h tl_ep, uct_atomic_op_t opcode, uint64_t value,
+                       uint64_t *result, uint64_t remote_addr,
+                       uct_rkey_t uct_rkey, uct_completion_t *comp,
+                       ucs_status_t success)
 {
     gdr_ep_t *ep    = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_tx_op_t *op = NULL;
@@ -126,8 +134,9 @@ static ucs_status_t gdr_ep_atomic_cas_loop(uct_ep_h tl_ep, uct_atomic_op_t opcod
         return status;
     }
     /* step 1 is a fetch-add of 0: an atomic read */
-    status = gdr_ep_atomic(tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0, remote_addr,
-                           uct_rkey, result, gdr_op_cas_loop, comp, success, &op);
+    status = gdr_ep_atomic(tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 0,
+                           remote_addr, uct_rkey, result, gdr_op_cas_loop, comp,
+                           success, &op);
     if (status != success) {
         return status;
     }
@@ -140,19 +149,20 @@ static ucs_status_t gdr_ep_atomic_cas_loop(uct_ep_h tl_ep, uct_atomic_op_t opcod
     return success;
 }
 
-ucs_status_t gdr_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode, uint64_t value,
-                                  uint64_t remote_addr, uct_rkey_t rkey)
+ucs_status_t gdr_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                  uint64_t value, uint64_t remote_addr,
+                                  uct_rkey_t rkey)
 {
     switch (opcode) {
     case UCT_ATOMIC_OP_ADD:
         return gdr_ep_atomic(tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, value, 0,
-                             remote_addr, rkey, NULL, gdr_op_release, NULL, UCS_OK,
-                             NULL);
+                             remote_addr, rkey, NULL, gdr_op_release, NULL,
+                             UCS_OK, NULL);
     case UCT_ATOMIC_OP_AND:
     case UCT_ATOMIC_OP_OR:
     case UCT_ATOMIC_OP_XOR:
-        return gdr_ep_atomic_cas_loop(tl_ep, opcode, value, NULL, remote_addr, rkey,
-                                      NULL, UCS_OK);
+        return gdr_ep_atomic_cas_loop(tl_ep, opcode, value, NULL, remote_addr,
+                                      rkey, NULL, UCS_OK);
     default:
         return UCS_ERR_UNSUPPORTED;
     }
@@ -166,22 +176,23 @@ ucs_status_t gdr_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
     switch (opcode) {
     case UCT_ATOMIC_OP_ADD:
         return gdr_ep_atomic(tl_ep, IBV_WR_ATOMIC_FETCH_AND_ADD, value, 0,
-                             remote_addr, rkey, result, gdr_op_atomic_fetch, comp,
-                             UCS_INPROGRESS, NULL);
+                             remote_addr, rkey, result, gdr_op_atomic_fetch,
+                             comp, UCS_INPROGRESS, NULL);
     case UCT_ATOMIC_OP_AND:
     case UCT_ATOMIC_OP_OR:
     case UCT_ATOMIC_OP_XOR:
     case UCT_ATOMIC_OP_SWAP:
-        return gdr_ep_atomic_cas_loop(tl_ep, opcode, value, result, remote_addr, rkey,
-                                      comp, UCS_INPROGRESS);
+        return gdr_ep_atomic_cas_loop(tl_ep, opcode, value, result, remote_addr,
+                                      rkey, comp, UCS_INPROGRESS);
     default:
         return UCS_ERR_UNSUPPORTED;
     }
 }
 
-ucs_status_t gdr_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare, uint64_t swap,
-                                   uint64_t remote_addr, uct_rkey_t rkey,
-                                   uint64_t *result, uct_completion_t *comp)
+ucs_status_t gdr_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                   uint64_t swap, uint64_t remote_addr,
+                                   uct_rkey_t rkey, uint64_t *result,
+                                   uct_completion_t *comp)
 {
     return gdr_ep_atomic(tl_ep, IBV_WR_ATOMIC_CMP_AND_SWP, compare, swap,
                          remote_addr, rkey, result, gdr_op_atomic_fetch, comp,

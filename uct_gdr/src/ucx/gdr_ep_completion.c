@@ -24,7 +24,8 @@ static void gdr_ep_complete_ops(gdr_ep_t *ep, uint16_t sn, int inclusive,
     gdr_tx_op_t *op;
 
     while (!ucs_queue_is_empty(&ep->tx.outstanding)) {
-        op = ucs_queue_head_elem_non_empty(&ep->tx.outstanding, gdr_tx_op_t, queue);
+        op = ucs_queue_head_elem_non_empty(&ep->tx.outstanding, gdr_tx_op_t,
+                                           queue);
         if (inclusive ? UCS_CIRCULAR_COMPARE16(op->sn, >, sn) :
                         UCS_CIRCULAR_COMPARE16(op->sn, >=, sn)) {
             break;
@@ -39,7 +40,8 @@ void gdr_ep_purge_ops(gdr_ep_t *ep, ucs_status_t status)
     gdr_tx_op_t *op;
 
     while (!ucs_queue_is_empty(&ep->tx.outstanding)) {
-        op = ucs_queue_pull_elem_non_empty(&ep->tx.outstanding, gdr_tx_op_t, queue);
+        op = ucs_queue_pull_elem_non_empty(&ep->tx.outstanding, gdr_tx_op_t,
+                                           queue);
         op->handler(op, ep, status);
     }
 }
@@ -53,15 +55,16 @@ static void gdr_ep_fail(gdr_iface_t *iface, gdr_ep_t *ep, ucs_status_t status)
         status = UCS_ERR_CANCELED;
     }
     ep->flags |= GDR_EP_FLAG_FAILED;
-    ep->error  = status;
+    ep->error = status;
     gdr_ep_purge_ops(ep, status);
     if (ep->flags & GDR_EP_FLAG_FLUSH_CANCEL) {
         return; /* the user asked for it: no error to report */
     }
-    handled = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super, status);
+    handled = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                      status);
     if (handled != UCS_OK) {
-        ucs_error("gdr_rc: endpoint %p (qpn 0x%x) failed: %s", ep, ep->qp->qp_num,
-                  ucs_status_string(status));
+        ucs_error("gdr_rc: endpoint %p (qpn 0x%x) failed: %s", ep,
+                  ep->qp->qp_num, ucs_status_string(status));
     }
 }
 
@@ -79,13 +82,14 @@ void gdr_ep_tx_completed(gdr_ep_t *ep, uint16_t sn, ucs_status_t status)
 
     ep->tx.completed_sn = sn;
     if (ucs_likely(status == UCS_OK) || (ep->flags & GDR_EP_FLAG_FAILED)) {
-        gdr_ep_complete_ops(ep, sn, 1, (ep->flags & GDR_EP_FLAG_FAILED) ?
-                                       ep->error : UCS_OK);
+        gdr_ep_complete_ops(ep, sn, 1,
+                            (ep->flags & GDR_EP_FLAG_FAILED) ? ep->error :
+                                                               UCS_OK);
     } else {
         gdr_ep_complete_ops(ep, sn, 0, UCS_OK); /* WRs before it succeeded */
         gdr_ep_fail(iface, ep, status);
     }
-    ep->tx.available       += count;
+    ep->tx.available += count;
     iface->tx.cq_available += count;
     ucs_arbiter_group_schedule(&iface->tx.arbiter, &ep->arb_group);
 }

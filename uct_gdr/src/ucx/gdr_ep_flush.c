@@ -33,8 +33,8 @@ static UCS_F_NOINLINE ucs_status_t gdr_ep_qp_to_error(gdr_ep_t *ep)
 
     status = gdr_verbs_qp_to_error(ep->qp, &why);
     if (status != UCS_OK) {
-        ucs_error("gdr_rc: cannot move qpn 0x%x to the error state: %s", ep->qp->qp_num,
-                  why.text);
+        ucs_error("gdr_rc: cannot move qpn 0x%x to the error state: %s",
+                  ep->qp->qp_num, why.text);
     }
     return status;
 }
@@ -48,7 +48,8 @@ static ucs_status_t gdr_ep_post_nop(gdr_iface_t *iface, gdr_ep_t *ep)
     return gdr_ep_post(iface, ep, &wr, 1, NULL);
 }
 
-ucs_status_t gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
+ucs_status_t
+gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
@@ -78,7 +79,7 @@ ucs_status_t gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp
         if (flags & UCT_FLUSH_FLAG_CANCEL) {
             /* every outstanding WR completes flushed, ops get CANCELED */
             ep->flags |= GDR_EP_FLAG_FLUSH_CANCEL;
-            status     = gdr_ep_qp_to_error(ep);
+            status = gdr_ep_qp_to_error(ep);
             if (status != UCS_OK) {
                 return status;
             }
@@ -106,7 +107,8 @@ ucs_status_t gdr_ep_fence(uct_ep_h tl_ep, unsigned flags)
 /* A check whose answer is a completion (UCX >= 1.20 passes one; earlier ones
  * require NULL): known now when the ep failed or is not connected yet,
  * otherwise when a signaled NOP completes, successfully or not */
-static ucs_status_t gdr_ep_check_with_completion(gdr_iface_t *iface, gdr_ep_t *ep,
+static ucs_status_t gdr_ep_check_with_completion(gdr_iface_t *iface,
+                                                 gdr_ep_t *ep,
                                                  uct_completion_t *comp)
 {
     ucs_status_t status;
@@ -140,7 +142,8 @@ static ucs_status_t gdr_ep_check_with_completion(gdr_iface_t *iface, gdr_ep_t *e
  * produce no completion, so "something posted, nothing completed" alone
  * (e.g. a rendezvous RTS sent unsignaled, then silence) would never be
  * checked. */
-ucs_status_t gdr_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
+ucs_status_t
+gdr_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
@@ -149,7 +152,8 @@ ucs_status_t gdr_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp
     if (comp != NULL) {
         return gdr_ep_check_with_completion(iface, ep, comp);
     }
-    if ((ep->flags & GDR_EP_FLAG_FAILED) || !(ep->flags & GDR_EP_FLAG_CONNECTED) ||
+    if ((ep->flags & GDR_EP_FLAG_FAILED) ||
+        !(ep->flags & GDR_EP_FLAG_CONNECTED) ||
         UCS_CIRCULAR_COMPARE16(ep->tx.signaled_sn, >, ep->tx.completed_sn)) {
         return UCS_OK;
     }
@@ -159,8 +163,8 @@ ucs_status_t gdr_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp
     return gdr_ep_post_nop(iface, ep);
 }
 
-ucs_status_t gdr_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                             uct_completion_t *comp)
+ucs_status_t
+gdr_iface_flush(uct_iface_h tl_iface, unsigned flags, uct_completion_t *comp)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
     ucs_status_t status, result = UCS_OK;

@@ -12,8 +12,9 @@ static void gdr_op_get_bcopy(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
     gdr_op_complete(op, ep, status);
 }
 
-ucs_status_t gdr_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned length,
-                              uint64_t remote_addr, uct_rkey_t uct_rkey)
+ucs_status_t gdr_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                              unsigned length, uint64_t remote_addr,
+                              uct_rkey_t uct_rkey)
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
@@ -52,15 +53,16 @@ ssize_t gdr_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
         ucs_mpool_put_inline(op);
         return status;
     }
-    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, sge.length > 0, remote_addr, rkey, 0);
+    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, sge.length > 0, remote_addr, rkey,
+                0);
     return gdr_ep_bcopy_post(iface, ep, &wr, op, &sge);
 }
 
 /* put_zcopy and get_zcopy differ only in the opcode */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-gdr_ep_rdma_zcopy(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, const uct_iov_t *iov,
-                  size_t iovcnt, uint64_t remote_addr, uct_rkey_t uct_rkey,
-                  uct_completion_t *comp)
+gdr_ep_rdma_zcopy(uct_ep_h tl_ep, enum ibv_wr_opcode opcode,
+                  const uct_iov_t *iov, size_t iovcnt, uint64_t remote_addr,
+                  uct_rkey_t uct_rkey, uct_completion_t *comp)
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
@@ -96,17 +98,17 @@ gdr_ep_rdma_zcopy(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, const uct_iov_t *io
     return gdr_ep_post_op(iface, ep, &wr, op->comp != NULL, op, UCS_INPROGRESS);
 }
 
-ucs_status_t gdr_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
-                              uint64_t remote_addr, uct_rkey_t rkey,
-                              uct_completion_t *comp)
+ucs_status_t gdr_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                              size_t iovcnt, uint64_t remote_addr,
+                              uct_rkey_t rkey, uct_completion_t *comp)
 {
     return gdr_ep_rdma_zcopy(tl_ep, IBV_WR_RDMA_WRITE, iov, iovcnt, remote_addr,
                              rkey, comp);
 }
 
-ucs_status_t gdr_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
-                              uint64_t remote_addr, uct_rkey_t rkey,
-                              uct_completion_t *comp)
+ucs_status_t gdr_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                              size_t iovcnt, uint64_t remote_addr,
+                              uct_rkey_t rkey, uct_completion_t *comp)
 {
     return gdr_ep_rdma_zcopy(tl_ep, IBV_WR_RDMA_READ, iov, iovcnt, remote_addr,
                              rkey, comp);
@@ -125,8 +127,8 @@ ucs_status_t gdr_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
     uint32_t rkey;
 
     UCT_CHECK_LENGTH(length, 0, iface->seg_size, "gdr_rc get_bcopy");
-    status = gdr_ep_rma_desc_begin(iface, ep, uct_rkey, length, gdr_op_get_bcopy, comp,
-                                   &rkey, &op);
+    status = gdr_ep_rma_desc_begin(iface, ep, uct_rkey, length,
+                                   gdr_op_get_bcopy, comp, &rkey, &op);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }

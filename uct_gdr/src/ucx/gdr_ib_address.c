@@ -18,7 +18,7 @@
 
 int gdr_ib_gid_is_v4_mapped(const union ibv_gid *gid)
 {
-    static const uint8_t v4[12] = {0,0,0,0,0,0,0,0,0,0,0xff,0xff};
+    static const uint8_t v4[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     return !memcmp(gid->raw, v4, sizeof(v4));
 }
 
@@ -55,7 +55,7 @@ size_t gdr_ib_address_size(const gdr_ib_address_port_t *port)
 
 size_t gdr_ib_address_pack(const gdr_ib_address_port_t *port, void *buf)
 {
-    uint8_t *flags = (uint8_t*)buf;
+    uint8_t *flags = (uint8_t *)buf;
     uint8_t *p     = flags + 1;
     uint64_t subnet;
     uint16_t u16;
@@ -85,14 +85,14 @@ size_t gdr_ib_address_pack(const gdr_ib_address_port_t *port, void *buf)
     switch (gdr_ib_subnet_len(subnet)) {
     case sizeof(uint16_t):
         *flags |= GDR_IB_ADDR_FLAG_SUBNET16;
-        u16     = (uint16_t)(subnet >> 48);
+        u16 = (uint16_t)(subnet >> 48);
         memcpy(p, &u16, sizeof(u16));
-        p      += sizeof(u16);
+        p += sizeof(u16);
         break;
     case sizeof(uint64_t):
         *flags |= GDR_IB_ADDR_FLAG_SUBNET64;
         memcpy(p, &subnet, sizeof(subnet));
-        p      += sizeof(subnet);
+        p += sizeof(subnet);
         break;
     default:
         break; /* link-local: implied */
@@ -102,7 +102,7 @@ size_t gdr_ib_address_pack(const gdr_ib_address_port_t *port, void *buf)
 
 int gdr_ib_address_unpack(const void *buf, gdr_ib_address_info_t *info)
 {
-    const uint8_t *start = (const uint8_t*)buf;
+    const uint8_t *start = (const uint8_t *)buf;
     const uint8_t *p     = start;
     uint8_t flags;
     uint64_t u64;
@@ -129,7 +129,7 @@ int gdr_ib_address_unpack(const void *buf, gdr_ib_address_info_t *info)
             return -1; /* as UCX 1.22 (earlier ones assert) */
         }
         memcpy(&u16, p, sizeof(u16));
-        p        += sizeof(u16);
+        p += sizeof(u16);
         info->lid = u16;
         info->grh = !!(flags & GDR_IB_ADDR_FLAG_GRH);
         u64       = GDR_IB_LINK_LOCAL_PREFIX;
@@ -140,7 +140,7 @@ int gdr_ib_address_unpack(const void *buf, gdr_ib_address_info_t *info)
         }
         if (flags & GDR_IB_ADDR_FLAG_SUBNET16) {
             memcpy(&u16, p, sizeof(u16));
-            p  += sizeof(u16);
+            p += sizeof(u16);
             u64 = GDR_IB_SITE_LOCAL_PREFIX | ((uint64_t)u16 << 48);
         } else if (flags & GDR_IB_ADDR_FLAG_SUBNET64) {
             memcpy(&u64, p, sizeof(u64));
@@ -149,7 +149,7 @@ int gdr_ib_address_unpack(const void *buf, gdr_ib_address_info_t *info)
         memcpy(info->gid.raw, &u64, sizeof(u64));
     }
     if (flags & GDR_IB_ADDR_FLAG_PATH_MTU) {
-        info->path_mtu = (enum ibv_mtu)*p++;
+        info->path_mtu = (enum ibv_mtu) * p++;
     }
     if (flags & GDR_IB_ADDR_FLAG_GID_INDEX) {
         info->has_gid_index = 1;

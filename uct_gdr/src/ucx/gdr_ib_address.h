@@ -64,11 +64,11 @@ enum {
     GDR_IB_ADDR_FLAG_PKEY      = 1u << 2,
     GDR_IB_ADDR_FLAG_ETH       = 1u << 3,
     GDR_IB_ADDR_FLAG_ROCE_IPV6 = 1u << 4, /* ETH */
-    GDR_IB_ADDR_ROCE_VER_SHIFT = 5,       /* ETH: uct_ib_roce_version_t */
+    GDR_IB_ADDR_ROCE_VER_SHIFT = 5, /* ETH: uct_ib_roce_version_t */
     GDR_IB_ADDR_FLAG_SUBNET16  = 1u << 4, /* IB */
     GDR_IB_ADDR_FLAG_SUBNET64  = 1u << 5, /* IB */
     GDR_IB_ADDR_FLAG_IF_ID     = 1u << 6, /* IB */
-    GDR_IB_ADDR_FLAG_GRH       = 1u << 7  /* IB, gdr_rc only */
+    GDR_IB_ADDR_FLAG_GRH       = 1u << 7 /* IB, gdr_rc only */
 };
 
 /* uct_ib_roce_version_t */
@@ -84,28 +84,28 @@ enum {
 
 /* What we pack: our port. */
 typedef struct gdr_ib_address_port {
-    uint8_t       link_layer;   /* IBV_LINK_LAYER_INFINIBAND or _ETHERNET */
-    uint8_t       grh_required; /* IB: the port needs a GRH */
-    uint16_t      lid;          /* IB */
-    union ibv_gid gid;          /* the GID in use */
+    uint8_t link_layer; /* IBV_LINK_LAYER_INFINIBAND or _ETHERNET */
+    uint8_t grh_required; /* IB: the port needs a GRH */
+    uint16_t lid; /* IB */
+    union ibv_gid gid; /* the GID in use */
 } gdr_ib_address_port_t;
 
 /* What a device address says, unpacked. */
 typedef struct gdr_ib_address_info {
-    int           is_eth;
-    int           roce_ver;     /* ETH: GDR_IB_ADDR_ROCE_* */
-    int           roce_ipv6;    /* ETH: the ROCE_IPV6 flag (rdmacm leaves it
+    int is_eth;
+    int roce_ver; /* ETH: GDR_IB_ADDR_ROCE_* */
+    int roce_ipv6; /* ETH: the ROCE_IPV6 flag (rdmacm leaves it
                                    clear whatever the GID) */
-    int           has_if_id;    /* IB: the full GID is known */
-    int           grh;          /* IB: the peer's port needs a GRH (ours) */
-    uint16_t      lid;          /* IB */
-    union ibv_gid gid;          /* IB without if_id: subnet prefix, if_id 0 */
-    enum ibv_mtu  path_mtu;     /* 0 when not in the address */
-    int           has_gid_index;
-    uint8_t       gid_index;    /* rdmacm: the local sgid_index of the route */
-    int           has_pkey;
-    uint16_t      pkey;         /* 0xffff (default) when not in the address */
-    size_t        size;         /* bytes the address took */
+    int has_if_id; /* IB: the full GID is known */
+    int grh; /* IB: the peer's port needs a GRH (ours) */
+    uint16_t lid; /* IB */
+    union ibv_gid gid; /* IB without if_id: subnet prefix, if_id 0 */
+    enum ibv_mtu path_mtu; /* 0 when not in the address */
+    int has_gid_index;
+    uint8_t gid_index; /* rdmacm: the local sgid_index of the route */
+    int has_pkey;
+    uint16_t pkey; /* 0xffff (default) when not in the address */
+    size_t size; /* bytes the address took */
 } gdr_ib_address_info_t;
 
 /* Bytes gdr_ib_address_pack() writes for @port. */

@@ -9,7 +9,7 @@
 #include <fcntl.h>
 #include <math.h>
 
-#define GDR_IFACE_MAX_SGE  4   /* am_zcopy: header + 3 iov entries */
+#define GDR_IFACE_MAX_SGE 4 /* am_zcopy: header + 3 iov entries */
 
 /* Local ACK timeout exponent: 4.096us * 2^exp >= timeout */
 static uint8_t gdr_iface_ack_timeout_exp(double timeout)
@@ -21,11 +21,13 @@ static uint8_t gdr_iface_ack_timeout_exp(double timeout)
 /* IBTA min RNR NAK timer encoding (milliseconds), code 0 = 655.36 ms */
 static uint8_t gdr_iface_rnr_timer_code(double timeout)
 {
-    static const double ms[32] = {
-        655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32,
-        0.48, 0.64, 0.96, 1.28, 1.92, 2.56, 3.84, 5.12, 7.68, 10.24, 15.36,
-        20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52};
-    double want = timeout * 1e3;
+    static const double ms[32] = {655.36, 0.01,  0.02,  0.03,   0.04,   0.06,
+                                  0.08,   0.12,  0.16,  0.24,   0.32,   0.48,
+                                  0.64,   0.96,  1.28,  1.92,   2.56,   3.84,
+                                  5.12,   7.68,  10.24, 15.36,  20.48,  30.72,
+                                  40.96,  61.44, 81.92, 122.88, 163.84, 245.76,
+                                  327.68, 491.52};
+    double want                = timeout * 1e3;
     uint8_t code;
 
     for (code = 1; code < 32; ++code) {
@@ -36,11 +38,12 @@ static uint8_t gdr_iface_rnr_timer_code(double timeout)
     return 0;
 }
 
-static ucs_status_t gdr_iface_setup_port(gdr_iface_t *iface,
-                                         const gdr_iface_config_t *config)
+static ucs_status_t
+gdr_iface_setup_port(gdr_iface_t *iface, const gdr_iface_config_t *config)
 {
-    int forced_gid = (config->gid_index == UCS_ULUNITS_AUTO) ? -1 :
-                     (int)config->gid_index;
+    int forced_gid = (config->gid_index == UCS_ULUNITS_AUTO) ?
+                             -1 :
+                             (int)config->gid_index;
     ucs_status_t status;
     gdr_reason_t why;
     enum ibv_mtu mtu;
@@ -50,37 +53,42 @@ static ucs_status_t gdr_iface_setup_port(gdr_iface_t *iface,
     if (status != UCS_OK) {
         if ((forced_gid >= 0) ||
             (iface->port->link_layer == IBV_LINK_LAYER_ETHERNET)) {
-            ucs_error("gdr_rc: %s%s", why.text, (forced_gid >= 0) ?
-                      " (UCX_" GDR_CONFIG_PREFIX "GID_INDEX)" : "");
+            ucs_error("gdr_rc: %s%s", why.text,
+                      (forced_gid >= 0) ? " (UCX_" GDR_CONFIG_PREFIX
+                                          "GID_INDEX)" :
+                                          "");
             return status;
         }
         iface->qp_local.gid_index = 0; /* IB without a GID: LID routing only */
     }
     ucs_debug("gdr_rc: %s:%u GID index %d (%s)", iface->dev->name,
               iface->port->port_num, iface->qp_local.gid_index,
-              (forced_gid >= 0) ? "UCX_GDR_GID_INDEX" : iface->port->gid_reason);
+              (forced_gid >= 0) ? "UCX_GDR_GID_INDEX" :
+                                  iface->port->gid_reason);
 
     mtu = iface->port->active_mtu;
     if (config->mtu != UCS_MEMUNITS_AUTO) {
         mtu = ucs_min(mtu, gdr_verbs_mtu_from_bytes(config->mtu));
     }
 
-    iface->qp_local.port_num      = iface->port->port_num;
-    iface->qp_local.mtu           = mtu;
-    iface->qp_local.sl            = (config->sl == UCS_ULUNITS_AUTO) ?
-                                    iface->port->sm_sl : config->sl;
+    iface->qp_local.port_num = iface->port->port_num;
+    iface->qp_local.mtu      = mtu;
+    iface->qp_local.sl = (config->sl == UCS_ULUNITS_AUTO) ? iface->port->sm_sl :
+                                                            config->sl;
     iface->qp_local.traffic_class = config->traffic_class;
     iface->qp_local.hop_limit     = config->hop_limit;
     iface->qp_local.timeout       = gdr_iface_ack_timeout_exp(config->timeout);
     iface->qp_local.retry_count   = config->retry_count;
     iface->qp_local.rnr_retry     = config->rnr_retry_count;
-    iface->qp_local.min_rnr_timer = gdr_iface_rnr_timer_code(config->rnr_timeout);
+    iface->qp_local.min_rnr_timer = gdr_iface_rnr_timer_code(
+            config->rnr_timeout);
     iface->qp_local.max_rd_atomic = config->max_rd_atomic;
     return UCS_OK;
 }
 
 /* Probe how much inline data an RC QP of this device really takes */
-static ucs_status_t gdr_iface_probe_qp_caps(gdr_iface_t *iface, size_t max_inline)
+static ucs_status_t
+gdr_iface_probe_qp_caps(gdr_iface_t *iface, size_t max_inline)
 {
     uint32_t inline_size = max_inline;
     ucs_status_t status;
@@ -89,8 +97,8 @@ static ucs_status_t gdr_iface_probe_qp_caps(gdr_iface_t *iface, size_t max_inlin
 
     iface->tx.max_sge = ucs_min(GDR_IFACE_MAX_SGE, iface->dev->attr.max_sge);
     status = gdr_verbs_qp_create(iface->dev->pd, iface->send_cq, iface->recv_cq,
-                                 iface->srq, iface->tx.queue_len, iface->tx.max_sge,
-                                 &inline_size, &qp, &why);
+                                 iface->srq, iface->tx.queue_len,
+                                 iface->tx.max_sge, &inline_size, &qp, &why);
     if (status != UCS_OK) {
         ucs_error("gdr_rc: %s: %s", iface->dev->name, why.text);
         return status;
@@ -123,7 +131,8 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &gdr_iface_ops,
                               &gdr_iface_internal_ops, uct_md, worker, params,
-                              tl_config UCS_STATS_ARG(NULL) UCS_STATS_ARG(GDR_TL_NAME));
+                              tl_config UCS_STATS_ARG(NULL)
+                                      UCS_STATS_ARG(GDR_TL_NAME));
 
     status = gdr_device_find_port(md, params->mode.device.dev_name, &dev_index,
                                   &port_num);
@@ -143,36 +152,39 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
         return status;
     }
 
-    self->seg_size         = config->seg_size;
-    self->tx.queue_len     = config->tx_queue_len;
+    self->seg_size     = config->seg_size;
+    self->tx.queue_len = config->tx_queue_len;
     /* at most a quarter of the queue between completions (as UCX's rc does),
      * so that a short TX_QUEUE_LEN alone still gets its credits back early */
-    self->tx.moderation    = ucs_max(1, ucs_min(config->tx_moderation,
-                                                config->tx_queue_len / 4));
-    self->tx.max_poll      = config->tx_max_poll;
-    self->tx.cq_available  = config->tx_cq_len;
-    self->tx.fence_beat    = 0;
+    self->tx.moderation   = ucs_max(1, ucs_min(config->tx_moderation,
+                                               config->tx_queue_len / 4));
+    self->tx.max_poll     = config->tx_max_poll;
+    self->tx.cq_available = config->tx_cq_len;
+    self->tx.fence_beat   = 0;
     /* no point posting more than there may be buffers */
-    self->rx.queue_len     = ucs_min(config->rx_queue_len, config->rx_max_bufs);
-    self->rx.max_poll      = config->rx_max_poll;
-    self->rx.headroom      = UCT_IFACE_PARAM_VALUE(params, rx_headroom, RX_HEADROOM, 0);
-    self->atomic_hca       = (self->dev->attr.atomic_cap != IBV_ATOMIC_NONE);
-    self->stash_tx.count   = 0;
-    self->stash_rx.count   = 0;
-    self->rx.starved       = 0;
+    self->rx.queue_len = ucs_min(config->rx_queue_len, config->rx_max_bufs);
+    self->rx.max_poll  = config->rx_max_poll;
+    self->rx.headroom  = UCT_IFACE_PARAM_VALUE(params, rx_headroom, RX_HEADROOM,
+                                               0);
+    self->atomic_hca   = (self->dev->attr.atomic_cap != IBV_ATOMIC_NONE);
+    self->stash_tx.count = 0;
+    self->stash_rx.count = 0;
+    self->rx.starved     = 0;
     ucs_list_head_init(&self->ep_list);
     kh_init_inplace(gdr_qp_ep, &self->eps);
     ucs_arbiter_init(&self->tx.arbiter);
 
     self->comp_channel = ibv_create_comp_channel(self->dev->ctx);
     if (self->comp_channel == NULL) {
-        ucs_error("gdr_rc: ibv_create_comp_channel(%s) failed: %m", self->dev->name);
+        ucs_error("gdr_rc: ibv_create_comp_channel(%s) failed: %m",
+                  self->dev->name);
         status = UCS_ERR_IO_ERROR;
         goto err;
     }
     flags = fcntl(self->comp_channel->fd, F_GETFL);
     if (fcntl(self->comp_channel->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        ucs_error("gdr_rc: cannot make the completion channel non-blocking: %m");
+        ucs_error(
+                "gdr_rc: cannot make the completion channel non-blocking: %m");
         status = UCS_ERR_IO_ERROR;
         goto err_destroy_channel;
     }
@@ -196,7 +208,7 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
 
     srq_attr.attr.max_wr  = config->rx_queue_len;
     srq_attr.attr.max_sge = 1;
-    self->srq = ibv_create_srq(self->dev->pd, &srq_attr);
+    self->srq             = ibv_create_srq(self->dev->pd, &srq_attr);
     if (self->srq == NULL) {
         ucs_error("gdr_rc: ibv_create_srq(%s, %u) failed: %m", self->dev->name,
                   config->rx_queue_len);
@@ -217,13 +229,14 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
     self->rx.available = self->rx.queue_len;
     gdr_iface_post_recv(self);
     if (self->rx.available == self->rx.queue_len) {
-        ucs_error("gdr_rc: could not post any receive buffer on %s", self->dev->name);
+        ucs_error("gdr_rc: could not post any receive buffer on %s",
+                  self->dev->name);
         status = UCS_ERR_NO_MEMORY;
         goto err_cleanup_mpools;
     }
 
-    ucs_debug("gdr_rc: iface %p on %s:%u mtu %u gid_index %d inline %u",
-              self, self->dev->name, self->port->port_num,
+    ucs_debug("gdr_rc: iface %p on %s:%u mtu %u gid_index %d inline %u", self,
+              self->dev->name, self->port->port_num,
               gdr_verbs_mtu_bytes(self->qp_local.mtu), self->qp_local.gid_index,
               self->tx.max_inline);
     return UCS_OK;
@@ -261,40 +274,41 @@ static UCS_CLASS_CLEANUP_FUNC(gdr_iface_t)
 UCS_CLASS_DEFINE(gdr_iface_t, uct_base_iface_t);
 static UCS_CLASS_DEFINE_DELETE_FUNC(gdr_iface_t, uct_iface_t);
 UCS_CLASS_DEFINE_NEW_FUNC(gdr_iface_t, uct_iface_t, uct_md_h, uct_worker_h,
-                          const uct_iface_params_t*, const uct_iface_config_t*);
+                          const uct_iface_params_t *,
+                          const uct_iface_config_t *);
 
 static uct_iface_ops_t gdr_iface_ops = {
-    .ep_put_short             = gdr_ep_put_short,
-    .ep_put_bcopy             = gdr_ep_put_bcopy,
-    .ep_put_zcopy             = gdr_ep_put_zcopy,
-    .ep_get_bcopy             = gdr_ep_get_bcopy,
-    .ep_get_zcopy             = gdr_ep_get_zcopy,
-    .ep_am_short              = gdr_ep_am_short,
-    .ep_am_short_iov          = gdr_ep_am_short_iov,
-    .ep_am_bcopy              = gdr_ep_am_bcopy,
-    .ep_am_zcopy              = gdr_ep_am_zcopy,
-    .ep_atomic_cswap64        = gdr_ep_atomic_cswap64,
-    .ep_atomic64_post         = gdr_ep_atomic64_post,
-    .ep_atomic64_fetch        = gdr_ep_atomic64_fetch,
-    .ep_pending_add           = gdr_ep_pending_add,
-    .ep_pending_purge         = gdr_ep_pending_purge,
-    .ep_flush                 = gdr_ep_flush,
-    .ep_fence                 = gdr_ep_fence,
-    .ep_check                 = gdr_ep_check,
-    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(gdr_ep_t),
-    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(gdr_ep_t),
-    .ep_get_address           = gdr_ep_get_address,
-    .ep_connect_to_ep         = gdr_ep_connect_to_ep,
-    .iface_flush              = gdr_iface_flush,
-    .iface_fence              = gdr_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = gdr_iface_progress,
-    .iface_event_fd_get       = gdr_iface_event_fd_get,
-    .iface_event_arm          = gdr_iface_event_arm,
-    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(gdr_iface_t),
-    .iface_query              = gdr_iface_query,
-    .iface_get_device_address = gdr_iface_get_device_address,
-    .iface_get_address        = (uct_iface_get_address_func_t)ucs_empty_function_return_success,
-    .iface_is_reachable       = gdr_iface_is_reachable
-};
+        .ep_put_short             = gdr_ep_put_short,
+        .ep_put_bcopy             = gdr_ep_put_bcopy,
+        .ep_put_zcopy             = gdr_ep_put_zcopy,
+        .ep_get_bcopy             = gdr_ep_get_bcopy,
+        .ep_get_zcopy             = gdr_ep_get_zcopy,
+        .ep_am_short              = gdr_ep_am_short,
+        .ep_am_short_iov          = gdr_ep_am_short_iov,
+        .ep_am_bcopy              = gdr_ep_am_bcopy,
+        .ep_am_zcopy              = gdr_ep_am_zcopy,
+        .ep_atomic_cswap64        = gdr_ep_atomic_cswap64,
+        .ep_atomic64_post         = gdr_ep_atomic64_post,
+        .ep_atomic64_fetch        = gdr_ep_atomic64_fetch,
+        .ep_pending_add           = gdr_ep_pending_add,
+        .ep_pending_purge         = gdr_ep_pending_purge,
+        .ep_flush                 = gdr_ep_flush,
+        .ep_fence                 = gdr_ep_fence,
+        .ep_check                 = gdr_ep_check,
+        .ep_create                = UCS_CLASS_NEW_FUNC_NAME(gdr_ep_t),
+        .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(gdr_ep_t),
+        .ep_get_address           = gdr_ep_get_address,
+        .ep_connect_to_ep         = gdr_ep_connect_to_ep,
+        .iface_flush              = gdr_iface_flush,
+        .iface_fence              = gdr_iface_fence,
+        .iface_progress_enable    = uct_base_iface_progress_enable,
+        .iface_progress_disable   = uct_base_iface_progress_disable,
+        .iface_progress           = gdr_iface_progress,
+        .iface_event_fd_get       = gdr_iface_event_fd_get,
+        .iface_event_arm          = gdr_iface_event_arm,
+        .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(gdr_iface_t),
+        .iface_query              = gdr_iface_query,
+        .iface_get_device_address = gdr_iface_get_device_address,
+        .iface_get_address        = (uct_iface_get_address_func_t)
+                ucs_empty_function_return_success,
+        .iface_is_reachable = gdr_iface_is_reachable};

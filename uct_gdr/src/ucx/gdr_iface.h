@@ -29,25 +29,25 @@
 
 typedef struct gdr_iface_config {
     uct_iface_config_t super;
-    unsigned           tx_queue_len;
-    unsigned           rx_queue_len;
-    unsigned long      rx_max_bufs;    /* UCS_ULUNITS_INF: no limit */
-    unsigned           tx_cq_len;
-    size_t             seg_size;
-    size_t             max_inline;
-    unsigned           tx_moderation;
-    unsigned           tx_max_poll;
-    unsigned           rx_max_poll;
-    double             timeout;
-    unsigned           retry_count;
-    double             rnr_timeout;
-    unsigned           rnr_retry_count;
-    unsigned long      gid_index;      /* UCS_ULUNITS_AUTO: auto-select */
-    size_t             mtu;            /* UCS_MEMUNITS_AUTO: port's active MTU */
-    unsigned long      sl;             /* UCS_ULUNITS_AUTO: port's SM SL */
-    unsigned           traffic_class;
-    unsigned           hop_limit;
-    unsigned           max_rd_atomic;
+    unsigned tx_queue_len;
+    unsigned rx_queue_len;
+    unsigned long rx_max_bufs; /* UCS_ULUNITS_INF: no limit */
+    unsigned tx_cq_len;
+    size_t seg_size;
+    size_t max_inline;
+    unsigned tx_moderation;
+    unsigned tx_max_poll;
+    unsigned rx_max_poll;
+    double timeout;
+    unsigned retry_count;
+    double rnr_timeout;
+    unsigned rnr_retry_count;
+    unsigned long gid_index; /* UCS_ULUNITS_AUTO: auto-select */
+    size_t mtu; /* UCS_MEMUNITS_AUTO: port's active MTU */
+    unsigned long sl; /* UCS_ULUNITS_AUTO: port's SM SL */
+    unsigned traffic_class;
+    unsigned hop_limit;
+    unsigned max_rd_atomic;
 } gdr_iface_config_t;
 
 extern ucs_config_field_t gdr_iface_config_table[];
@@ -65,101 +65,106 @@ typedef void (*gdr_tx_op_handler_t)(gdr_tx_op_t *op, gdr_ep_t *ep,
  * call the user's completion.  Bounce-buffer ops carry the buffer after them.
  */
 struct gdr_tx_op {
-    ucs_queue_elem_t      queue;
-    uint16_t              sn;
-    uint32_t              lkey;       /* bounce buffer's lkey (0: none) */
-    gdr_tx_op_handler_t   handler;
-    uct_completion_t      *comp;
-    void                  *result;    /* atomic fetch result / unpack arg */
+    ucs_queue_elem_t queue;
+    uint16_t sn;
+    uint32_t lkey; /* bounce buffer's lkey (0: none) */
+    gdr_tx_op_handler_t handler;
+    uct_completion_t *comp;
+    void *result; /* atomic fetch result / unpack arg */
     uct_unpack_callback_t unpack_cb;
-    size_t                length;
-    struct {                          /* atomics done as a compare-and-swap loop */
-        uint64_t          remote_addr;
-        uint64_t          operand;
-        uint64_t          expected;   /* what the last CAS compared with */
-        uint32_t          rkey;
-        uint8_t           op;         /* uct_atomic_op_t */
-        uint8_t           swapping;   /* 0: reading the value, 1: CAS posted */
+    size_t length;
+    struct { /* atomics done as a compare-and-swap loop */
+        uint64_t remote_addr;
+        uint64_t operand;
+        uint64_t expected; /* what the last CAS compared with */
+        uint32_t rkey;
+        uint8_t op; /* uct_atomic_op_t */
+        uint8_t swapping; /* 0: reading the value, 1: CAS posted */
     } amo;
 };
 
-#define gdr_tx_op_data(_op) ((void*)((_op) + 1))
+#define gdr_tx_op_data(_op) ((void *)((_op) + 1))
 
 /** Receive buffer header; payload follows after rx_headroom bytes. */
 typedef struct gdr_rx_desc {
-    uint32_t         lkey;
-    uct_recv_desc_t  *release;       /* must be last: see uct_recv_desc() */
+    uint32_t lkey;
+    uct_recv_desc_t *release; /* must be last: see uct_recv_desc() */
 } gdr_rx_desc_t;
 
-KHASH_MAP_INIT_INT(gdr_qp_ep, gdr_ep_t*)
+KHASH_MAP_INIT_INT(gdr_qp_ep, gdr_ep_t *)
 
 typedef struct gdr_iface {
-    uct_base_iface_t         super;
-    gdr_device_t             *dev;
-    uint8_t                  dev_index;
-    const gdr_port_info_t    *port;
-    gdr_qp_local_t           qp_local;  /* port/GID/timeouts for every QP */
-    union ibv_gid            gid;
-    struct ibv_comp_channel  *comp_channel;
-    struct ibv_cq            *send_cq;
-    struct ibv_cq            *recv_cq;
-    struct ibv_srq           *srq;
-    khash_t(gdr_qp_ep)       eps;       /* qp_num -> ep, for completions */
-    ucs_list_link_t          ep_list;
+    uct_base_iface_t super;
+    gdr_device_t *dev;
+    uint8_t dev_index;
+    const gdr_port_info_t *port;
+    gdr_qp_local_t qp_local; /* port/GID/timeouts for every QP */
+    union ibv_gid gid;
+    struct ibv_comp_channel *comp_channel;
+    struct ibv_cq *send_cq;
+    struct ibv_cq *recv_cq;
+    struct ibv_srq *srq;
+    khash_t(gdr_qp_ep) eps; /* qp_num -> ep, for completions */
+    ucs_list_link_t ep_list;
 
     struct {
-        ucs_mpool_t          desc_mp;   /* registered bounce buffers */
-        ucs_mpool_t          op_mp;     /* ops without buffers */
-        ucs_arbiter_t        arbiter;   /* pending requests */
-        int                  cq_available;
-        unsigned             queue_len;
-        unsigned             max_inline;
-        unsigned             max_sge;
-        unsigned             moderation;
-        unsigned             max_poll;
-        uint32_t             fence_beat; /* iface fence generation */
+        ucs_mpool_t desc_mp; /* registered bounce buffers */
+        ucs_mpool_t op_mp; /* ops without buffers */
+        ucs_arbiter_t arbiter; /* pending requests */
+        int cq_available;
+        unsigned queue_len;
+        unsigned max_inline;
+        unsigned max_sge;
+        unsigned moderation;
+        unsigned max_poll;
+        uint32_t fence_beat; /* iface fence generation */
     } tx;
 
     struct {
-        ucs_mpool_t          mp;
-        uct_recv_desc_t      release_desc;
-        unsigned             queue_len;
-        unsigned             available;  /* SRQ slots not posted */
-        int                  starved;    /* the pool ran dry while refilling */
-        unsigned             max_poll;
-        unsigned             headroom;
+        ucs_mpool_t mp;
+        uct_recv_desc_t release_desc;
+        unsigned queue_len;
+        unsigned available; /* SRQ slots not posted */
+        int starved; /* the pool ran dry while refilling */
+        unsigned max_poll;
+        unsigned headroom;
     } rx;
 
-    struct {                            /* CQEs polled by event_arm */
-        struct ibv_wc        wc[16];
-        unsigned             count;
+    struct { /* CQEs polled by event_arm */
+        struct ibv_wc wc[16];
+        unsigned count;
     } stash_tx, stash_rx;
 
-    size_t                   seg_size;
-    int                      atomic_hca;    /* device does 64-bit atomics */
+    size_t seg_size;
+    int atomic_hca; /* device does 64-bit atomics */
 } gdr_iface_t;
 
 /* uct_tl_t.iface_open of gdr_rc */
 UCS_CLASS_DECLARE_NEW_FUNC(gdr_iface_t, uct_iface_t, uct_md_h, uct_worker_h,
-                           const uct_iface_params_t*, const uct_iface_config_t*);
+                           const uct_iface_params_t *,
+                           const uct_iface_config_t *);
 
 /* uct_iface_ops_t members, each in the file of its concern (gdr_iface.c fills the table) */
-unsigned     gdr_iface_progress(uct_iface_h iface);
+unsigned gdr_iface_progress(uct_iface_h iface);
 ucs_status_t gdr_iface_event_fd_get(uct_iface_h iface, int *fd_p);
 ucs_status_t gdr_iface_event_arm(uct_iface_h iface, unsigned events);
 ucs_status_t gdr_iface_query(uct_iface_h iface, uct_iface_attr_t *attr);
-ucs_status_t gdr_iface_get_device_address(uct_iface_h iface, uct_device_addr_t *addr);
-ucs_status_t gdr_iface_flush(uct_iface_h iface, unsigned flags, uct_completion_t *comp);
+ucs_status_t
+gdr_iface_get_device_address(uct_iface_h iface, uct_device_addr_t *addr);
+ucs_status_t
+gdr_iface_flush(uct_iface_h iface, unsigned flags, uct_completion_t *comp);
 ucs_status_t gdr_iface_fence(uct_iface_h iface, unsigned flags);
 
 /*
  * Version-neutral entry points of the iface (compat/gdr_compat.c puts them into
  * uct_iface_internal_ops_t where that UCX has the members)
  */
-int gdr_iface_is_reachable(const uct_iface_h iface, const uct_device_addr_t *dev_addr,
+int gdr_iface_is_reachable(const uct_iface_h iface,
+                           const uct_device_addr_t *dev_addr,
                            const uct_iface_addr_t *iface_addr);
 /* dev_addr names the very port this iface is on */
-int gdr_iface_is_same_device(const uct_iface_h iface, const uct_device_addr_t *dev_addr);
+int gdr_iface_is_same_device(const uct_iface_h iface,
+                             const uct_device_addr_t *dev_addr);
 
 /* Between the iface's files */
 
@@ -171,15 +176,16 @@ ucs_status_t gdr_iface_config_check(const gdr_iface_config_t *config,
  * @a params ask, which uct_iface_release_desc() returns (gdr_iface_mpool.c).  Cleanup
  * leak-checks the tx pools when @a leak_check; receive buffers never (the SRQ took the
  * posted ones with it). */
-ucs_status_t gdr_iface_mpools_init(gdr_iface_t *iface, const uct_iface_params_t *params,
+ucs_status_t gdr_iface_mpools_init(gdr_iface_t *iface,
+                                   const uct_iface_params_t *params,
                                    const gdr_iface_config_t *config);
-void         gdr_iface_mpools_cleanup(gdr_iface_t *iface, int leak_check);
+void gdr_iface_mpools_cleanup(gdr_iface_t *iface, int leak_check);
 
 /* Refills the SRQ from the receive pool (gdr_iface_progress.c) */
-void         gdr_iface_post_recv(gdr_iface_t *iface);
+void gdr_iface_post_recv(gdr_iface_t *iface);
 
 /* Bytes of this iface's device address (gdr_iface_address.c) */
-size_t       gdr_iface_device_addr_len(const gdr_iface_t *iface);
+size_t gdr_iface_device_addr_len(const gdr_iface_t *iface);
 
 /* am_zcopy headers go through a bounce buffer: this much of it */
 static inline size_t gdr_iface_am_max_hdr(const gdr_iface_t *iface)
@@ -190,7 +196,7 @@ static inline size_t gdr_iface_am_max_hdr(const gdr_iface_t *iface)
 /* The lkey of a registration on this iface's device */
 static inline uint32_t gdr_memh_lkey(const gdr_iface_t *iface, uct_mem_h memh)
 {
-    return ((const gdr_memh_t*)memh)->mrs[iface->dev_index]->lkey;
+    return ((const gdr_memh_t *)memh)->mrs[iface->dev_index]->lkey;
 }
 
 #endif

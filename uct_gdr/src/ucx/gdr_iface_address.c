@@ -5,8 +5,8 @@
 #include "gdr_iface.h"
 
 /* Our port as gdr_ib_address.c packs it (the GID may be a forced one) */
-static void gdr_iface_ib_port(const gdr_iface_t *iface,
-                              gdr_ib_address_port_t *port)
+static void
+gdr_iface_ib_port(const gdr_iface_t *iface, gdr_ib_address_port_t *port)
 {
     port->link_layer   = iface->port->link_layer;
     port->grh_required = iface->port->grh_required;
@@ -22,8 +22,8 @@ size_t gdr_iface_device_addr_len(const gdr_iface_t *iface)
     return gdr_ib_address_size(&port);
 }
 
-ucs_status_t gdr_iface_get_device_address(uct_iface_h tl_iface,
-                                          uct_device_addr_t *addr)
+ucs_status_t
+gdr_iface_get_device_address(uct_iface_h tl_iface, uct_device_addr_t *addr)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
     gdr_ib_address_port_t port;
@@ -33,7 +33,8 @@ ucs_status_t gdr_iface_get_device_address(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-int gdr_iface_is_reachable(const uct_iface_h tl_iface, const uct_device_addr_t *addr,
+int gdr_iface_is_reachable(const uct_iface_h tl_iface,
+                           const uct_device_addr_t *addr,
                            const uct_iface_addr_t *iface_addr)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
@@ -49,7 +50,8 @@ int gdr_iface_is_reachable(const uct_iface_h tl_iface, const uct_device_addr_t *
 }
 
 /* This very port (gdr_ib_address_names_port: UCX's rule) */
-int gdr_iface_is_same_device(const uct_iface_h tl_iface, const uct_device_addr_t *addr)
+int gdr_iface_is_same_device(const uct_iface_h tl_iface,
+                             const uct_device_addr_t *addr)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
     gdr_ib_address_info_t peer;

@@ -7,95 +7,111 @@
 #include <ucs/debug/log.h>
 
 ucs_config_field_t gdr_iface_config_table[] = {
-    {"", "ALLOC=huge,thp,mmap,heap", NULL,
-     ucs_offsetof(gdr_iface_config_t, super),
-     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+        {"", "ALLOC=huge,thp,mmap,heap", NULL,
+         ucs_offsetof(gdr_iface_config_t, super),
+         UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
-    {"TX_QUEUE_LEN", "256",
-     "Send queue length of each RC QP (work requests in flight per endpoint).",
-     ucs_offsetof(gdr_iface_config_t, tx_queue_len), UCS_CONFIG_TYPE_UINT},
+        {"TX_QUEUE_LEN", "256",
+         "Send queue length of each RC QP (work requests in flight per "
+         "endpoint).",
+         ucs_offsetof(gdr_iface_config_t, tx_queue_len), UCS_CONFIG_TYPE_UINT},
 
-    {"RX_QUEUE_LEN", "1024",
-     "Shared receive queue length (active-message receive buffers per interface).",
-     ucs_offsetof(gdr_iface_config_t, rx_queue_len), UCS_CONFIG_TYPE_UINT},
+        {"RX_QUEUE_LEN", "1024",
+         "Shared receive queue length (active-message receive buffers per "
+         "interface).",
+         ucs_offsetof(gdr_iface_config_t, rx_queue_len), UCS_CONFIG_TYPE_UINT},
 
-    {"RX_MAX_BUFS", "inf",
-     "Most active-message receive buffers an interface allocates, posted ones and\n"
-     "those held by the user (UCT_CB_PARAM_FLAG_DESC) together. When all are held,\n"
-     "senders are slowed by receiver-not-ready NAKs until some are released.",
-     ucs_offsetof(gdr_iface_config_t, rx_max_bufs), UCS_CONFIG_TYPE_ULUNITS},
+        {"RX_MAX_BUFS", "inf",
+         "Most active-message receive buffers an interface allocates, posted "
+         "ones and\n"
+         "those held by the user (UCT_CB_PARAM_FLAG_DESC) together. When all "
+         "are held,\n"
+         "senders are slowed by receiver-not-ready NAKs until some are "
+         "released.",
+         ucs_offsetof(gdr_iface_config_t, rx_max_bufs),
+         UCS_CONFIG_TYPE_ULUNITS},
 
-    {"TX_CQ_LEN", "4096",
-     "Send completion queue length, shared by all endpoints of an interface.",
-     ucs_offsetof(gdr_iface_config_t, tx_cq_len), UCS_CONFIG_TYPE_UINT},
+        {"TX_CQ_LEN", "4096",
+         "Send completion queue length, shared by all endpoints of an "
+         "interface.",
+         ucs_offsetof(gdr_iface_config_t, tx_cq_len), UCS_CONFIG_TYPE_UINT},
 
-    {"SEG_SIZE", "8256",
-     "Size of bounce buffers: the largest bcopy put/get and active message.",
-     ucs_offsetof(gdr_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
+        {"SEG_SIZE", "8256",
+         "Size of bounce buffers: the largest bcopy put/get and active "
+         "message.",
+         ucs_offsetof(gdr_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"MAX_INLINE", "128",
-     "Largest message sent inline in the work request (put/am short); the\n"
-     "device may give less.",
-     ucs_offsetof(gdr_iface_config_t, max_inline), UCS_CONFIG_TYPE_MEMUNITS},
+        {"MAX_INLINE", "128",
+         "Largest message sent inline in the work request (put/am short); the\n"
+         "device may give less.",
+         ucs_offsetof(gdr_iface_config_t, max_inline),
+         UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"TX_MODERATION", "32",
-     "Request a completion at least every this many unsignaled sends (at most\n"
-     "a quarter of TX_QUEUE_LEN is used).",
-     ucs_offsetof(gdr_iface_config_t, tx_moderation), UCS_CONFIG_TYPE_UINT},
+        {"TX_MODERATION", "32",
+         "Request a completion at least every this many unsignaled sends (at "
+         "most\n"
+         "a quarter of TX_QUEUE_LEN is used).",
+         ucs_offsetof(gdr_iface_config_t, tx_moderation), UCS_CONFIG_TYPE_UINT},
 
-    {"TX_MAX_POLL", "16", "Send completions polled per progress call.",
-     ucs_offsetof(gdr_iface_config_t, tx_max_poll), UCS_CONFIG_TYPE_UINT},
+        {"TX_MAX_POLL", "16", "Send completions polled per progress call.",
+         ucs_offsetof(gdr_iface_config_t, tx_max_poll), UCS_CONFIG_TYPE_UINT},
 
-    {"RX_MAX_POLL", "16", "Receive completions polled per progress call.",
-     ucs_offsetof(gdr_iface_config_t, rx_max_poll), UCS_CONFIG_TYPE_UINT},
+        {"RX_MAX_POLL", "16", "Receive completions polled per progress call.",
+         ucs_offsetof(gdr_iface_config_t, rx_max_poll), UCS_CONFIG_TYPE_UINT},
 
-    {"TIMEOUT", "1s",
-     "Transport retransmission timeout (rounded to 4.096us * 2^n, n in 1..31).",
-     ucs_offsetof(gdr_iface_config_t, timeout), UCS_CONFIG_TYPE_TIME},
+        {"TIMEOUT", "1s",
+         "Transport retransmission timeout (rounded to 4.096us * 2^n, n in "
+         "1..31).",
+         ucs_offsetof(gdr_iface_config_t, timeout), UCS_CONFIG_TYPE_TIME},
 
-    {"RETRY_COUNT", "7",
-     "Transport retries before an endpoint fails with a timeout (0..7).",
-     ucs_offsetof(gdr_iface_config_t, retry_count), UCS_CONFIG_TYPE_UINT},
+        {"RETRY_COUNT", "7",
+         "Transport retries before an endpoint fails with a timeout (0..7).",
+         ucs_offsetof(gdr_iface_config_t, retry_count), UCS_CONFIG_TYPE_UINT},
 
-    {"RNR_TIMEOUT", "1ms",
-     "Delay before resending to a peer that had no receive buffer.",
-     ucs_offsetof(gdr_iface_config_t, rnr_timeout), UCS_CONFIG_TYPE_TIME},
+        {"RNR_TIMEOUT", "1ms",
+         "Delay before resending to a peer that had no receive buffer.",
+         ucs_offsetof(gdr_iface_config_t, rnr_timeout), UCS_CONFIG_TYPE_TIME},
 
-    {"RNR_RETRY_COUNT", "7",
-     "Receiver-not-ready retries (0..7; 7 means retry forever).",
-     ucs_offsetof(gdr_iface_config_t, rnr_retry_count), UCS_CONFIG_TYPE_UINT},
+        {"RNR_RETRY_COUNT", "7",
+         "Receiver-not-ready retries (0..7; 7 means retry forever).",
+         ucs_offsetof(gdr_iface_config_t, rnr_retry_count),
+         UCS_CONFIG_TYPE_UINT},
 
-    {"GID_INDEX", "auto",
-     "GID index for RoCE/GRH. 'auto': RoCE v2 IPv4-mapped, then v2 IPv6 global,\n"
-     "then v2 link-local, then RoCE v1.",
-     ucs_offsetof(gdr_iface_config_t, gid_index), UCS_CONFIG_TYPE_ULUNITS},
+        {"GID_INDEX", "auto",
+         "GID index for RoCE/GRH. 'auto': RoCE v2 IPv4-mapped, then v2 IPv6 "
+         "global,\n"
+         "then v2 link-local, then RoCE v1.",
+         ucs_offsetof(gdr_iface_config_t, gid_index), UCS_CONFIG_TYPE_ULUNITS},
 
-    {"MTU", "auto",
-     "Path MTU limit: 256, 512, 1024, 2048 or 4096; 'auto' = port's active MTU.",
-     ucs_offsetof(gdr_iface_config_t, mtu), UCS_CONFIG_TYPE_MEMUNITS},
+        {"MTU", "auto",
+         "Path MTU limit: 256, 512, 1024, 2048 or 4096; 'auto' = port's active "
+         "MTU.",
+         ucs_offsetof(gdr_iface_config_t, mtu), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"SL", "auto", "InfiniBand service level (0..15); 'auto' = the SM's SL.",
-     ucs_offsetof(gdr_iface_config_t, sl), UCS_CONFIG_TYPE_ULUNITS},
+        {"SL", "auto",
+         "InfiniBand service level (0..15); 'auto' = the SM's SL.",
+         ucs_offsetof(gdr_iface_config_t, sl), UCS_CONFIG_TYPE_ULUNITS},
 
-    {"TRAFFIC_CLASS", "0", "GRH traffic class / RoCE DSCP<<2|ECN (0..255).",
-     ucs_offsetof(gdr_iface_config_t, traffic_class), UCS_CONFIG_TYPE_UINT},
+        {"TRAFFIC_CLASS", "0", "GRH traffic class / RoCE DSCP<<2|ECN (0..255).",
+         ucs_offsetof(gdr_iface_config_t, traffic_class), UCS_CONFIG_TYPE_UINT},
 
-    {"HOP_LIMIT", "255", "GRH hop limit / IP TTL (0..255).",
-     ucs_offsetof(gdr_iface_config_t, hop_limit), UCS_CONFIG_TYPE_UINT},
+        {"HOP_LIMIT", "255", "GRH hop limit / IP TTL (0..255).",
+         ucs_offsetof(gdr_iface_config_t, hop_limit), UCS_CONFIG_TYPE_UINT},
 
-    {"MAX_RD_ATOMIC", "4",
-     "Outstanding RDMA reads and atomics per QP, as initiator and target.",
-     ucs_offsetof(gdr_iface_config_t, max_rd_atomic), UCS_CONFIG_TYPE_UINT},
+        {"MAX_RD_ATOMIC", "4",
+         "Outstanding RDMA reads and atomics per QP, as initiator and target.",
+         ucs_offsetof(gdr_iface_config_t, max_rd_atomic), UCS_CONFIG_TYPE_UINT},
 
-    {NULL}
-};
+        {NULL}};
 
-#define GDR_CHECK_RANGE(_name, _value, _min, _max) \
-    if (((_value) < (_min)) || ((_value) > (_max))) { \
-        ucs_error("gdr_rc: UCX_" GDR_CONFIG_PREFIX _name "=%lu is out of range " \
-                  "[%lu..%lu]", (unsigned long)(_value), (unsigned long)(_min), \
-                  (unsigned long)(_max)); \
-        return UCS_ERR_INVALID_PARAM; \
+#define GDR_CHECK_RANGE(_name, _value, _min, _max)                \
+    if (((_value) < (_min)) || ((_value) > (_max))) {             \
+        ucs_error("gdr_rc: UCX_" GDR_CONFIG_PREFIX _name          \
+                  "=%lu is out of range "                         \
+                  "[%lu..%lu]",                                   \
+                  (unsigned long)(_value), (unsigned long)(_min), \
+                  (unsigned long)(_max));                         \
+        return UCS_ERR_INVALID_PARAM;                             \
     }
 
 ucs_status_t gdr_iface_config_check(const gdr_iface_config_t *config,
@@ -126,14 +142,19 @@ ucs_status_t gdr_iface_config_check(const gdr_iface_config_t *config,
         GDR_CHECK_RANGE("SL", config->sl, 0, 15);
     }
     if ((config->timeout <= 0) || (config->timeout > 8800)) {
-        ucs_error("gdr_rc: UCX_" GDR_CONFIG_PREFIX "TIMEOUT=%gs is out of range "
-                  "(0..8800s]", config->timeout);
+        ucs_error("gdr_rc: UCX_" GDR_CONFIG_PREFIX
+                  "TIMEOUT=%gs is out of range "
+                  "(0..8800s]",
+                  config->timeout);
         return UCS_ERR_INVALID_PARAM;
     }
     if ((config->mtu != UCS_MEMUNITS_AUTO) &&
-        (gdr_verbs_mtu_bytes(gdr_verbs_mtu_from_bytes(config->mtu)) != config->mtu)) {
-        ucs_error("gdr_rc: UCX_" GDR_CONFIG_PREFIX "MTU=%zu is not one of 256, 512, "
-                  "1024, 2048, 4096 or auto", config->mtu);
+        (gdr_verbs_mtu_bytes(gdr_verbs_mtu_from_bytes(config->mtu)) !=
+         config->mtu)) {
+        ucs_error("gdr_rc: UCX_" GDR_CONFIG_PREFIX
+                  "MTU=%zu is not one of 256, 512, "
+                  "1024, 2048, 4096 or auto",
+                  config->mtu);
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;

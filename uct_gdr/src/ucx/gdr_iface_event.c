@@ -38,12 +38,15 @@ ucs_status_t gdr_iface_event_arm(uct_iface_h tl_iface, unsigned events)
         return UCS_ERR_IO_ERROR;
     }
 
-    count = ibv_poll_cq(iface->send_cq, ucs_static_array_size(iface->stash_tx.wc),
-                        iface->stash_tx.wc);
+    count                 = ibv_poll_cq(iface->send_cq,
+                                        ucs_static_array_size(iface->stash_tx.wc),
+                                        iface->stash_tx.wc);
     iface->stash_tx.count = ucs_max(count, 0);
-    count = ibv_poll_cq(iface->recv_cq, ucs_static_array_size(iface->stash_rx.wc),
-                        iface->stash_rx.wc);
+    count                 = ibv_poll_cq(iface->recv_cq,
+                                        ucs_static_array_size(iface->stash_rx.wc),
+                                        iface->stash_rx.wc);
     iface->stash_rx.count = ucs_max(count, 0);
     return ((iface->stash_tx.count > 0) || (iface->stash_rx.count > 0)) ?
-           UCS_ERR_BUSY : UCS_OK;
+                   UCS_ERR_BUSY :
+                   UCS_OK;
 }

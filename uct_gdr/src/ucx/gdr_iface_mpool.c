@@ -14,23 +14,24 @@ typedef struct gdr_mpool_chunk {
 
 static gdr_iface_t *gdr_iface_of_mpool(ucs_mpool_t *mp)
 {
-    return *(gdr_iface_t**)ucs_mpool_priv(mp);
+    return *(gdr_iface_t **)ucs_mpool_priv(mp);
 }
 
-static ucs_status_t gdr_mpool_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
-                                          void **chunk_p)
+static ucs_status_t
+gdr_mpool_chunk_alloc(ucs_mpool_t *mp, size_t *size_p, void **chunk_p)
 {
     gdr_iface_t *iface = gdr_iface_of_mpool(mp);
     size_t size        = ucs_align_up(*size_p + sizeof(gdr_mpool_chunk_t),
                                       ucs_get_page_size());
     gdr_mpool_chunk_t *chunk;
 
-    if (posix_memalign((void**)&chunk, ucs_get_page_size(), size) != 0) {
+    if (posix_memalign((void **)&chunk, ucs_get_page_size(), size) != 0) {
         return UCS_ERR_NO_MEMORY;
     }
     chunk->mr = ibv_reg_mr(iface->dev->pd, chunk, size, IBV_ACCESS_LOCAL_WRITE);
     if (chunk->mr == NULL) {
-        ucs_error("gdr_rc: ibv_reg_mr(%s, %zu bytes) for bounce buffers failed: %m",
+        ucs_error("gdr_rc: ibv_reg_mr(%s, %zu bytes) for bounce buffers "
+                  "failed: %m",
                   iface->dev->name, size);
         free(chunk);
         return UCS_ERR_IO_ERROR;
@@ -42,7 +43,7 @@ static ucs_status_t gdr_mpool_chunk_alloc(ucs_mpool_t *mp, size_t *size_p,
 
 static void gdr_mpool_chunk_release(ucs_mpool_t *mp, void *ptr)
 {
-    gdr_mpool_chunk_t *chunk = (gdr_mpool_chunk_t*)ptr - 1;
+    gdr_mpool_chunk_t *chunk = (gdr_mpool_chunk_t *)ptr - 1;
 
     ibv_dereg_mr(chunk->mr);
     free(chunk);
@@ -50,7 +51,7 @@ static void gdr_mpool_chunk_release(ucs_mpool_t *mp, void *ptr)
 
 static void gdr_tx_desc_init(ucs_mpool_t *mp, void *obj, void *chunk)
 {
-    ((gdr_tx_op_t*)obj)->lkey = ((gdr_mpool_chunk_t*)chunk - 1)->mr->lkey;
+    ((gdr_tx_op_t *)obj)->lkey = ((gdr_mpool_chunk_t *)chunk - 1)->mr->lkey;
 }
 
 static void gdr_rx_desc_init(ucs_mpool_t *mp, void *obj, void *chunk)
@@ -58,33 +59,30 @@ static void gdr_rx_desc_init(ucs_mpool_t *mp, void *obj, void *chunk)
     gdr_iface_t *iface  = gdr_iface_of_mpool(mp);
     gdr_rx_desc_t *desc = obj;
 
-    desc->lkey    = ((gdr_mpool_chunk_t*)chunk - 1)->mr->lkey;
+    desc->lkey    = ((gdr_mpool_chunk_t *)chunk - 1)->mr->lkey;
     desc->release = &iface->rx.release_desc;
 }
 
 static ucs_mpool_ops_t gdr_tx_desc_mpool_ops = {
-    .chunk_alloc   = gdr_mpool_chunk_alloc,
-    .chunk_release = gdr_mpool_chunk_release,
-    .obj_init      = gdr_tx_desc_init,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
+        .chunk_alloc   = gdr_mpool_chunk_alloc,
+        .chunk_release = gdr_mpool_chunk_release,
+        .obj_init      = gdr_tx_desc_init,
+        .obj_cleanup   = NULL,
+        .obj_str       = NULL};
 
 static ucs_mpool_ops_t gdr_rx_desc_mpool_ops = {
-    .chunk_alloc   = gdr_mpool_chunk_alloc,
-    .chunk_release = gdr_mpool_chunk_release,
-    .obj_init      = gdr_rx_desc_init,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
+        .chunk_alloc   = gdr_mpool_chunk_alloc,
+        .chunk_release = gdr_mpool_chunk_release,
+        .obj_init      = gdr_rx_desc_init,
+        .obj_cleanup   = NULL,
+        .obj_str       = NULL};
 
 static ucs_mpool_ops_t gdr_op_mpool_ops = {
-    .chunk_alloc   = ucs_mpool_chunk_malloc,
-    .chunk_release = ucs_mpool_chunk_free,
-    .obj_init      = NULL,
-    .obj_cleanup   = NULL,
-    .obj_str       = NULL
-};
+        .chunk_alloc   = ucs_mpool_chunk_malloc,
+        .chunk_release = ucs_mpool_chunk_free,
+        .obj_init      = NULL,
+        .obj_cleanup   = NULL,
+        .obj_str       = NULL};
 
 static ucs_status_t gdr_iface_mpool_init(gdr_iface_t *iface, ucs_mpool_t *mp,
                                          size_t elem_size, size_t align_offset,
@@ -93,11 +91,12 @@ static ucs_status_t gdr_iface_mpool_init(gdr_iface_t *iface, ucs_mpool_t *mp,
 {
     ucs_status_t status;
 
-    status = gdr_compat_mpool_init(mp, sizeof(gdr_iface_t*), elem_size, align_offset,
-                                   alignment, ucs_min(128, max_elems), max_elems,
-                                   ops, name);
+    status = gdr_compat_mpool_init(mp, sizeof(gdr_iface_t *), elem_size,
+                                   align_offset, alignment,
+                                   ucs_min(128, max_elems), max_elems, ops,
+                                   name);
     if (status == UCS_OK) {
-        *(gdr_iface_t**)ucs_mpool_priv(mp) = iface;
+        *(gdr_iface_t **)ucs_mpool_priv(mp) = iface;
     }
     return status;
 }
@@ -106,10 +105,11 @@ static ucs_status_t gdr_iface_mpool_init(gdr_iface_t *iface, ucs_mpool_t *mp,
  * which the SRQ is refilled */
 static void gdr_iface_release_desc(uct_recv_desc_t *self, void *desc)
 {
-    ucs_mpool_put_inline((gdr_rx_desc_t*)desc - 1);
+    ucs_mpool_put_inline((gdr_rx_desc_t *)desc - 1);
 }
 
-ucs_status_t gdr_iface_mpools_init(gdr_iface_t *iface, const uct_iface_params_t *params,
+ucs_status_t gdr_iface_mpools_init(gdr_iface_t *iface,
+                                   const uct_iface_params_t *params,
                                    const gdr_iface_config_t *config)
 {
     size_t rx_align, rx_align_offset;
@@ -122,8 +122,8 @@ ucs_status_t gdr_iface_mpools_init(gdr_iface_t *iface, const uct_iface_params_t 
     if (status != UCS_OK) {
         goto err;
     }
-    status = gdr_iface_mpool_init(iface, &iface->tx.op_mp, sizeof(gdr_tx_op_t), 0,
-                                  UCS_SYS_CACHE_LINE_SIZE, UINT_MAX,
+    status = gdr_iface_mpool_init(iface, &iface->tx.op_mp, sizeof(gdr_tx_op_t),
+                                  0, UCS_SYS_CACHE_LINE_SIZE, UINT_MAX,
                                   &gdr_op_mpool_ops, "gdr_tx_op");
     if (status != UCS_OK) {
         goto err_cleanup_desc_mp;
@@ -133,16 +133,19 @@ ucs_status_t gdr_iface_mpools_init(gdr_iface_t *iface, const uct_iface_params_t 
      * descriptor starts on a cache line.  Invalid values are refused here
      * (by UCX's helper and ucs_mpool_init) with UCS_ERR_INVALID_PARAM. */
     status = uct_iface_param_am_alignment(params, iface->seg_size, 0,
-                                          sizeof(gdr_rx_desc_t) + iface->rx.headroom,
+                                          sizeof(gdr_rx_desc_t) +
+                                                  iface->rx.headroom,
                                           &rx_align, &rx_align_offset);
     if (status != UCS_OK) {
         goto err_cleanup_op_mp;
     }
     status = gdr_iface_mpool_init(iface, &iface->rx.mp,
                                   sizeof(gdr_rx_desc_t) + iface->rx.headroom +
-                                  iface->seg_size, rx_align_offset, rx_align,
-                                  (config->rx_max_bufs == UCS_ULUNITS_INF) ? UINT_MAX :
-                                  config->rx_max_bufs,
+                                          iface->seg_size,
+                                  rx_align_offset, rx_align,
+                                  (config->rx_max_bufs == UCS_ULUNITS_INF) ?
+                                          UINT_MAX :
+                                          config->rx_max_bufs,
                                   &gdr_rx_desc_mpool_ops, "gdr_rx_desc");
     if (status != UCS_OK) {
         goto err_cleanup_op_mp;

@@ -8,8 +8,8 @@
 #include <ucs/debug/log.h>
 #include <arpa/inet.h>
 
-static UCS_F_ALWAYS_INLINE void *gdr_rx_desc_payload(gdr_iface_t *iface,
-                                                     gdr_rx_desc_t *desc)
+static UCS_F_ALWAYS_INLINE void *
+gdr_rx_desc_payload(gdr_iface_t *iface, gdr_rx_desc_t *desc)
 {
     return UCS_PTR_BYTE_OFFSET(desc + 1, iface->rx.headroom);
 }
@@ -26,7 +26,8 @@ void gdr_iface_post_recv(gdr_iface_t *iface)
     iface->rx.starved = 0;
     while (iface->rx.available > 0) {
         for (count = 0; (count < ucs_static_array_size(wrs)) &&
-                        (count < iface->rx.available); ++count) {
+                        (count < iface->rx.available);
+             ++count) {
             desc = ucs_mpool_get_inline(&iface->rx.mp);
             if (desc == NULL) {
                 /* every buffer is posted or held by the user (RX_MAX_BUFS):
@@ -46,11 +47,11 @@ void gdr_iface_post_recv(gdr_iface_t *iface)
             return;
         }
         wrs[count - 1].next = NULL;
-        ret = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
+        ret                 = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
         if (ret != 0) {
             ucs_error("gdr_rc: ibv_post_srq_recv failed: %s", strerror(ret));
             for (; bad_wr != NULL; bad_wr = bad_wr->next) {
-                ucs_mpool_put_inline((void*)bad_wr->wr_id);
+                ucs_mpool_put_inline((void *)bad_wr->wr_id);
                 --count;
             }
             iface->rx.available -= count;
@@ -61,9 +62,9 @@ void gdr_iface_post_recv(gdr_iface_t *iface)
 }
 
 /* Take CQEs polled by event_arm first, then the CQ itself */
-static UCS_F_ALWAYS_INLINE int gdr_iface_poll(struct ibv_cq *cq, struct ibv_wc *wc,
-                                              unsigned max, struct ibv_wc *stash,
-                                              unsigned *stash_count)
+static UCS_F_ALWAYS_INLINE int
+gdr_iface_poll(struct ibv_cq *cq, struct ibv_wc *wc, unsigned max,
+               struct ibv_wc *stash, unsigned *stash_count)
 {
     int count;
 
@@ -92,12 +93,13 @@ static unsigned gdr_iface_progress_rx(gdr_iface_t *iface)
     count = gdr_iface_poll(iface->recv_cq, wc, iface->rx.max_poll,
                            iface->stash_rx.wc, &iface->stash_rx.count);
     for (i = 0; i < count; ++i) {
-        desc = (gdr_rx_desc_t*)wc[i].wr_id;
+        desc = (gdr_rx_desc_t *)wc[i].wr_id;
         ++iface->rx.available;
         if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
             if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
-                ucs_debug("gdr_rc: receive completion with error: %s (qpn 0x%x)",
-                          ibv_wc_status_str(wc[i].status), wc[i].qp_num);
+                ucs_debug(
+                        "gdr_rc: receive completion with error: %s (qpn 0x%x)",
+                        ibv_wc_status_str(wc[i].status), wc[i].qp_num);
             }
             ucs_mpool_put_inline(desc);
             continue;
@@ -106,8 +108,8 @@ static unsigned gdr_iface_progress_rx(gdr_iface_t *iface)
         if (ucs_unlikely(!(wc[i].wc_flags & IBV_WC_WITH_IMM) ||
                          (am_id >= UCT_AM_ID_MAX))) {
             ucs_error("gdr_rc: dropping a message without a valid AM id "
-                      "(imm %u, %u bytes, qpn 0x%x)", am_id, wc[i].byte_len,
-                      wc[i].qp_num);
+                      "(imm %u, %u bytes, qpn 0x%x)",
+                      am_id, wc[i].byte_len, wc[i].qp_num);
             ucs_mpool_put_inline(desc);
             continue;
         }
@@ -159,18 +161,22 @@ static unsigned gdr_iface_progress_tx(gdr_iface_t *iface)
         }
         if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS) &&
             (wc[i].status != IBV_WC_WR_FLUSH_ERR)) {
-            ucs_debug("gdr_rc: send completion with error: %s (qpn 0x%x wr sn %u "
-                      "vendor_err 0x%x)", ibv_wc_status_str(wc[i].status),
-                      wc[i].qp_num, (unsigned)wc[i].wr_id, wc[i].vendor_err);
+            ucs_debug(
+                    "gdr_rc: send completion with error: %s (qpn 0x%x wr sn %u "
+                    "vendor_err 0x%x)",
+                    ibv_wc_status_str(wc[i].status), wc[i].qp_num,
+                    (unsigned)wc[i].wr_id, wc[i].vendor_err);
         }
         gdr_ep_tx_completed(kh_value(&iface->eps, it), (uint16_t)wc[i].wr_id,
                             gdr_wc_status(wc[i].status));
         /* pending requests go before sends of the next CQE's callbacks */
-        ucs_arbiter_dispatch(&iface->tx.arbiter, 1, gdr_ep_arbiter_dispatch_cb, NULL);
+        ucs_arbiter_dispatch(&iface->tx.arbiter, 1, gdr_ep_arbiter_dispatch_cb,
+                             NULL);
     }
     if (count == 0) {
         /* after connect_to_ep, before anything completed */
-        ucs_arbiter_dispatch(&iface->tx.arbiter, 1, gdr_ep_arbiter_dispatch_cb, NULL);
+        ucs_arbiter_dispatch(&iface->tx.arbiter, 1, gdr_ep_arbiter_dispatch_cb,
+                             NULL);
     }
     return count;
 }

@@ -8,7 +8,8 @@ ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
     size_t max_msg     = iface->dev->attr.max_mr_size ?
-                         ucs_min(iface->dev->attr.max_mr_size, 1ul << 31) : 1ul << 31;
+                                 ucs_min(iface->dev->attr.max_mr_size, 1ul << 31) :
+                                 1ul << 31;
     unsigned mtu       = gdr_verbs_mtu_bytes(iface->qp_local.mtu);
 
     uct_base_iface_query(&iface->super, attr);
@@ -17,18 +18,17 @@ ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
     attr->iface_addr_len  = 0;
     attr->ep_addr_len     = sizeof(gdr_ep_addr_t);
     attr->max_conn_priv   = 0;
-    attr->cap.flags       = UCT_IFACE_FLAG_CONNECT_TO_EP |
-                            UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
-                            UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
-                            UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_AM_ZCOPY |
-                            UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC |
-                            UCT_IFACE_FLAG_EP_CHECK | UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+    attr->cap.flags = UCT_IFACE_FLAG_CONNECT_TO_EP | UCT_IFACE_FLAG_PUT_BCOPY |
+                      UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY |
+                      UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_AM_BCOPY |
+                      UCT_IFACE_FLAG_AM_ZCOPY | UCT_IFACE_FLAG_PENDING |
+                      UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK |
+                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
     if (iface->tx.max_inline > 0) {
         attr->cap.flags |= UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_AM_SHORT;
     }
     attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
-                            UCT_IFACE_FLAG_EVENT_RECV |
-                            UCT_IFACE_FLAG_EVENT_FD;
+                            UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_FD;
 
     attr->cap.put.max_short       = iface->tx.max_inline;
     attr->cap.put.max_bcopy       = iface->seg_size;
@@ -46,32 +46,34 @@ ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
     attr->cap.get.align_mtu       = mtu;
     attr->cap.get.max_iov         = iface->tx.max_sge;
 
-    attr->cap.am.max_short        = iface->tx.max_inline;
-    attr->cap.am.max_bcopy        = iface->seg_size;
-    attr->cap.am.min_zcopy        = 0;
-    attr->cap.am.max_zcopy        = iface->seg_size;
-    attr->cap.am.opt_zcopy_align  = UCS_SYS_PCI_MAX_PAYLOAD;
-    attr->cap.am.align_mtu        = mtu;
+    attr->cap.am.max_short       = iface->tx.max_inline;
+    attr->cap.am.max_bcopy       = iface->seg_size;
+    attr->cap.am.min_zcopy       = 0;
+    attr->cap.am.max_zcopy       = iface->seg_size;
+    attr->cap.am.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.am.align_mtu       = mtu;
     /* the header goes through a bounce buffer, in the first SGE */
-    attr->cap.am.max_hdr          = gdr_iface_am_max_hdr(iface);
-    attr->cap.am.max_iov          = iface->tx.max_sge - 1;
+    attr->cap.am.max_hdr = gdr_iface_am_max_hdr(iface);
+    attr->cap.am.max_iov = iface->tx.max_sge - 1;
 
     if (iface->atomic_hca) {
         /* add and cswap are verbs atomics; and/or/xor/swap are compare-and-swap
          * loops (gdr_ep.c), which also lets UCP put its atomics on gdr_rc */
-        attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD) |
-                                       UCS_BIT(UCT_ATOMIC_OP_AND) |
-                                       UCS_BIT(UCT_ATOMIC_OP_OR) |
-                                       UCS_BIT(UCT_ATOMIC_OP_XOR);
+        attr->cap.atomic64.op_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+                                      UCS_BIT(UCT_ATOMIC_OP_AND) |
+                                      UCS_BIT(UCT_ATOMIC_OP_OR) |
+                                      UCS_BIT(UCT_ATOMIC_OP_XOR);
         attr->cap.atomic64.fop_flags = attr->cap.atomic64.op_flags |
                                        UCS_BIT(UCT_ATOMIC_OP_SWAP) |
                                        UCS_BIT(UCT_ATOMIC_OP_CSWAP);
-        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
     }
 
-    attr->latency            = ucs_linear_func_make(
-                                   (iface->port->link_layer == IBV_LINK_LAYER_ETHERNET) ?
-                                   900e-9 : 700e-9, 1e-9);
+    attr->latency = ucs_linear_func_make((iface->port->link_layer ==
+                                          IBV_LINK_LAYER_ETHERNET) ?
+                                                 900e-9 :
+                                                 700e-9,
+                                         1e-9);
     attr->bandwidth.dedicated = 0;
     attr->bandwidth.shared    = iface->port->bandwidth;
     attr->overhead            = 75e-9;

@@ -15,29 +15,33 @@
 #include <ucm/api/ucm.h>
 
 ucs_config_field_t gdr_md_config_table[] = {
-    {"", "", NULL, ucs_offsetof(gdr_md_config_t, super),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+        {"", "", NULL, ucs_offsetof(gdr_md_config_t, super),
+         UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
-    {"GPU_DIRECT_RDMA", "try",
-     "Register CUDA device memory with the HCA (GPUDirect RDMA): yes|no|try.\n"
-     "'yes' fails md open when neither dma-buf nor peermem works.",
-     ucs_offsetof(gdr_md_config_t, gpu_direct_rdma), UCS_CONFIG_TYPE_TERNARY},
+        {"GPU_DIRECT_RDMA", "try",
+         "Register CUDA device memory with the HCA (GPUDirect RDMA): "
+         "yes|no|try.\n"
+         "'yes' fails md open when neither dma-buf nor peermem works.",
+         ucs_offsetof(gdr_md_config_t, gpu_direct_rdma),
+         UCS_CONFIG_TYPE_TERNARY},
 
-    {"DMABUF", "try",
-     "Use dma-buf (cuMemGetHandleForAddressRange + ibv_reg_dmabuf_mr) for CUDA\n"
-     "memory: yes|no|try. 'yes' fails md open when dma-buf is unavailable.",
-     ucs_offsetof(gdr_md_config_t, dmabuf), UCS_CONFIG_TYPE_TERNARY},
+        {"DMABUF", "try",
+         "Use dma-buf (cuMemGetHandleForAddressRange + ibv_reg_dmabuf_mr) for "
+         "CUDA\n"
+         "memory: yes|no|try. 'yes' fails md open when dma-buf is unavailable.",
+         ucs_offsetof(gdr_md_config_t, dmabuf), UCS_CONFIG_TYPE_TERNARY},
 
-    {"RCACHE", "try",
-     "Registration cache (ucs_rcache): yes|no|try. Host regions are dropped on\n"
-     "munmap; CUDA regions when the allocation's buffer id changes (freed/reused).",
-     ucs_offsetof(gdr_md_config_t, rcache_enable), UCS_CONFIG_TYPE_TERNARY},
+        {"RCACHE", "try",
+         "Registration cache (ucs_rcache): yes|no|try. Host regions are "
+         "dropped on\n"
+         "munmap; CUDA regions when the allocation's buffer id changes "
+         "(freed/reused).",
+         ucs_offsetof(gdr_md_config_t, rcache_enable), UCS_CONFIG_TYPE_TERNARY},
 
-    {"", "", NULL, ucs_offsetof(gdr_md_config_t, rcache),
-     UCS_CONFIG_TYPE_TABLE(GDR_COMPAT_RCACHE_CONFIG_TABLE)},
+        {"", "", NULL, ucs_offsetof(gdr_md_config_t, rcache),
+         UCS_CONFIG_TYPE_TABLE(GDR_COMPAT_RCACHE_CONFIG_TABLE)},
 
-    {NULL}
-};
+        {NULL}};
 
 /* Access rights no wider than what the registration asks for. */
 static int gdr_md_access_flags(uint64_t uct_flags)
@@ -62,13 +66,16 @@ void gdr_md_query_caps(uct_md_h uct_md, gdr_md_caps_t *caps)
 
     memset(caps, 0, sizeof(*caps));
     caps->flags            = (md->num_devices > 0) ?
-                             (UCT_MD_FLAG_REG | UCT_MD_FLAG_ALLOC |
-                              UCT_MD_FLAG_ADVISE | UCT_MD_FLAG_NEED_MEMH |
-                              UCT_MD_FLAG_NEED_RKEY) : 0;
+                                     (UCT_MD_FLAG_REG | UCT_MD_FLAG_ALLOC |
+                           UCT_MD_FLAG_ADVISE | UCT_MD_FLAG_NEED_MEMH |
+                           UCT_MD_FLAG_NEED_RKEY) :
+                                     0;
     caps->max_alloc        = (md->num_devices > 0) ? ULONG_MAX : 0;
     caps->max_reg          = (md->num_devices > 0) ? ULONG_MAX : 0;
     caps->reg_mem_types    = md->reg_mem_types;
-    caps->alloc_mem_types  = (md->num_devices > 0) ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
+    caps->alloc_mem_types  = (md->num_devices > 0) ?
+                                     UCS_BIT(UCS_MEMORY_TYPE_HOST) :
+                                     0;
     caps->detect_mem_types = md->detect_mem_types;
     caps->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     caps->rkey_packed_size = md->rkey_packed_size;
@@ -87,8 +94,8 @@ static void gdr_memh_deregister(gdr_memh_t *memh)
     }
 }
 
-static ucs_memory_type_t gdr_md_mem_type(gdr_md_t *md, const void *address,
-                                         size_t length)
+static ucs_memory_type_t
+gdr_md_mem_type(gdr_md_t *md, const void *address, size_t length)
 {
     gdr_cuda_mem_info_t info;
 
@@ -97,9 +104,12 @@ static ucs_memory_type_t gdr_md_mem_type(gdr_md_t *md, const void *address,
         return UCS_MEMORY_TYPE_HOST;
     }
     switch (info.kind) {
-    case GDR_CUDA_MEM_DEVICE:  return UCS_MEMORY_TYPE_CUDA;
-    case GDR_CUDA_MEM_MANAGED: return UCS_MEMORY_TYPE_CUDA_MANAGED;
-    default:                   return UCS_MEMORY_TYPE_HOST;
+    case GDR_CUDA_MEM_DEVICE:
+        return UCS_MEMORY_TYPE_CUDA;
+    case GDR_CUDA_MEM_MANAGED:
+        return UCS_MEMORY_TYPE_CUDA_MANAGED;
+    default:
+        return UCS_MEMORY_TYPE_HOST;
     }
 }
 
@@ -110,7 +120,8 @@ static struct ibv_mr *gdr_md_reg_one(gdr_md_t *md, unsigned dev_index,
                                      size_t length, int access, uint64_t flags)
 {
     ucs_log_level_t level = (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
-                            UCS_LOG_LEVEL_DEBUG : UCS_LOG_LEVEL_ERROR;
+                                    UCS_LOG_LEVEL_DEBUG :
+                                    UCS_LOG_LEVEL_ERROR;
     gdr_device_t *dev     = &md->devices[dev_index];
     gdr_cuda_reg_result_t result;
     gdr_reason_t reason;
@@ -119,14 +130,17 @@ static struct ibv_mr *gdr_md_reg_one(gdr_md_t *md, unsigned dev_index,
     if (mem_type == UCS_MEMORY_TYPE_HOST) {
         mr = ibv_reg_mr(dev->pd, address, length, access);
         if (mr == NULL) {
-            ucs_log(level, "gdr: ibv_reg_mr(%s, address=%p, length=%zu, access=0x%x) "
-                    "failed: %m", dev->name, address, length, access);
+            ucs_log(level,
+                    "gdr: ibv_reg_mr(%s, address=%p, length=%zu, access=0x%x) "
+                    "failed: %m",
+                    dev->name, address, length, access);
         }
         return mr;
     }
 
     if (gdr_cuda_reg_mr(dev->pd, address, length, access, &md->cuda_config,
-                        md->cuda_methods[dev_index], &result, &reason) != UCS_OK) {
+                        md->cuda_methods[dev_index], &result,
+                        &reason) != UCS_OK) {
         ucs_log(level, "gdr: cannot register %s memory %p..%p with %s: %s",
                 ucs_memory_type_names[mem_type], address,
                 UCS_PTR_BYTE_OFFSET(address, length), dev->name, reason.text);
@@ -141,8 +155,8 @@ static struct ibv_mr *gdr_md_reg_one(gdr_md_t *md, unsigned dev_index,
 
 /* Register [address, address+length) on every device into @a memh */
 static ucs_status_t gdr_md_memh_register(gdr_md_t *md, gdr_memh_t *memh,
-                                         void *address, size_t length, int access,
-                                         uint64_t flags)
+                                         void *address, size_t length,
+                                         int access, uint64_t flags)
 {
     ucs_memory_type_t mem_type = gdr_md_mem_type(md, address, length);
     unsigned i;
@@ -152,7 +166,8 @@ static ucs_status_t gdr_md_memh_register(gdr_md_t *md, gdr_memh_t *memh,
     memh->mem_type = mem_type;
     memh->access   = access;
     for (i = 0; i < md->num_devices; ++i) {
-        memh->mrs[i] = gdr_md_reg_one(md, i, mem_type, address, length, access, flags);
+        memh->mrs[i] = gdr_md_reg_one(md, i, mem_type, address, length, access,
+                                      flags);
         if (memh->mrs[i] == NULL) {
             memh->num_mrs = i;
             gdr_memh_deregister(memh);
@@ -189,9 +204,10 @@ static ucs_status_t gdr_md_mem_reg_direct(gdr_md_t *md, void *address,
 /* Host memory allocated and registered in one step (UCT_MD_FLAG_ALLOC): whole
  * pages of an anonymous mapping, registered outside the rcache, so that
  * mem_free can deregister and unmap it at once. */
-ucs_status_t gdr_md_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_p,
-                              ucs_memory_type_t mem_type, unsigned flags,
-                              const char *alloc_name, uct_mem_h *memh_p)
+ucs_status_t gdr_md_mem_alloc(uct_md_h uct_md, size_t *length_p,
+                              void **address_p, ucs_memory_type_t mem_type,
+                              unsigned flags, const char *alloc_name,
+                              uct_mem_h *memh_p)
 {
     gdr_md_t *md  = ucs_derived_of(uct_md, gdr_md_t);
     size_t length = ucs_align_up(*length_p, ucs_get_page_size());
@@ -208,12 +224,12 @@ ucs_status_t gdr_md_mem_alloc(uct_md_h uct_md, size_t *length_p, void **address_
         ucs_error("gdr: cannot allocate 0 bytes (%s)", alloc_name);
         return UCS_ERR_INVALID_PARAM;
     }
-    address = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+    address = mmap(NULL, length, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (address == MAP_FAILED) {
         ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ? UCS_LOG_LEVEL_DEBUG :
-                UCS_LOG_LEVEL_ERROR, "gdr: mmap(%zu) for %s failed: %m", length,
-                alloc_name);
+                                                        UCS_LOG_LEVEL_ERROR,
+                "gdr: mmap(%zu) for %s failed: %m", length, alloc_name);
         return UCS_ERR_NO_MEMORY;
     }
     status = gdr_md_mem_reg_direct(md, address, length, flags, &uct_memh);
@@ -235,7 +251,8 @@ ucs_status_t gdr_md_mem_free(uct_md_h uct_md, uct_mem_h uct_memh)
 
     if (!memh->allocated) {
         ucs_error("gdr: memory %p was not allocated by uct_md_mem_alloc(): "
-                  "deregister it with uct_md_mem_dereg()", memh->address);
+                  "deregister it with uct_md_mem_dereg()",
+                  memh->address);
         return UCS_ERR_INVALID_PARAM;
     }
     gdr_memh_deregister(memh);
@@ -259,8 +276,8 @@ ucs_status_t gdr_md_mem_advise(uct_md_h uct_md, uct_mem_h uct_memh, void *addr,
     if (((uintptr_t)addr < (uintptr_t)memh->address) ||
         (UCS_PTR_BYTE_OFFSET(addr, length) >
          UCS_PTR_BYTE_OFFSET(memh->address, memh->length))) {
-        ucs_error("gdr: advice for %p..%p outside the registration %p..%p", addr,
-                  UCS_PTR_BYTE_OFFSET(addr, length), memh->address,
+        ucs_error("gdr: advice for %p..%p outside the registration %p..%p",
+                  addr, UCS_PTR_BYTE_OFFSET(addr, length), memh->address,
                   UCS_PTR_BYTE_OFFSET(memh->address, memh->length));
         return UCS_ERR_INVALID_PARAM;
     }
@@ -270,26 +287,27 @@ ucs_status_t gdr_md_mem_advise(uct_md_h uct_md, uct_mem_h uct_memh, void *addr,
 /* --------------------------------------------------------- rcache ----- */
 
 typedef struct {
-    uint64_t flags;   /* UCT_MD_MEM_* of the request */
-    int      access;  /* what the new registration must allow */
+    uint64_t flags; /* UCT_MD_MEM_* of the request */
+    int access; /* what the new registration must allow */
 } gdr_rcache_reg_arg_t;
 
-static ucs_status_t gdr_rcache_mem_reg_cb(void *context, ucs_rcache_t *rcache,
-                                          void *arg, ucs_rcache_region_t *rregion,
-                                          uint16_t rcache_flags)
+static ucs_status_t
+gdr_rcache_mem_reg_cb(void *context, ucs_rcache_t *rcache, void *arg,
+                      ucs_rcache_region_t *rregion, uint16_t rcache_flags)
 {
     gdr_md_t *md                  = context;
     gdr_rcache_reg_arg_t *reg_arg = arg;
-    gdr_rcache_region_t *region   = ucs_derived_of(rregion, gdr_rcache_region_t);
-    void *start                   = (void*)region->super.super.start;
-    uint64_t flags                = reg_arg->flags;
+    gdr_rcache_region_t *region = ucs_derived_of(rregion, gdr_rcache_region_t);
+    void *start                 = (void *)region->super.super.start;
+    uint64_t flags              = reg_arg->flags;
     ucs_status_t status;
 
     if (rcache_flags & UCS_RCACHE_MEM_REG_HIDE_ERRORS) {
         flags |= UCT_MD_MEM_FLAG_HIDE_ERRORS;
     }
     status = gdr_md_memh_register(md, &region->memh, start,
-                                  region->super.super.end - region->super.super.start,
+                                  region->super.super.end -
+                                          region->super.super.start,
                                   reg_arg->access, flags);
     if (status != UCS_OK) {
         return status;
@@ -332,11 +350,10 @@ gdr_rcache_merge_cb(void *context, ucs_rcache_t *rcache, void *arg,
 }
 
 static ucs_rcache_ops_t gdr_rcache_ops = {
-    .mem_reg     = gdr_rcache_mem_reg_cb,
-    .mem_dereg   = gdr_rcache_mem_dereg_cb,
-    GDR_COMPAT_RCACHE_OPS_MERGE(gdr_rcache_merge_cb)
-    .dump_region = gdr_rcache_dump_region_cb
-};
+        .mem_reg   = gdr_rcache_mem_reg_cb,
+        .mem_dereg = gdr_rcache_mem_dereg_cb,
+        GDR_COMPAT_RCACHE_OPS_MERGE(gdr_rcache_merge_cb).dump_region =
+                gdr_rcache_dump_region_cb};
 
 /* A cached region can't be used when it allows less than asked, or when its
  * CUDA allocation was freed (and maybe reallocated at the same address): no
@@ -347,7 +364,7 @@ static int gdr_rcache_region_usable(gdr_rcache_region_t *region, int access)
         return 0;
     }
     return (region->cuda_buffer_id == 0) ||
-           !gdr_cuda_region_is_stale((void*)region->super.super.start,
+           !gdr_cuda_region_is_stale((void *)region->super.super.start,
                                      region->cuda_buffer_id);
 }
 
@@ -363,8 +380,8 @@ static ucs_status_t gdr_md_mem_reg_cached(gdr_md_t *md, void *address,
 
     for (attempt = 0; attempt < 3; ++attempt) {
         status = gdr_compat_rcache_get(md->rcache, address, length,
-                                       ucs_get_page_size(), PROT_READ | PROT_WRITE,
-                                       &arg, &rregion);
+                                       ucs_get_page_size(),
+                                       PROT_READ | PROT_WRITE, &arg, &rregion);
         if (status != UCS_OK) {
             return status;
         }
@@ -375,16 +392,19 @@ static ucs_status_t gdr_md_mem_reg_cached(gdr_md_t *md, void *address,
         }
         /* drop it from the cache (holders keep their MRs until they put) */
         ucs_debug("gdr: rcache region %p..%p %s, registering again",
-                  (void*)region->super.super.start, (void*)region->super.super.end,
+                  (void *)region->super.super.start,
+                  (void *)region->super.super.end,
                   ((region->memh.access & arg.access) != arg.access) ?
-                  "lacks access rights" : "belongs to a freed CUDA allocation");
+                          "lacks access rights" :
+                          "belongs to a freed CUDA allocation");
         arg.access |= region->memh.access;
-        ucs_rcache_region_invalidate(md->rcache, rregion,
-                                     (ucs_rcache_invalidate_comp_func_t)ucs_empty_function,
-                                     NULL);
+        ucs_rcache_region_invalidate(
+                md->rcache, rregion,
+                (ucs_rcache_invalidate_comp_func_t)ucs_empty_function, NULL);
         ucs_rcache_region_put(md->rcache, rregion);
     }
-    ucs_error("gdr: registration cache keeps returning unusable regions for %p..%p",
+    ucs_error("gdr: registration cache keeps returning unusable regions for "
+              "%p..%p",
               address, UCS_PTR_BYTE_OFFSET(address, length));
     return UCS_ERR_IO_ERROR;
 }
@@ -398,16 +418,16 @@ ucs_status_t gdr_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
         return UCS_ERR_UNSUPPORTED;
     }
     return (md->rcache != NULL) ?
-           gdr_md_mem_reg_cached(md, address, length, flags, memh_p) :
-           gdr_md_mem_reg_direct(md, address, length, flags, memh_p);
+                   gdr_md_mem_reg_cached(md, address, length, flags, memh_p) :
+                   gdr_md_mem_reg_direct(md, address, length, flags, memh_p);
 }
 
 /* No UCT_MD_FLAG_INVALIDATE: dereg(INVALIDATE) is refused (UCS_ERR_UNSUPPORTED,
  * as UCX's ib md does without ODP), so UCP never relies on it.  A cached region
  * may still be used by other registrations of the same range; it is
  * deregistered when the last one puts it, or when the range is unmapped. */
-ucs_status_t gdr_md_mem_dereg(uct_md_h uct_md,
-                                     const uct_md_mem_dereg_params_t *params)
+ucs_status_t
+gdr_md_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
 {
     gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
     gdr_memh_t *memh;
@@ -415,8 +435,10 @@ ucs_status_t gdr_md_mem_dereg(uct_md_h uct_md,
     UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
     memh = params->memh;
     if (memh->allocated) {
-        ucs_error("gdr: memory %p was allocated by uct_md_mem_alloc(): free it with "
-                  "uct_md_mem_free()", memh->address);
+        ucs_error("gdr: memory %p was allocated by uct_md_mem_alloc(): free it "
+                  "with "
+                  "uct_md_mem_free()",
+                  memh->address);
         return UCS_ERR_INVALID_PARAM;
     }
     if (!memh->cached) {
@@ -424,12 +446,14 @@ ucs_status_t gdr_md_mem_dereg(uct_md_h uct_md,
         ucs_free(memh);
         return UCS_OK;
     }
-    ucs_rcache_region_put(md->rcache,
-                          &ucs_container_of(memh, gdr_rcache_region_t, memh)->super);
+    ucs_rcache_region_put(
+            md->rcache,
+            &ucs_container_of(memh, gdr_rcache_region_t, memh)->super);
     return UCS_OK;
 }
 
-static ucs_status_t gdr_md_open_rcache(gdr_md_t *md, const gdr_md_config_t *config)
+static ucs_status_t
+gdr_md_open_rcache(gdr_md_t *md, const gdr_md_config_t *config)
 {
     ucs_rcache_params_t params;
     ucs_status_t status;
@@ -442,26 +466,31 @@ static ucs_status_t gdr_md_open_rcache(gdr_md_t *md, const gdr_md_config_t *conf
 
     gdr_compat_rcache_params(&params, &config->rcache, ucs_get_page_size());
     params.region_struct_size = sizeof(gdr_rcache_region_t) +
-                                md->num_devices * sizeof(struct ibv_mr*);
-    params.ucm_events         = UCM_EVENT_VM_UNMAPPED | UCM_EVENT_MEM_TYPE_FREE;
-    params.context            = md;
-    params.ops                = &gdr_rcache_ops;
+                                md->num_devices * sizeof(struct ibv_mr *);
+    params.ucm_events = UCM_EVENT_VM_UNMAPPED | UCM_EVENT_MEM_TYPE_FREE;
+    params.context    = md;
+    params.ops        = &gdr_rcache_ops;
     status = ucs_rcache_create(&params, GDR_MD_NAME, NULL, &md->rcache);
     if (status != UCS_OK) {
         md->rcache = NULL;
         if (config->rcache_enable == UCS_YES) {
-            ucs_error("gdr: UCX_GDR_RCACHE=yes but the registration cache could "
-                      "not be created: %s", ucs_status_string(status));
+            ucs_error(
+                    "gdr: UCX_GDR_RCACHE=yes but the registration cache could "
+                    "not be created: %s",
+                    ucs_status_string(status));
             return status;
         }
         ucs_debug("gdr: no registration cache: %s", ucs_status_string(status));
         return UCS_OK;
     }
-    md->reg_cost = ucs_linear_func_make(gdr_compat_rcache_overhead(&config->rcache), 0);
+    md->reg_cost = ucs_linear_func_make(gdr_compat_rcache_overhead(
+                                                &config->rcache),
+                                        0);
     return UCS_OK;
 }
 
-ucs_status_t gdr_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh, void *rkey_buffer)
+ucs_status_t
+gdr_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh, void *rkey_buffer)
 {
     gdr_memh_t *memh          = uct_memh;
     gdr_packed_rkey_t *packed = rkey_buffer;
@@ -475,8 +504,9 @@ ucs_status_t gdr_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh, void *rkey_bu
     return UCS_OK;
 }
 
-ucs_status_t gdr_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
-                                uct_rkey_t *rkey_p, void **handle_p)
+ucs_status_t gdr_md_rkey_unpack(uct_component_t *component,
+                                const void *rkey_buffer, uct_rkey_t *rkey_p,
+                                void **handle_p)
 {
     const gdr_packed_rkey_t *packed = rkey_buffer;
     gdr_rkey_t *rkey;
@@ -502,17 +532,17 @@ ucs_status_t gdr_md_rkey_unpack(uct_component_t *component, const void *rkey_buf
     return UCS_OK;
 }
 
-ucs_status_t gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
-                                 void *handle)
+ucs_status_t
+gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey, void *handle)
 {
-    ucs_free((void*)rkey);
+    ucs_free((void *)rkey);
     return UCS_OK;
 }
 
 int gdr_md_rkey_compare(uct_rkey_t rkey1, uct_rkey_t rkey2)
 {
-    const gdr_rkey_t *key1 = (const gdr_rkey_t*)rkey1;
-    const gdr_rkey_t *key2 = (const gdr_rkey_t*)rkey2;
+    const gdr_rkey_t *key1 = (const gdr_rkey_t *)rkey1;
+    const gdr_rkey_t *key2 = (const gdr_rkey_t *)rkey2;
     unsigned i;
 
     if (key1->count != key2->count) {
@@ -547,7 +577,8 @@ static ucs_status_t gdr_md_query_cuda(const void *address, size_t length,
 }
 
 ucs_status_t gdr_md_detect_memory_type(uct_md_h uct_md, const void *address,
-                                       size_t length, ucs_memory_type_t *mem_type_p)
+                                       size_t length,
+                                       ucs_memory_type_t *mem_type_p)
 {
     gdr_cuda_mem_info_t info;
 
@@ -556,8 +587,8 @@ ucs_status_t gdr_md_detect_memory_type(uct_md_h uct_md, const void *address,
 
 /* What UCP asks of CUDA memory (ucp_memory_detect): type, owning GPU,
  * allocation bounds; compat/ copies what the caller's attr asks for */
-ucs_status_t gdr_md_mem_info(uct_md_h uct_md, const void *address, size_t length,
-                             gdr_md_mem_info_t *mem_info)
+ucs_status_t gdr_md_mem_info(uct_md_h uct_md, const void *address,
+                             size_t length, gdr_md_mem_info_t *mem_info)
 {
     gdr_cuda_mem_info_t info;
     ucs_sys_bus_id_t bus_id;
@@ -607,7 +638,8 @@ void gdr_md_close(uct_md_h uct_md)
  * dma-buf/peermem works (the probe really registers a small allocation where a
  * CUDA context is active).  Logged once, at md open.
  */
-static ucs_status_t gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config)
+static ucs_status_t
+gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config)
 {
     gdr_reason_t reason;
     gdr_cuda_probe_result_t probe;
@@ -615,14 +647,16 @@ static ucs_status_t gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config
     unsigned i;
 
     md->cuda_config.gpu_direct_rdma = (gdr_cuda_policy_t)config->gpu_direct_rdma;
-    md->cuda_config.dmabuf          = (gdr_cuda_policy_t)config->dmabuf;
+    md->cuda_config.dmabuf = (gdr_cuda_policy_t)config->dmabuf;
     if (gdr_cuda_config_check(&md->cuda_config, &reason) != UCS_OK) {
-        ucs_error("gdr: UCX_GDR_GPU_DIRECT_RDMA/UCX_GDR_DMABUF: %s", reason.text);
+        ucs_error("gdr: UCX_GDR_GPU_DIRECT_RDMA/UCX_GDR_DMABUF: %s",
+                  reason.text);
         return UCS_ERR_INVALID_PARAM;
     }
 
     md->cuda_methods = ucs_calloc(ucs_max(md->num_devices, 1),
-                                  sizeof(*md->cuda_methods), "gdr_cuda_methods");
+                                  sizeof(*md->cuda_methods),
+                                  "gdr_cuda_methods");
     if (md->cuda_methods == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -635,18 +669,22 @@ static ucs_status_t gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config
     }
 
     for (i = 0; i < ucs_max(md->num_devices, 1); ++i) {
-        status = gdr_cuda_probe((md->num_devices > 0) ? md->devices[i].pd : NULL,
+        status = gdr_cuda_probe((md->num_devices > 0) ? md->devices[i].pd :
+                                                        NULL,
                                 &md->cuda_config, 0, &probe);
         if (status != UCS_OK) {
-            ucs_error("gdr: GPUDirect RDMA required (UCX_GDR_GPU_DIRECT_RDMA=yes or "
+            ucs_error("gdr: GPUDirect RDMA required "
+                      "(UCX_GDR_GPU_DIRECT_RDMA=yes or "
                       "UCX_GDR_DMABUF=yes) but unavailable%s%s: %s",
                       (md->num_devices > 0) ? " on " : "",
                       (md->num_devices > 0) ? md->devices[i].name : "",
                       probe.reason.text);
             return status;
         }
-        ucs_debug("gdr: CUDA registration%s%s: %s", (md->num_devices > 0) ? " on " : "",
-                  (md->num_devices > 0) ? md->devices[i].name : "", probe.reason.text);
+        ucs_debug("gdr: CUDA registration%s%s: %s",
+                  (md->num_devices > 0) ? " on " : "",
+                  (md->num_devices > 0) ? md->devices[i].name : "",
+                  probe.reason.text);
         if (probe.cuda_registrable && (md->num_devices > 0)) {
             md->cuda_methods[i] = probe.methods;
         }
@@ -684,8 +722,8 @@ ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
         goto err_free_md;
     }
 
-    status = gdr_verbs_open_all(md->devices, GDR_VERBS_MAX_DEVICES, &md->num_devices,
-                                &why);
+    status = gdr_verbs_open_all(md->devices, GDR_VERBS_MAX_DEVICES,
+                                &md->num_devices, &why);
     if (status != UCS_OK) {
         ucs_error("gdr: opening verbs devices: %s", why.text);
         goto err_close_devices;
@@ -695,9 +733,10 @@ ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
     }
     ucs_debug("gdr: md opened with %u verbs device(s)", md->num_devices);
 
-    md->super.ops        = &gdr_md_ops;
-    md->super.component  = &gdr_component;
-    md->reg_mem_types    = (md->num_devices > 0) ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
+    md->super.ops       = &gdr_md_ops;
+    md->super.component = &gdr_component;
+    md->reg_mem_types = (md->num_devices > 0) ? UCS_BIT(UCS_MEMORY_TYPE_HOST) :
+                                                0;
     md->rkey_packed_size = sizeof(gdr_packed_rkey_t) +
                            ucs_max(md->num_devices, 1) * sizeof(uint32_t);
 
@@ -705,7 +744,8 @@ ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
     if (status != UCS_OK) {
         goto err_close_devices;
     }
-    status = gdr_md_open_rcache(md, ucs_derived_of(uct_config, gdr_md_config_t));
+    status = gdr_md_open_rcache(md,
+                                ucs_derived_of(uct_config, gdr_md_config_t));
     if (status != UCS_OK) {
         goto err_close_devices;
     }

@@ -14,49 +14,49 @@
 
 
 typedef struct gdr_md_config {
-    uct_md_config_t          super;
+    uct_md_config_t super;
     ucs_ternary_auto_value_t gpu_direct_rdma; /* UCX_GDR_GPU_DIRECT_RDMA */
-    ucs_ternary_auto_value_t dmabuf;          /* UCX_GDR_DMABUF */
-    ucs_ternary_auto_value_t rcache_enable;   /* UCX_GDR_RCACHE */
-    gdr_compat_rcache_config_t rcache;        /* UCX_GDR_RCACHE_* */
+    ucs_ternary_auto_value_t dmabuf; /* UCX_GDR_DMABUF */
+    ucs_ternary_auto_value_t rcache_enable; /* UCX_GDR_RCACHE */
+    gdr_compat_rcache_config_t rcache; /* UCX_GDR_RCACHE_* */
 } gdr_md_config_t;
 
 typedef struct gdr_md {
-    uct_md_t          super;
-    unsigned          num_devices;
-    gdr_device_t      *devices;      /* [num_devices], index = "device index" */
-    uint64_t          reg_mem_types;
-    uint64_t          detect_mem_types;
-    size_t            rkey_packed_size;
+    uct_md_t super;
+    unsigned num_devices;
+    gdr_device_t *devices; /* [num_devices], index = "device index" */
+    uint64_t reg_mem_types;
+    uint64_t detect_mem_types;
+    size_t rkey_packed_size;
     gdr_cuda_config_t cuda_config;
-    unsigned          *cuda_methods; /* [num_devices]: GDR_CUDA_METHOD_BIT()s that work */
-    ucs_rcache_t      *rcache;       /* NULL: every mem_reg registers */
+    unsigned *cuda_methods; /* [num_devices]: GDR_CUDA_METHOD_BIT()s that work */
+    ucs_rcache_t *rcache; /* NULL: every mem_reg registers */
     ucs_linear_func_t reg_cost;
 } gdr_md_t;
 
 /** A registration: one MR per md device, in md device order. */
 typedef struct gdr_memh {
-    void              *address;
-    size_t            length;
+    void *address;
+    size_t length;
     ucs_memory_type_t mem_type;
-    int               access;        /* IBV_ACCESS_* of every MR */
-    uint8_t           cached;        /* lives in a gdr_rcache_region_t */
-    uint8_t           allocated;     /* by mem_alloc: mem_free unmaps it */
-    unsigned          num_mrs;
-    struct ibv_mr     *mrs[];
+    int access; /* IBV_ACCESS_* of every MR */
+    uint8_t cached; /* lives in a gdr_rcache_region_t */
+    uint8_t allocated; /* by mem_alloc: mem_free unmaps it */
+    unsigned num_mrs;
+    struct ibv_mr *mrs[];
 } gdr_memh_t;
 
 /* A cached registration; memh must be last (flexible array) */
 typedef struct gdr_rcache_region {
     ucs_rcache_region_t super;
-    uint64_t            cuda_buffer_id; /* 0: host memory */
-    gdr_memh_t          memh;
+    uint64_t cuda_buffer_id; /* 0: host memory */
+    gdr_memh_t memh;
 } gdr_rcache_region_t;
 
 /** Packed rkey on the wire: the rkeys of every device of the packing md. */
 typedef struct UCS_S_PACKED gdr_packed_rkey {
-    uint8_t  magic;                 /* GDR_RKEY_MAGIC: reject foreign buffers */
-    uint8_t  count;
+    uint8_t magic; /* GDR_RKEY_MAGIC: reject foreign buffers */
+    uint8_t count;
     uint32_t rkeys[];
 } gdr_packed_rkey_t;
 
@@ -77,29 +77,29 @@ extern ucs_config_field_t gdr_md_config_table[];
 
 /* What the md can do, whichever attr struct UCX asks it in */
 typedef struct gdr_md_caps {
-    uint64_t          flags;             /* UCT_MD_FLAG_* */
-    size_t            max_alloc;
-    size_t            max_reg;
-    uint64_t          reg_mem_types;
-    uint64_t          alloc_mem_types;
-    uint64_t          detect_mem_types;
-    uint64_t          access_mem_types;
-    size_t            rkey_packed_size;
+    uint64_t flags; /* UCT_MD_FLAG_* */
+    size_t max_alloc;
+    size_t max_reg;
+    uint64_t reg_mem_types;
+    uint64_t alloc_mem_types;
+    uint64_t detect_mem_types;
+    uint64_t access_mem_types;
+    size_t rkey_packed_size;
     ucs_linear_func_t reg_cost;
 } gdr_md_caps_t;
 
 /* What the md knows of a (CUDA) buffer */
 typedef struct gdr_md_mem_info {
     ucs_memory_type_t mem_type;
-    ucs_sys_device_t  sys_dev;           /* the GPU; UCS_SYS_DEVICE_ID_UNKNOWN */
-    void              *base_address;     /* of the whole allocation */
-    size_t            alloc_length;
+    ucs_sys_device_t sys_dev; /* the GPU; UCS_SYS_DEVICE_ID_UNKNOWN */
+    void *base_address; /* of the whole allocation */
+    size_t alloc_length;
 } gdr_md_mem_info_t;
 
 ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
                          const uct_md_config_t *config, uct_md_h *md_p);
-void         gdr_md_close(uct_md_h md);
-void         gdr_md_query_caps(uct_md_h md, gdr_md_caps_t *caps);
+void gdr_md_close(uct_md_h md);
+void gdr_md_query_caps(uct_md_h md, gdr_md_caps_t *caps);
 ucs_status_t gdr_md_mem_alloc(uct_md_h md, size_t *length_p, void **address_p,
                               ucs_memory_type_t mem_type, unsigned flags,
                               const char *alloc_name, uct_mem_h *memh_p);
@@ -108,18 +108,21 @@ ucs_status_t gdr_md_mem_advise(uct_md_h md, uct_mem_h memh, void *addr,
                                size_t length, unsigned advice);
 ucs_status_t gdr_md_mem_reg(uct_md_h md, void *address, size_t length,
                             uint64_t flags, uct_mem_h *memh_p);
-ucs_status_t gdr_md_mem_dereg(uct_md_h md, const uct_md_mem_dereg_params_t *params);
+ucs_status_t
+gdr_md_mem_dereg(uct_md_h md, const uct_md_mem_dereg_params_t *params);
 ucs_status_t gdr_md_mem_info(uct_md_h md, const void *address, size_t length,
                              gdr_md_mem_info_t *info);
 ucs_status_t gdr_md_detect_memory_type(uct_md_h md, const void *address,
-                                       size_t length, ucs_memory_type_t *mem_type_p);
+                                       size_t length,
+                                       ucs_memory_type_t *mem_type_p);
 ucs_status_t gdr_md_mkey_pack(uct_md_h md, uct_mem_h memh, void *rkey_buffer);
-ucs_status_t gdr_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
-                                uct_rkey_t *rkey_p, void **handle_p);
-ucs_status_t gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey,
-                                 void *handle);
+ucs_status_t gdr_md_rkey_unpack(uct_component_t *component,
+                                const void *rkey_buffer, uct_rkey_t *rkey_p,
+                                void **handle_p);
+ucs_status_t
+gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey, void *handle);
 /* <0, 0, >0 as rkey1 orders before, with, after rkey2 (same keys: 0) */
-int          gdr_md_rkey_compare(uct_rkey_t rkey1, uct_rkey_t rkey2);
+int gdr_md_rkey_compare(uct_rkey_t rkey1, uct_rkey_t rkey2);
 
 
 /*

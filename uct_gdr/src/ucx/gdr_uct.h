@@ -19,7 +19,7 @@
 #define GDR_UCT_H_
 
 #ifdef HAVE_CONFIG_H
-#  include "config.h"
+#include "config.h"
 #endif
 
 #include <uct/base/uct_iface.h>
@@ -27,12 +27,12 @@
 
 #include "compat/gdr_compat.h"
 
-#define GDR_COMPONENT_NAME  "gdr"
-#define GDR_MD_NAME         "gdr"
-#define GDR_TL_NAME         "gdr_rc"
-#define GDR_CONFIG_PREFIX   "GDR_"
+#define GDR_COMPONENT_NAME "gdr"
+#define GDR_MD_NAME        "gdr"
+#define GDR_TL_NAME        "gdr_rc"
+#define GDR_CONFIG_PREFIX  "GDR_"
 
 extern uct_component_t gdr_component;
-extern uct_tl_t        gdr_rc_tl;
+extern uct_tl_t gdr_rc_tl;
 
 #endif

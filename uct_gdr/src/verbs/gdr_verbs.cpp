@@ -5,7 +5,7 @@
 // data path.  Every entry point that can throw runs in gdr::guard.
 #include "gdr_verbs.h"
 #include "gdr_status.hpp"
-#include "gdr_topo.hpp" // the GID rule and the PCI address parser, shared with gdr-doctor
+#include "gdr_topo.hpp"  // the GID rule and the PCI address parser, shared with gdr-doctor
 
 #include <algorithm>
 #include <cerrno>
@@ -27,24 +27,52 @@ double port_bandwidth(const ibv_port_attr &pa)
 {
     int width = 0;
     switch (pa.active_width) {
-    case 1:  width = 1;  break;
-    case 2:  width = 4;  break;
-    case 4:  width = 8;  break;
-    case 8:  width = 12; break;
-    case 16: width = 2;  break;
-    default: width = 1;  break;
-    }
-    double gbps_per_lane; // signalling rate x encoding efficiency
-    switch (pa.active_speed) {
-    case 1:   gbps_per_lane = 2.5 * 8 / 10;       break; // SDR
-    case 2:   gbps_per_lane = 5.0 * 8 / 10;       break; // DDR
+    case 1:
+        width = 1;
+        break;
+    case 2:
+        width = 4;
+        break;
     case 4:
-    case 8:   gbps_per_lane = 10.3125 * 64 / 66;  break; // QDR/FDR10
-    case 16:  gbps_per_lane = 14.0625 * 64 / 66;  break; // FDR
-    case 32:  gbps_per_lane = 25.78125 * 64 / 66; break; // EDR
-    case 64:  gbps_per_lane = 50.0 * 64 / 66;     break; // HDR
-    case 128: gbps_per_lane = 100.0 * 64 / 66;    break; // NDR
-    default:  gbps_per_lane = 2.5 * 8 / 10;       break; // unknown (rxe): SDR
+        width = 8;
+        break;
+    case 8:
+        width = 12;
+        break;
+    case 16:
+        width = 2;
+        break;
+    default:
+        width = 1;
+        break;
+    }
+    double gbps_per_lane;  // signalling rate x encoding efficiency
+    switch (pa.active_speed) {
+    case 1:
+        gbps_per_lane = 2.5 * 8 / 10;
+        break;  // SDR
+    case 2:
+        gbps_per_lane = 5.0 * 8 / 10;
+        break;  // DDR
+    case 4:
+    case 8:
+        gbps_per_lane = 10.3125 * 64 / 66;
+        break;  // QDR/FDR10
+    case 16:
+        gbps_per_lane = 14.0625 * 64 / 66;
+        break;  // FDR
+    case 32:
+        gbps_per_lane = 25.78125 * 64 / 66;
+        break;  // EDR
+    case 64:
+        gbps_per_lane = 50.0 * 64 / 66;
+        break;  // HDR
+    case 128:
+        gbps_per_lane = 100.0 * 64 / 66;
+        break;  // NDR
+    default:
+        gbps_per_lane = 2.5 * 8 / 10;
+        break;  // unknown (rxe): SDR
     }
     return width * gbps_per_lane * 1e9 / 8.0;
 }
@@ -79,27 +107,26 @@ std::string read_sysfs_link_basename(const std::string &path)
 // rxe/siw have no PCI parent: "".
 std::string pci_bdf_of(const char *ibdev_name)
 {
-    std::string bdf = read_sysfs_link_basename(std::string("/sys/class/infiniband/") +
-                                               ibdev_name + "/device");
+    std::string bdf = read_sysfs_link_basename(std::string("/sys/class/infiniband/") + ibdev_name +
+                                               "/device");
     return gdr::topo::PciAddress::parse(bdf) ? bdf : std::string();
 }
 
 // Read a port's GID table through verbs (works in containers without sysfs).
-std::vector<gdr_gid_entry_t> read_gid_table(ibv_context *ctx, uint8_t port,
-                                            int table_len)
+std::vector<gdr_gid_entry_t> read_gid_table(ibv_context *ctx, uint8_t port, int table_len)
 {
     std::vector<gdr_gid_entry_t> table;
     for (int i = 0; i < table_len; ++i) {
         ibv_gid_entry entry{};
         if (ibv_query_gid_ex(ctx, port, i, &entry, 0) != 0) {
-            continue; // empty entries return ENODATA
+            continue;  // empty entries return ENODATA
         }
         gdr_gid_entry_t e{};
         e.index = i;
         std::memcpy(e.raw, entry.gid.raw, sizeof(e.raw));
-        e.type  = entry.gid_type == IBV_GID_TYPE_ROCE_V2 ? GDR_GID_TYPE_ROCE_V2 :
-                  entry.gid_type == IBV_GID_TYPE_ROCE_V1 ? GDR_GID_TYPE_ROCE_V1 :
-                                                           GDR_GID_TYPE_IB;
+        e.type = entry.gid_type == IBV_GID_TYPE_ROCE_V2   ? GDR_GID_TYPE_ROCE_V2
+                 : entry.gid_type == IBV_GID_TYPE_ROCE_V1 ? GDR_GID_TYPE_ROCE_V1
+                                                          : GDR_GID_TYPE_IB;
         table.push_back(e);
     }
     return table;
@@ -110,8 +137,9 @@ void fill_port(gdr_device_t &dev, uint8_t port_num, const ibv_port_attr &pa)
     gdr_port_info_t &p = dev.ports[dev.num_ports++];
     std::memset(&p, 0, sizeof(p));
     p.port_num     = port_num;
-    p.link_layer   = (pa.link_layer == IBV_LINK_LAYER_UNSPECIFIED) ?
-                     uint8_t(IBV_LINK_LAYER_INFINIBAND) : pa.link_layer;
+    p.link_layer   = (pa.link_layer == IBV_LINK_LAYER_UNSPECIFIED)
+                         ? uint8_t(IBV_LINK_LAYER_INFINIBAND)
+                         : pa.link_layer;
     p.lid          = pa.lid;
     p.sm_sl        = pa.sm_sl;
     p.grh_required = (pa.flags & IBV_QPF_GRH_REQUIRED) ? 1 : 0;
@@ -147,8 +175,8 @@ ucs_status_t connect_qp(ibv_qp *qp, const gdr_qp_local_t *local, const gdr_qp_re
     attr.port_num        = local->port_num;
     attr.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                            IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                 IBV_QP_ACCESS_FLAGS) != 0) {
+    if (ibv_modify_qp(qp, &attr,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) {
         return gdr_reason_set(reason, UCS_ERR_IO_ERROR, "modify_qp(INIT): %s",
                               std::strerror(errno));
     }
@@ -170,15 +198,14 @@ ucs_status_t connect_qp(ibv_qp *qp, const gdr_qp_local_t *local, const gdr_qp_re
         attr.ah_attr.grh.hop_limit     = local->hop_limit;
         attr.ah_attr.grh.traffic_class = local->traffic_class;
     }
-    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
+    if (ibv_modify_qp(qp, &attr,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
         int error = errno;
         return gdr_reason_set(reason, UCS_ERR_UNREACHABLE,
                               "modify_qp(RTR, dest_qpn=0x%x, mtu=%u, %s): %s", remote->qp_num,
                               gdr_verbs_mtu_bytes(attr.path_mtu),
-                              remote->is_global ? gid_to_string(remote->gid).c_str() :
-                                                  "LID-routed",
+                              remote->is_global ? gid_to_string(remote->gid).c_str() : "LID-routed",
                               std::strerror(error));
     }
 
@@ -189,16 +216,15 @@ ucs_status_t connect_qp(ibv_qp *qp, const gdr_qp_local_t *local, const gdr_qp_re
     attr.retry_cnt     = local->retry_count;
     attr.rnr_retry     = local->rnr_retry;
     attr.max_rd_atomic = local->max_rd_atomic;
-    if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-                                 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                 IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
-        return gdr_reason_set(reason, UCS_ERR_IO_ERROR, "modify_qp(RTS): %s",
-                              std::strerror(errno));
+    if (ibv_modify_qp(qp, &attr,
+                      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                          IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) != 0) {
+        return gdr_reason_set(reason, UCS_ERR_IO_ERROR, "modify_qp(RTS): %s", std::strerror(errno));
     }
     return UCS_OK;
 }
 
-} // namespace
+}  // namespace
 
 extern "C" {
 
@@ -208,22 +234,20 @@ ucs_status_t gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned 
     *count_p = 0;
     return gdr::guard(reason, [&] {
         std::string skipped;
-        int num = 0;
+        int num           = 0;
         ibv_device **list = ibv_get_device_list(&num);
         if (list == nullptr) {
             // no verbs at all (no kernel support) is "no devices"
-            return gdr_reason_set(reason, UCS_OK, "ibv_get_device_list: %s",
-                                  std::strerror(errno));
+            return gdr_reason_set(reason, UCS_OK, "ibv_get_device_list: %s", std::strerror(errno));
         }
         std::unique_ptr<ibv_device *, void (*)(ibv_device **)> list_guard(list,
-                                                                           ibv_free_device_list);
+                                                                          ibv_free_device_list);
 
         for (int i = 0; i < num && *count_p < max_devs; ++i) {
             const char *name = ibv_get_device_name(list[i]);
             context_ptr ctx(ibv_open_device(list[i]), ibv_close_device);
             if (ctx == nullptr) {
-                skipped += std::string(name) + ": ibv_open_device: " + std::strerror(errno) +
-                           "; ";
+                skipped += std::string(name) + ": ibv_open_device: " + std::strerror(errno) + "; ";
                 continue;
             }
             gdr_device_t &dev = devs[*count_p];
@@ -235,8 +259,8 @@ ucs_status_t gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned 
                 skipped += std::string(name) + ": ibv_query_device failed; ";
                 continue;
             }
-            for (uint8_t p = 1; p <= dev.attr.phys_port_cnt &&
-                                dev.num_ports < GDR_VERBS_MAX_PORTS; ++p) {
+            for (uint8_t p = 1; p <= dev.attr.phys_port_cnt && dev.num_ports < GDR_VERBS_MAX_PORTS;
+                 ++p) {
                 ibv_port_attr pa{};
                 if (ibv_query_port(dev.ctx, p, &pa) != 0 || pa.state != IBV_PORT_ACTIVE) {
                     continue;
@@ -249,14 +273,14 @@ ucs_status_t gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned 
                 fill_port(dev, p, pa);
             }
             if (dev.num_ports == 0) {
-                continue; // no ACTIVE port: not a resource, not an error
+                continue;  // no ACTIVE port: not a resource, not an error
             }
             dev.pd = ibv_alloc_pd(dev.ctx);
             if (dev.pd == nullptr) {
                 skipped += std::string(name) + ": ibv_alloc_pd: " + std::strerror(errno) + "; ";
                 continue;
             }
-            ctx.release(); // the device's now: gdr_verbs_close() closes it
+            ctx.release();  // the device's now: gdr_verbs_close() closes it
             ++*count_p;
         }
         return gdr_reason_set(reason, UCS_OK, "%s", skipped.c_str());
@@ -291,13 +315,13 @@ ucs_status_t gdr_verbs_port_gid(const gdr_device_t *dev, uint8_t port_num, int f
     return gdr::guard(reason, [&] {
         const gdr_port_info_t *port = gdr_verbs_port(dev, port_num);
         if (port == nullptr) {
-            return gdr_reason_set(reason, UCS_ERR_NO_DEVICE, "%s: port %u is not active",
-                                  dev->name, port_num);
+            return gdr_reason_set(reason, UCS_ERR_NO_DEVICE, "%s: port %u is not active", dev->name,
+                                  port_num);
         }
         if (forced_index < 0) {
             if (port->gid_index < 0) {
-                return gdr_reason_set(reason, UCS_ERR_NO_ELEM, "%s:%u: %s", dev->name,
-                                      port_num, port->gid_reason);
+                return gdr_reason_set(reason, UCS_ERR_NO_ELEM, "%s:%u: %s", dev->name, port_num,
+                                      port->gid_reason);
             }
             *gid     = port->gid;
             *index_p = port->gid_index;
@@ -307,8 +331,8 @@ ucs_status_t gdr_verbs_port_gid(const gdr_device_t *dev, uint8_t port_num, int f
         if (ibv_query_gid_ex(dev->ctx, port_num, forced_index, &entry, 0) != 0 ||
             gid_is_zero(entry.gid)) {
             return gdr_reason_set(reason, UCS_ERR_INVALID_PARAM,
-                                  "%s:%u: GID index %d is empty or invalid", dev->name,
-                                  port_num, forced_index);
+                                  "%s:%u: GID index %d is empty or invalid", dev->name, port_num,
+                                  forced_index);
         }
         *gid     = entry.gid;
         *index_p = forced_index;
@@ -316,11 +340,9 @@ ucs_status_t gdr_verbs_port_gid(const gdr_device_t *dev, uint8_t port_num, int f
     });
 }
 
-ucs_status_t gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq,
-                                 struct ibv_cq *recv_cq, struct ibv_srq *srq,
-                                 uint32_t max_send_wr, uint32_t max_send_sge,
-                                 uint32_t *max_inline, struct ibv_qp **qp_p,
-                                 gdr_reason_t *reason)
+ucs_status_t gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq, struct ibv_cq *recv_cq,
+                                 struct ibv_srq *srq, uint32_t max_send_wr, uint32_t max_send_sge,
+                                 uint32_t *max_inline, struct ibv_qp **qp_p, gdr_reason_t *reason)
 {
     return gdr::guard(reason, [&] {
         ibv_qp_init_attr attr{};
@@ -328,17 +350,17 @@ ucs_status_t gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq,
         attr.recv_cq             = recv_cq;
         attr.srq                 = srq;
         attr.qp_type             = IBV_QPT_RC;
-        attr.sq_sig_all          = 0; // selective signalling
+        attr.sq_sig_all          = 0;  // selective signalling
         attr.cap.max_send_wr     = max_send_wr;
         attr.cap.max_recv_wr     = srq ? 0 : 1;
         attr.cap.max_send_sge    = max_send_sge;
         attr.cap.max_recv_sge    = 1;
         attr.cap.max_inline_data = *max_inline;
-        ibv_qp *qp = ibv_create_qp(pd, &attr);
+        ibv_qp *qp               = ibv_create_qp(pd, &attr);
         if (qp == nullptr && *max_inline > 0) {
             // Some providers refuse large inline sizes instead of clamping.
             attr.cap.max_inline_data = 0;
-            qp = ibv_create_qp(pd, &attr);
+            qp                       = ibv_create_qp(pd, &attr);
         }
         if (qp == nullptr) {
             return gdr_reason_set(reason, UCS_ERR_IO_ERROR,
@@ -354,22 +376,33 @@ ucs_status_t gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq,
 unsigned gdr_verbs_mtu_bytes(enum ibv_mtu mtu) GDR_NOEXCEPT
 {
     switch (mtu) {
-    case IBV_MTU_256:  return 256;
-    case IBV_MTU_512:  return 512;
-    case IBV_MTU_1024: return 1024;
-    case IBV_MTU_2048: return 2048;
-    case IBV_MTU_4096: return 4096;
-    default:           return 0;
+    case IBV_MTU_256:
+        return 256;
+    case IBV_MTU_512:
+        return 512;
+    case IBV_MTU_1024:
+        return 1024;
+    case IBV_MTU_2048:
+        return 2048;
+    case IBV_MTU_4096:
+        return 4096;
+    default:
+        return 0;
     }
 }
 
 enum ibv_mtu gdr_verbs_mtu_from_bytes(unsigned bytes) GDR_NOEXCEPT
 {
-    if (bytes >= 4096) return IBV_MTU_4096;
-    if (bytes >= 2048) return IBV_MTU_2048;
-    if (bytes >= 1024) return IBV_MTU_1024;
-    if (bytes >= 512)  return IBV_MTU_512;
-    if (bytes >= 256)  return IBV_MTU_256;
+    if (bytes >= 4096)
+        return IBV_MTU_4096;
+    if (bytes >= 2048)
+        return IBV_MTU_2048;
+    if (bytes >= 1024)
+        return IBV_MTU_1024;
+    if (bytes >= 512)
+        return IBV_MTU_512;
+    if (bytes >= 256)
+        return IBV_MTU_256;
     return static_cast<enum ibv_mtu>(0);
 }
 
@@ -392,4 +425,4 @@ ucs_status_t gdr_verbs_qp_to_error(struct ibv_qp *qp, gdr_reason_t *reason)
     });
 }
 
-} // extern "C"
+}  // extern "C"

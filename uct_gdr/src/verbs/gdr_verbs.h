@@ -23,34 +23,34 @@
 extern "C" {
 #endif
 
-#define GDR_VERBS_MAX_DEVICES  32
-#define GDR_VERBS_MAX_PORTS    4
-#define GDR_VERBS_NAME_MAX     64
+#define GDR_VERBS_MAX_DEVICES    32
+#define GDR_VERBS_MAX_PORTS      4
+#define GDR_VERBS_NAME_MAX       64
 #define GDR_VERBS_GID_REASON_MAX 256
 
 /** One usable (ACTIVE, InfiniBand or Ethernet) port. */
 typedef struct gdr_port_info {
-    uint8_t       port_num;
-    uint8_t       link_layer;      /**< IBV_LINK_LAYER_INFINIBAND or _ETHERNET */
-    uint8_t       sm_sl;
-    uint8_t       grh_required;    /**< IB port flag IBV_QPF_GRH_REQUIRED */
-    uint16_t      lid;
-    enum ibv_mtu  active_mtu;
-    double        bandwidth;       /**< bytes/s, from active width x speed */
-    int           gid_index;       /**< auto-selected GID index, -1 if none */
-    union ibv_gid gid;             /**< GID at gid_index */
-    char          gid_reason[GDR_VERBS_GID_REASON_MAX]; /**< why that GID */
+    uint8_t port_num;
+    uint8_t link_layer; /**< IBV_LINK_LAYER_INFINIBAND or _ETHERNET */
+    uint8_t sm_sl;
+    uint8_t grh_required; /**< IB port flag IBV_QPF_GRH_REQUIRED */
+    uint16_t lid;
+    enum ibv_mtu active_mtu;
+    double bandwidth; /**< bytes/s, from active width x speed */
+    int gid_index; /**< auto-selected GID index, -1 if none */
+    union ibv_gid gid; /**< GID at gid_index */
+    char gid_reason[GDR_VERBS_GID_REASON_MAX]; /**< why that GID */
 } gdr_port_info_t;
 
 /** An opened verbs device with its protection domain. */
 typedef struct gdr_device {
-    char                   name[GDR_VERBS_NAME_MAX]; /**< e.g. "rxe0", "mlx5_0" */
-    char                   pci_bdf[32];  /**< "0000:3b:00.0", "" when virtual (rxe) */
-    struct ibv_context     *ctx;
-    struct ibv_pd          *pd;
+    char name[GDR_VERBS_NAME_MAX]; /**< e.g. "rxe0", "mlx5_0" */
+    char pci_bdf[32]; /**< "0000:3b:00.0", "" when virtual (rxe) */
+    struct ibv_context *ctx;
+    struct ibv_pd *pd;
     struct ibv_device_attr attr;
-    unsigned               num_ports;
-    gdr_port_info_t        ports[GDR_VERBS_MAX_PORTS];
+    unsigned num_ports;
+    gdr_port_info_t ports[GDR_VERBS_MAX_PORTS];
 } gdr_device_t;
 
 /**
@@ -80,36 +80,34 @@ ucs_status_t gdr_verbs_port_gid(const gdr_device_t *dev, uint8_t port_num, int f
 
 /** RC QP creation. @a max_inline is in/out: asked for, then what the QP gives.
  *  UCS_ERR_IO_ERROR when the device refuses the QP. */
-ucs_status_t gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq,
-                                 struct ibv_cq *recv_cq, struct ibv_srq *srq,
-                                 uint32_t max_send_wr, uint32_t max_send_sge,
-                                 uint32_t *max_inline, struct ibv_qp **qp_p,
-                                 gdr_reason_t *reason);
+ucs_status_t gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq, struct ibv_cq *recv_cq,
+                                 struct ibv_srq *srq, uint32_t max_send_wr, uint32_t max_send_sge,
+                                 uint32_t *max_inline, struct ibv_qp **qp_p, gdr_reason_t *reason);
 
 /** What a peer tells us to connect an RC QP to it. */
 typedef struct gdr_qp_remote {
-    uint32_t      qp_num;
-    uint32_t      psn;
-    uint16_t      lid;
-    uint8_t       is_global;       /**< use a GRH (RoCE always, IB across subnets) */
-    enum ibv_mtu  mtu;             /**< the peer's path MTU limit */
+    uint32_t qp_num;
+    uint32_t psn;
+    uint16_t lid;
+    uint8_t is_global; /**< use a GRH (RoCE always, IB across subnets) */
+    enum ibv_mtu mtu; /**< the peer's path MTU limit */
     union ibv_gid gid;
 } gdr_qp_remote_t;
 
 /** Local side of the connection, from the port and the UCX_GDR_* config. */
 typedef struct gdr_qp_local {
-    uint8_t      port_num;
-    int          gid_index;
-    enum ibv_mtu mtu;              /**< our path MTU limit */
-    uint32_t     psn;
-    uint8_t      sl;
-    uint8_t      traffic_class;
-    uint8_t      hop_limit;
-    uint8_t      timeout;          /**< local ACK timeout exponent: 4.096us * 2^t */
-    uint8_t      retry_count;
-    uint8_t      rnr_retry;
-    uint8_t      min_rnr_timer;
-    uint8_t      max_rd_atomic;    /**< both as initiator and as target */
+    uint8_t port_num;
+    int gid_index;
+    enum ibv_mtu mtu; /**< our path MTU limit */
+    uint32_t psn;
+    uint8_t sl;
+    uint8_t traffic_class;
+    uint8_t hop_limit;
+    uint8_t timeout; /**< local ACK timeout exponent: 4.096us * 2^t */
+    uint8_t retry_count;
+    uint8_t rnr_retry;
+    uint8_t min_rnr_timer;
+    uint8_t max_rd_atomic; /**< both as initiator and as target */
 } gdr_qp_local_t;
 
 /** RESET -> INIT -> RTR -> RTS. Path MTU = min(ours, peer's).  UCS_ERR_UNREACHABLE

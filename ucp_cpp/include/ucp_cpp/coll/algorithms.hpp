@@ -62,19 +62,25 @@ inline block_layout equal_blocks(size_t block, int parts, size_t elem)
     return block_layout{block * size_t(parts), parts, elem};
 }
 
-inline int mod(int a, int p) { return ((a % p) + p) % p; }
+inline int mod(int a, int p)
+{
+    return ((a % p) + p) % p;
+}
 inline uint32_t log2_of(unsigned v)
 {
     uint32_t k = 0;
-    while ((1u << k) < v) ++k;
+    while ((1u << k) < v)
+        ++k;
     return k;
 }
 /// Lowest set bit of vr; for the root (vr 0) a power of two >= p (it owns the whole tree).
 inline int subtree_span(int vr, int p)
 {
-    if (vr != 0) return vr & -vr;
+    if (vr != 0)
+        return vr & -vr;
     int span = 1;
-    while (span < p) span <<= 1;
+    while (span < p)
+        span <<= 1;
     return span;
 }
 
@@ -156,10 +162,11 @@ inline void allreduce_recursive_doubling(context &c, std::byte *buf, size_t coun
 {
     const int p = c.size, r = c.rank;
     const size_t bytes = count * c.elem;
-    int pof2 = 1;
-    while (pof2 * 2 <= p) pof2 *= 2;
-    const int rem = p - pof2;
-    std::byte *incoming = c.plan.allocate(bytes);
+    int pof2           = 1;
+    while (pof2 * 2 <= p)
+        pof2 *= 2;
+    const int rem        = p - pof2;
+    std::byte *incoming  = c.plan.allocate(bytes);
     auto reduce_incoming = [x = c.actions(), &op, incoming, buf, count] {
         x.reduce(op, incoming, buf, count);
     };
@@ -174,7 +181,7 @@ inline void allreduce_recursive_doubling(context &c, std::byte *buf, size_t coun
         } else {
             c.recv(rd, r - 1, incoming, bytes, fold_step);
             rd.then = reduce_incoming;
-            vrank = r / 2;
+            vrank   = r / 2;
         }
     } else {
         vrank = r - rem;
@@ -184,7 +191,7 @@ inline void allreduce_recursive_doubling(context &c, std::byte *buf, size_t coun
         for (int mask = 1; mask < pof2; mask <<= 1, ++k) {
             const int vpeer = vrank ^ mask;
             const int peer  = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
-            round &rd = c.plan.add_round();
+            round &rd       = c.plan.add_round();
             c.send(rd, peer, buf, bytes, k);
             c.recv(rd, peer, incoming, bytes, k);
             rd.then = reduce_incoming;
@@ -242,9 +249,9 @@ inline void allreduce_knomial(context &c, std::byte *buf, size_t count, const re
                               int radix)
 {
     const int p = c.size, r = c.rank;
-    const size_t bytes = count * c.elem;
+    const size_t bytes        = count * c.elem;
     const knomial_shape shape = knomial_shape_of(p, radix);
-    const int extra = p - shape.core;
+    const int extra           = p - shape.core;
     const uint32_t fold_step = 0, unfold_step = 1 + uint32_t(shape.radices.size());
     if (r >= shape.core) {
         round &fold = c.plan.add_round();
@@ -253,8 +260,9 @@ inline void allreduce_knomial(context &c, std::byte *buf, size_t count, const re
         c.recv(unfold, r - shape.core, buf, bytes, unfold_step);
         return;
     }
-    const int widest =
-        shape.radices.empty() ? 1 : *std::max_element(shape.radices.begin(), shape.radices.end());
+    const int widest    = shape.radices.empty()
+                              ? 1
+                              : *std::max_element(shape.radices.begin(), shape.radices.end());
     std::byte *incoming = c.plan.allocate(bytes * size_t(widest - 1));
     if (r < extra) {
         round &fold = c.plan.add_round();
@@ -279,7 +287,8 @@ inline void allreduce_knomial(context &c, std::byte *buf, size_t count, const re
         }
         rd.then = [x = c.actions(), &op, member = std::move(member), buf, count, bytes] {
             std::byte *acc = member[0];  // buf itself when this rank is member 0
-            for (size_t t = 1; t < member.size(); ++t) x.reduce(op, member[t], acc, count);
+            for (size_t t = 1; t < member.size(); ++t)
+                x.reduce(op, member[t], acc, count);
             x.copy(buf, acc, bytes);
         };
         stride *= k;
@@ -303,10 +312,11 @@ inline void allreduce_rabenseifner(context &c, std::byte *buf, size_t count, con
 {
     const int p = c.size, r = c.rank;
     const size_t bytes = count * c.elem;
-    int pof2 = 1;
-    while (pof2 * 2 <= p) pof2 *= 2;
-    const int rem = p - pof2;
-    const uint32_t levels = log2_of(unsigned(pof2));
+    int pof2           = 1;
+    while (pof2 * 2 <= p)
+        pof2 *= 2;
+    const int rem            = p - pof2;
+    const uint32_t levels    = log2_of(unsigned(pof2));
     const uint32_t fold_step = 0, unfold_step = 1 + 2 * levels;
     const block_layout layout{count, pof2, c.elem};
     // The fold receives a whole vector; the halving at most the first pof2/2 blocks.
@@ -329,14 +339,14 @@ inline void allreduce_rabenseifner(context &c, std::byte *buf, size_t count, con
         vrank = r - rem;
     }
     if (vrank >= 0) {
-        auto real = [rem](int v) { return v < rem ? v * 2 + 1 : v + rem; };
+        auto real     = [rem](int v) { return v < rem ? v * 2 + 1 : v + rem; };
         uint32_t step = 1;
-        int low = 0;  // first block of the window this rank still reduces
+        int low       = 0;  // first block of the window this rank still reduces
         for (int mask = pof2 >> 1; mask > 0; mask >>= 1, ++step) {
             const int peer = real(vrank ^ mask);
             const int keep = (vrank & mask) ? low + mask : low,
                       give = (vrank & mask) ? low : low + mask;
-            round &rd = c.plan.add_round();
+            round &rd      = c.plan.add_round();
             c.send(rd, peer, buf + layout.offset(give), layout.span(give, give + mask), step);
             c.recv(rd, peer, incoming, layout.span(keep, keep + mask), step);
             rd.then = [x = c.actions(), &op, incoming, target = buf + layout.offset(keep),
@@ -377,7 +387,8 @@ inline void bcast_binomial(context &c, std::byte *buf, size_t bytes, int root)
     }
     round &rd = c.plan.add_round();
     for (int m = span >> 1; m > 0; m >>= 1) {
-        if (vr + m < p) c.send(rd, mod(vr + m + root, p), buf, bytes, log2_of(unsigned(m)));
+        if (vr + m < p)
+            c.send(rd, mod(vr + m + root, p), buf, bytes, log2_of(unsigned(m)));
     }
 }
 
@@ -387,7 +398,7 @@ inline void bcast_scatter_allgather(context &c, std::byte *buf, size_t count, in
     const int p = c.size, vr = mod(c.rank - root, p), span = subtree_span(vr, p);
     block_layout layout{count, p, c.elem};
     if (vr != 0) {
-        round &rd = c.plan.add_round();
+        round &rd     = c.plan.add_round();
         const int end = std::min(vr + span, p);
         c.recv(rd, mod(vr - span + root, p), buf + layout.offset(vr), layout.span(vr, end),
                log2_of(unsigned(span)));
@@ -409,7 +420,7 @@ inline void bcast_scatter_allgather(context &c, std::byte *buf, size_t count, in
 inline void reduce_binomial(context &c, std::byte *acc, size_t count, const reduction &op, int root)
 {
     const int p = c.size, vr = mod(c.rank - root, p);
-    const size_t bytes = count * c.elem;
+    const size_t bytes  = count * c.elem;
     std::byte *incoming = c.plan.allocate(bytes);
     for (int mask = 1; mask < p; mask <<= 1) {
         round &rd = c.plan.add_round();
@@ -432,13 +443,14 @@ inline void reduce_scatter_gather(context &c, std::byte *acc, size_t count, cons
 {
     block_layout layout{count, c.size, c.elem};
     ring_reduce_scatter(c, acc, layout, c.rank, op, 0);
-    round &rd = c.plan.add_round();
+    round &rd           = c.plan.add_round();
     const uint32_t step = uint32_t(c.size);
     if (c.rank != root) {
         c.send(rd, root, acc + layout.offset(c.rank), layout.bytes(c.rank), step);
     } else {
         for (int i = 0; i < c.size; ++i) {
-            if (i != root) c.recv(rd, i, acc + layout.offset(i), layout.bytes(i), step);
+            if (i != root)
+                c.recv(rd, i, acc + layout.offset(i), layout.bytes(i), step);
         }
     }
 }
@@ -467,17 +479,19 @@ inline void allgather_bruck(context &c, std::byte *buf, size_t block_bytes)
     // up to that point): chain it before the existing prologue.
     c.plan.prologue = [prev = c.plan.prologue, x = c.actions(), rotated,
                        own = buf + size_t(r) * block_bytes, block_bytes] {
-        if (prev) prev();
+        if (prev)
+            prev();
         x.copy(rotated, own, block_bytes);
     };
     uint32_t k = 0;
     for (int d = 1; d < p; d <<= 1, ++k) {
         const size_t blocks = size_t(std::min(d, p - d));
-        round &rd = c.plan.add_round();
+        round &rd           = c.plan.add_round();
         c.send(rd, mod(r - d, p), rotated, blocks * block_bytes, k);
         c.recv(rd, mod(r + d, p), rotated + size_t(d) * block_bytes, blocks * block_bytes, k);
     }
-    if (p == 1) return;  // the prologue already placed the only block
+    if (p == 1)
+        return;  // the prologue already placed the only block
     c.plan.rounds.back().then = [x = c.actions(), rotated, buf, block_bytes, p, r] {
         for (int j = 0; j < p; ++j) {
             x.copy(buf + size_t(mod(r + j, p)) * block_bytes, rotated + size_t(j) * block_bytes,
@@ -494,9 +508,9 @@ inline void gather_binomial(context &c, const std::byte *own, std::byte *recv, s
                             int root)
 {
     const int p = c.size, vr = mod(c.rank - root, p), span = subtree_span(vr, p);
-    const int end = std::min(vr + span, p);
+    const int end      = std::min(vr + span, p);
     std::byte *staging = c.plan.allocate(block_bytes * size_t(end - vr));
-    c.plan.prologue = [x = c.actions(), staging, own, block_bytes] {
+    c.plan.prologue    = [x = c.actions(), staging, own, block_bytes] {
         x.copy(staging, own, block_bytes);
     };
     round &children = c.plan.add_round();
@@ -524,9 +538,9 @@ inline void scatter_binomial(context &c, const std::byte *send, std::byte *recv,
                              int root)
 {
     const int p = c.size, vr = mod(c.rank - root, p), span = subtree_span(vr, p);
-    const int end = std::min(vr + span, p);
+    const int end      = std::min(vr + span, p);
     std::byte *staging = c.plan.allocate(block_bytes * size_t(end - vr));
-    auto deliver_own = [x = c.actions(), staging, recv, block_bytes] {
+    auto deliver_own   = [x = c.actions(), staging, recv, block_bytes] {
         x.copy(recv, staging, block_bytes);
     };
     if (vr == 0) {
@@ -562,7 +576,7 @@ inline void alltoall_pairwise(context &c, const std::byte *send, std::byte *recv
     const std::byte *source = send;
     if (send == recv) {  // in place: send from a snapshot
         std::byte *snapshot = c.plan.allocate(block_bytes * size_t(p));
-        c.plan.prologue = [x = c.actions(), snapshot, recv, bytes = block_bytes * size_t(p)] {
+        c.plan.prologue     = [x = c.actions(), snapshot, recv, bytes = block_bytes * size_t(p)] {
             x.copy(snapshot, recv, bytes);
         };
         source = snapshot;
@@ -584,11 +598,11 @@ inline void alltoall_pairwise(context &c, const std::byte *send, std::byte *recv
 /// What a collective call hands to the builder of its algorithm (communicator fills it in).
 struct arguments {
     const std::byte *send = nullptr;  ///< the caller's input (null where there is none)
-    std::byte *recv = nullptr;        ///< the caller's output; bcast: the buffer
-    size_t count = 0;                 ///< elements, as the collective's signature counts them
-    const reduction *op = nullptr;    ///< reductions: the schedule's own copy
-    int root = 0;                     ///< rooted collectives
-    int knomial_radix = 0;            ///< the communicator's config::knomial_radix()
+    std::byte *recv       = nullptr;  ///< the caller's output; bcast: the buffer
+    size_t count          = 0;  ///< elements, as the collective's signature counts them
+    const reduction *op   = nullptr;  ///< reductions: the schedule's own copy
+    int root              = 0;  ///< rooted collectives
+    int knomial_radix     = 0;  ///< the communicator's config::knomial_radix()
 };
 
 /// Compiles the schedule of one collective with one algorithm into c.plan.
@@ -618,8 +632,8 @@ inline void bcast_scatter_allgather(context &c, const arguments &a)
 inline std::byte *reduce_accumulator(context &c, const arguments &a)
 {
     const size_t bytes = a.count * c.elem;
-    std::byte *acc = c.rank == a.root ? a.recv : c.plan.allocate(bytes);
-    c.plan.prologue = [x = c.actions(), acc, send = a.send, bytes] { x.copy(acc, send, bytes); };
+    std::byte *acc     = c.rank == a.root ? a.recv : c.plan.allocate(bytes);
+    c.plan.prologue    = [x = c.actions(), acc, send = a.send, bytes] { x.copy(acc, send, bytes); };
     return acc;
 }
 
@@ -666,7 +680,7 @@ inline void allreduce_rabenseifner(context &c, const arguments &a)
 inline block_layout allgather_in_place(context &c, const arguments &a)
 {
     const size_t block = a.count * c.elem;
-    c.plan.prologue = [x = c.actions(), own = a.recv + size_t(c.rank) * block, send = a.send,
+    c.plan.prologue    = [x = c.actions(), own = a.recv + size_t(c.rank) * block, send = a.send,
                        block] { x.copy(own, send, block); };
     return equal_blocks(a.count, c.size, c.elem);
 }
@@ -697,7 +711,7 @@ inline void allgather_bruck(context &c, const arguments &a)
 inline void reduce_scatter_ring(context &c, const arguments &a)
 {
     const size_t total = a.count * size_t(c.size) * c.elem;
-    std::byte *work = c.plan.allocate(total);
+    std::byte *work    = c.plan.allocate(total);
     c.plan.prologue = [x = c.actions(), work, send = a.send, total] { x.copy(work, send, total); };
     const block_layout layout = equal_blocks(a.count, c.size, c.elem);
     ring_reduce_scatter(c, work, layout, c.rank, *a.op, 0);
@@ -749,7 +763,8 @@ struct algorithm_row {
     [[nodiscard]] constexpr builder builder_for(collective which) const
     {
         for (const implementation &i : implementations) {
-            if (i.build != nullptr && i.serves == which) return i.build;
+            if (i.build != nullptr && i.serves == which)
+                return i.build;
         }
         return nullptr;
     }
@@ -758,26 +773,33 @@ struct algorithm_row {
 /// Every algorithm (algorithm::automatic, no algorithm, has no row).  The order is the order in
 /// which messages and documentation list them.
 inline constexpr algorithm_row algorithm_table[] = {
-    {algorithm::dissemination, "dissemination",
+    {algorithm::dissemination,
+     "dissemination",
      {{collective::barrier, build::barrier_dissemination}}},
-    {algorithm::binomial, "binomial",
+    {algorithm::binomial,
+     "binomial",
      {{collective::bcast, build::bcast_binomial},
       {collective::reduce, build::reduce_binomial},
       {collective::gather, build::gather_binomial},
       {collective::scatter, build::scatter_binomial}}},
-    {algorithm::scatter_allgather, "scatter_allgather",
+    {algorithm::scatter_allgather,
+     "scatter_allgather",
      {{collective::bcast, build::bcast_scatter_allgather}}},
-    {algorithm::reduce_scatter_gather, "reduce_scatter_gather",
+    {algorithm::reduce_scatter_gather,
+     "reduce_scatter_gather",
      {{collective::reduce, build::reduce_scatter_gather}}},
-    {algorithm::recursive_doubling, "recursive_doubling",
+    {algorithm::recursive_doubling,
+     "recursive_doubling",
      {{collective::allreduce, build::allreduce_recursive_doubling},
       {collective::allgather, build::allgather_recursive_doubling}}},
-    {algorithm::ring, "ring",
+    {algorithm::ring,
+     "ring",
      {{collective::allreduce, build::allreduce_ring},
       {collective::allgather, build::allgather_ring},
       {collective::reduce_scatter, build::reduce_scatter_ring}}},
     {algorithm::knomial, "knomial", {{collective::allreduce, build::allreduce_knomial}}},
-    {algorithm::rabenseifner, "rabenseifner",
+    {algorithm::rabenseifner,
+     "rabenseifner",
      {{collective::allreduce, build::allreduce_rabenseifner}}},
     {algorithm::bruck, "bruck", {{collective::allgather, build::allgather_bruck}}},
     {algorithm::pairwise, "pairwise", {{collective::alltoall, build::alltoall_pairwise}}},
@@ -790,16 +812,21 @@ constexpr bool algorithm_table_is_consistent()
     const size_t rows = sizeof(algorithm_table) / sizeof(algorithm_table[0]);
     for (size_t i = 0; i < rows; ++i) {
         const algorithm_row &row = algorithm_table[i];
-        if (row.id == algorithm::automatic || row.implementations[0].build == nullptr) return false;
-        if (std::string_view(row.name) == "automatic") return false;
+        if (row.id == algorithm::automatic || row.implementations[0].build == nullptr)
+            return false;
+        if (std::string_view(row.name) == "automatic")
+            return false;
         for (size_t j = i + 1; j < rows; ++j) {
-            if (algorithm_table[j].id == row.id) return false;
-            if (std::string_view(algorithm_table[j].name) == row.name) return false;
+            if (algorithm_table[j].id == row.id)
+                return false;
+            if (std::string_view(algorithm_table[j].name) == row.name)
+                return false;
         }
         for (size_t a = 0; a < 4; ++a) {
             for (size_t b = a + 1; b < 4; ++b) {
                 const implementation &x = row.implementations[a], &y = row.implementations[b];
-                if (x.build != nullptr && y.build != nullptr && x.serves == y.serves) return false;
+                if (x.build != nullptr && y.build != nullptr && x.serves == y.serves)
+                    return false;
             }
         }
     }
@@ -814,7 +841,8 @@ static_assert(algorithm_table_is_consistent(),
 [[nodiscard]] inline const algorithm_row &row_of(algorithm id)
 {
     for (const algorithm_row &row : algorithm_table) {
-        if (row.id == id) return row;
+        if (row.id == id)
+            return row;
     }
     throw ucx_error(UCS_ERR_INVALID_PARAM, "coll: algorithm id " + std::to_string(int(id)) +
                                                " is no row of the algorithm table");
@@ -863,8 +891,10 @@ struct thresholds {
     [[nodiscard]] constexpr size_t allreduce_ring(int p) const
     {
         int log2p = 0;
-        while ((2 << log2p) <= p) ++log2p;
-        if ((p & (p - 1)) == 0) return 16 * size_t(p - 1 - log2p) * allreduce_alpha_beta;
+        while ((2 << log2p) <= p)
+            ++log2p;
+        if ((p & (p - 1)) == 0)
+            return 16 * size_t(p - 1 - log2p) * allreduce_alpha_beta;
         return size_t(p - 2 - log2p) * allreduce_alpha_beta;
     }
 };
@@ -879,8 +909,7 @@ namespace ucp_cpp::coll::detail {
 using chooser = algorithm (*)(const thresholds &cut, size_t count, size_t elem, int p);
 
 /// The collectives with one algorithm.
-template <algorithm only>
-algorithm always(const thresholds &, size_t, size_t, int)
+template <algorithm only> algorithm always(const thresholds &, size_t, size_t, int)
 {
     return only;
 }
@@ -910,7 +939,8 @@ inline algorithm choose_allreduce(const thresholds &cut, size_t count, size_t el
 
 inline algorithm choose_allgather(const thresholds &cut, size_t count, size_t elem, int p)
 {
-    if (count * elem * size_t(p) >= cut.allgather_ring) return algorithm::ring;
+    if (count * elem * size_t(p) >= cut.allgather_ring)
+        return algorithm::ring;
     return (p & (p - 1)) == 0 ? algorithm::recursive_doubling : algorithm::bruck;
 }
 
@@ -941,7 +971,8 @@ inline constexpr size_t collective_count = sizeof(collective_table) / sizeof(col
 constexpr bool collective_table_is_indexed_by_id()
 {
     for (size_t i = 0; i < collective_count; ++i) {
-        if (size_t(collective_table[i].id) != i) return false;
+        if (size_t(collective_table[i].id) != i)
+            return false;
     }
     return true;
 }
@@ -962,7 +993,10 @@ namespace ucp_cpp::coll {
  * @param which a collective
  * @return "barrier", "bcast", ... as UCP_CPP_COLL_<NAME>_ALGORITHM spells it in lower case
  */
-[[nodiscard]] inline const char *name_of(collective which) { return detail::row_of(which).name; }
+[[nodiscard]] inline const char *name_of(collective which)
+{
+    return detail::row_of(which).name;
+}
 
 /**
  * @brief The name of an algorithm.
@@ -982,9 +1016,11 @@ namespace ucp_cpp::coll {
  */
 [[nodiscard]] inline std::optional<algorithm> algorithm_named(std::string_view name)
 {
-    if (name == "automatic") return algorithm::automatic;
+    if (name == "automatic")
+        return algorithm::automatic;
     for (const detail::algorithm_row &row : detail::algorithm_table) {
-        if (name == row.name) return row.id;
+        if (name == row.name)
+            return row.id;
     }
     return std::nullopt;
 }
@@ -1010,7 +1046,8 @@ namespace ucp_cpp::coll {
 {
     std::vector<algorithm> found;
     for (const detail::algorithm_row &row : detail::algorithm_table) {
-        if (row.builder_for(which) != nullptr) found.push_back(row.id);
+        if (row.builder_for(which) != nullptr)
+            found.push_back(row.id);
     }
     return found;
 }

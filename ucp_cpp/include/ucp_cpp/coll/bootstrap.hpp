@@ -36,10 +36,10 @@ namespace ucp_cpp::coll {
 
 /// Where and how the ranks meet to exchange their worker addresses.
 struct bootstrap_params {
-    int rank = 0;                          ///< this rank, in [0, size)
-    int size = 1;                          ///< the number of ranks
+    int rank              = 0;  ///< this rank, in [0, size)
+    int size              = 1;  ///< the number of ranks
     std::string root_host = "127.0.0.1";  ///< where rank 0 listens (name or address)
-    uint16_t root_port = 29500;            ///< the TCP port rank 0 listens on
+    uint16_t root_port    = 29500;  ///< the TCP port rank 0 listens on
     /// Bound on the whole rendezvous (connect retries, waiting for the other ranks, the table).
     std::chrono::milliseconds timeout{30000};
 
@@ -56,8 +56,8 @@ struct bootstrap_params {
     [[nodiscard]] static bootstrap_params from_environment()
     {
         bootstrap_params params;
-        const bool torchrun =
-            std::getenv("RANK") != nullptr && std::getenv("WORLD_SIZE") != nullptr;
+        const bool torchrun = std::getenv("RANK") != nullptr &&
+                              std::getenv("WORLD_SIZE") != nullptr;
         const char *rank = torchrun ? "RANK" : "OMPI_COMM_WORLD_RANK";
         const char *size = torchrun ? "WORLD_SIZE" : "OMPI_COMM_WORLD_SIZE";
         if (!detail::environment_value(rank) || !detail::environment_value(size)) {
@@ -90,7 +90,7 @@ private:
     static long long integer_variable(const char *name, long long low, long long high)
     {
         const std::string value = *detail::environment_value(name);
-        const auto number = detail::parse_integer(value, low, high);
+        const auto number       = detail::parse_integer(value, low, high);
         if (!number) {
             detail::reject_variable(name, value, "not accepted",
                                     "an integer from " + std::to_string(low) + " to " +
@@ -115,7 +115,8 @@ public:
     }
     ~socket_fd()
     {
-        if (fd_ >= 0) ::close(fd_);
+        if (fd_ >= 0)
+            ::close(fd_);
     }
     int get() const { return fd_; }
 
@@ -204,7 +205,8 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
 {
     socket_fd listener(::socket(AF_INET6, SOCK_STREAM, 0));
     bool ipv6 = listener.get() >= 0;
-    if (!ipv6) listener = socket_fd(::socket(AF_INET, SOCK_STREAM, 0));
+    if (!ipv6)
+        listener = socket_fd(::socket(AF_INET, SOCK_STREAM, 0));
     int one = 1, zero = 0;
     ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     int bound;
@@ -214,7 +216,7 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
         any.sin6_family = AF_INET6;
         any.sin6_port   = htons(params.root_port);
         any.sin6_addr   = in6addr_any;
-        bound = ::bind(listener.get(), reinterpret_cast<sockaddr *>(&any), sizeof(any));
+        bound           = ::bind(listener.get(), reinterpret_cast<sockaddr *>(&any), sizeof(any));
     } else {
         sockaddr_in any{};
         any.sin_family      = AF_INET;
@@ -230,7 +232,7 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
 
     std::vector<worker_address> table(size_t(params.size));
     std::vector<socket_fd> peers(size_t(params.size));
-    table[0] = own;
+    table[0]       = own;
     int registered = 1;
     while (registered < params.size) {
         pollfd pfd{listener.get(), POLLIN, 0};
@@ -246,7 +248,8 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
                                                    " ms; ranks never registered: " + missing);
         }
         socket_fd peer(::accept(listener.get(), nullptr, nullptr));
-        if (peer.get() < 0) continue;
+        if (peer.get() < 0)
+            continue;
         hello h{};
         recv_all(peer.get(), &h, sizeof(h), deadline, "a rank's registration");
         if (h.magic != bootstrap_magic || h.size != params.size || h.rank <= 0 ||
@@ -293,14 +296,15 @@ inline std::vector<worker_address> client_rendezvous(const bootstrap_params &par
     while (connection.get() < 0) {
         for (addrinfo *ai = found; ai != nullptr && connection.get() < 0; ai = ai->ai_next) {
             socket_fd attempt(::socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK, 0));
-            if (attempt.get() < 0) continue;
+            if (attempt.get() < 0)
+                continue;
             if (::connect(attempt.get(), ai->ai_addr, ai->ai_addrlen) != 0 &&
                 errno != EINPROGRESS) {
                 last_error = std::strerror(errno);
                 continue;
             }
             pollfd pfd{attempt.get(), POLLOUT, 0};
-            int error = ETIMEDOUT;
+            int error        = ETIMEDOUT;
             socklen_t length = sizeof(error);
             if (::poll(&pfd, 1, std::min(remaining_ms(deadline), 1000)) > 0) {
                 ::getsockopt(attempt.get(), SOL_SOCKET, SO_ERROR, &error, &length);
@@ -311,7 +315,8 @@ inline std::vector<worker_address> client_rendezvous(const bootstrap_params &par
                 last_error = std::strerror(error);
             }
         }
-        if (connection.get() >= 0) break;
+        if (connection.get() >= 0)
+            break;
         if (remaining_ms(deadline) == 0) {
             throw ucx_error(UCS_ERR_UNREACHABLE,
                             "coll::bootstrap: rank " + std::to_string(params.rank) +
@@ -345,14 +350,15 @@ inline std::vector<worker_address> client_rendezvous(const bootstrap_params &par
  * @throws ucx_error naming the failure (see the file comment)
  */
 [[nodiscard]] inline std::vector<worker_address> exchange_addresses(const bootstrap_params &params,
-                                                                  const worker_address &own)
+                                                                    const worker_address &own)
 {
     if (params.size < 1 || params.rank < 0 || params.rank >= params.size) {
         throw ucx_error(UCS_ERR_INVALID_PARAM,
                         "coll::bootstrap: rank " + std::to_string(params.rank) +
                             " is not in [0, size=" + std::to_string(params.size) + ")");
     }
-    if (params.size == 1) return {own};
+    if (params.size == 1)
+        return {own};
     const auto deadline = detail::clock::now() + params.timeout;
     return params.rank == 0 ? detail::root_rendezvous(params, own, deadline)
                             : detail::client_rendezvous(params, own, deadline);

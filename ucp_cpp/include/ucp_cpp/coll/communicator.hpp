@@ -96,7 +96,8 @@ public:
     {
         // Read before the rendezvous: a bad value fails this rank at once, not its peers later.
         communicator_params resolved = options;
-        if (!resolved.config) resolved.config = coll::config::from_environment();
+        if (!resolved.config)
+            resolved.config = coll::config::from_environment();
         auto table = exchange_addresses(params, owner->address());
         return from_addresses(std::move(owner), params.rank, table, resolved);
     }
@@ -125,13 +126,15 @@ public:
         owner->ctx()->require_features(UCP_FEATURE_TAG, "coll::communicator");
         auto settings = std::make_shared<const coll::config>(
             options.config ? *options.config : coll::config::from_environment());
-        auto state = std::make_shared<detail::comm_state>();
-        state->owner = detail::engine::create(
-            std::move(owner), rank, addresses, options.peer_error_handling,
-            detail::gpu_options{settings->gpu_staging(), settings->gpu_segment_bytes()});
-        state->rank = rank;
-        state->id = 0;
-        for (int r = 0; r < size; ++r) state->world_ranks.push_back(r);
+        auto state   = std::make_shared<detail::comm_state>();
+        state->owner = detail::engine::create(std::move(owner), rank, addresses,
+                                              options.peer_error_handling,
+                                              detail::gpu_options{settings->gpu_staging(),
+                                                                  settings->gpu_segment_bytes()});
+        state->rank  = rank;
+        state->id    = 0;
+        for (int r = 0; r < size; ++r)
+            state->world_ranks.push_back(r);
         return communicator(std::move(state), std::move(settings));
     }
 
@@ -180,13 +183,15 @@ public:
         std::vector<int64_t> all(size_t(3 * size()));
         allgather(mine, all.data(), 3);
         uint32_t id = 0;
-        for (int r = 0; r < size(); ++r) id = std::max(id, uint32_t(all[size_t(3 * r + 2)]));
+        for (int r = 0; r < size(); ++r)
+            id = std::max(id, uint32_t(all[size_t(3 * r + 2)]));
         if (id >= detail::max_comm_ids) {
             throw ucx_error(UCS_ERR_EXCEEDS_LIMIT,
                             "coll::communicator::split: out of communicator ids");
         }
         self.owner->next_comm_id() = id + 1;
-        if (color < 0) return communicator();
+        if (color < 0)
+            return communicator();
         std::vector<std::tuple<int64_t, int, int>> members;  // key, old rank, world rank
         for (int r = 0; r < size(); ++r) {
             if (all[size_t(3 * r)] == color) {
@@ -194,11 +199,12 @@ public:
             }
         }
         std::sort(members.begin(), members.end());
-        auto state = std::make_shared<detail::comm_state>();
+        auto state   = std::make_shared<detail::comm_state>();
         state->owner = self.owner;
-        state->id = id;
+        state->id    = id;
         for (const auto &[member_key, old_rank, world] : members) {
-            if (old_rank == self.rank) state->rank = int(state->world_ranks.size());
+            if (old_rank == self.rank)
+                state->rank = int(state->world_ranks.size());
             state->world_ranks.push_back(world);
         }
         return communicator(std::move(state), config_);
@@ -372,8 +378,7 @@ public:
      *         does not implement it; UCS_ERR_UNSUPPORTED: host and CUDA buffers mixed
      */
     template <class T>
-    [[nodiscard]] request ireduce_scatter(const T *send, T *recv, size_t count,
-                                          const reduction &op,
+    [[nodiscard]] request ireduce_scatter(const T *send, T *recv, size_t count, const reduction &op,
                                           const call_options &options = {}) const
     {
         return issue(collective::reduce_scatter, options, send, recv, count, &op);
@@ -478,8 +483,7 @@ private:
     communicator(std::shared_ptr<detail::comm_state> state,
                  std::shared_ptr<const coll::config> settings)
         : state_(std::move(state)), config_(std::move(settings))
-    {
-    }
+    {}
 
     const detail::comm_state &live() const
     {
@@ -492,10 +496,10 @@ private:
     void check_root(int root, collective which) const
     {
         if (root < 0 || root >= size()) {
-            throw ucx_error(UCS_ERR_INVALID_PARAM,
-                            std::string("coll::") + name_of(which) + ": root " +
-                                std::to_string(root) + " is not a rank of a communicator of size " +
-                                std::to_string(size()));
+            throw ucx_error(UCS_ERR_INVALID_PARAM, std::string("coll::") + name_of(which) +
+                                                       ": root " + std::to_string(root) +
+                                                       " is not a rank of a communicator of size " +
+                                                       std::to_string(size()));
         }
     }
 
@@ -510,8 +514,8 @@ private:
     /// The algorithm of a call: @p asked, else the config's, else the automatic choice.
     algorithm choose(collective which, algorithm asked, size_t count, size_t elem) const
     {
-        const algorithm chosen =
-            asked != algorithm::automatic ? asked : config_->algorithm_for(which);
+        const algorithm chosen = asked != algorithm::automatic ? asked
+                                                               : config_->algorithm_for(which);
         if (chosen == algorithm::automatic) {
             return detail::row_of(which).automatic(config_->thresholds(), count, elem, size());
         }
@@ -531,20 +535,22 @@ private:
         const void *device_buffer = nullptr, *host_buffer = nullptr;
         gpu::location where;
         for (const void *b : buffers) {
-            if (b == nullptr) continue;
+            if (b == nullptr)
+                continue;
             const gpu::location at = gpu::locate(b);
             if (!at.device) {
                 host_buffer = b;
             } else if (device_buffer == nullptr) {
                 device_buffer = b;
-                where = at;
+                where         = at;
             } else if (at.context != where.context || at.ordinal != where.ordinal) {
                 throw ucx_error(UCS_ERR_UNSUPPORTED,
                                 std::string("coll::") + name_of(which) +
                                     ": the buffers are on different GPUs (or CUDA contexts)");
             }
         }
-        if (device_buffer == nullptr) return;
+        if (device_buffer == nullptr)
+            return;
         if (host_buffer != nullptr) {
             throw ucx_error(UCS_ERR_UNSUPPORTED,
                             std::string("coll::") + name_of(which) +
@@ -552,9 +558,9 @@ private:
                                 "pass buffers of one kind");
         }
         detail::engine &owner = *live().owner;
-        op.lane = owner.lane_for(where);
-        op.staged = owner.stages_gpu_transfers();
-        op.plan.device = op.lane;
+        op.lane               = owner.lane_for(where);
+        op.staged             = owner.stages_gpu_transfers();
+        op.plan.device        = op.lane;
     }
 
     /// Chooses the algorithm, builds the schedule of the call and starts it.  Every rank
@@ -566,22 +572,23 @@ private:
                   size_t count, const reduction *op = nullptr, int root = 0) const
     {
         detail::comm_state &self = const_cast<detail::comm_state &>(live());
-        if (op != nullptr) op->check(datatype_of<T>());
+        if (op != nullptr)
+            op->check(datatype_of<T>());
         const algorithm chosen = choose(which, options.algo, count, sizeof(T));
-        auto started = std::make_shared<detail::operation>();
-        started->comm = state_;
-        started->chosen = chosen;
+        auto started           = std::make_shared<detail::operation>();
+        started->comm          = state_;
+        started->chosen        = chosen;
         // The barrier moves no data; another collective of no elements only takes its number.
         const bool empty = which != collective::barrier && count == 0;
         if (!empty) {
             place(*started, which, {send, recv});
             detail::context c{started->plan, self.rank, self.size(), datatype_of<T>(), sizeof(T)};
             detail::arguments call;
-            call.send = reinterpret_cast<const std::byte *>(send);
-            call.recv = reinterpret_cast<std::byte *>(recv);
-            call.count = count;
-            call.op = op != nullptr ? &keep(c, *op) : nullptr;
-            call.root = root;
+            call.send          = reinterpret_cast<const std::byte *>(send);
+            call.recv          = reinterpret_cast<std::byte *>(recv);
+            call.count         = count;
+            call.op            = op != nullptr ? &keep(c, *op) : nullptr;
+            call.root          = root;
             call.knomial_radix = config_->knomial_radix();
             detail::row_of(chosen).builder_for(which)(c, call);
         }

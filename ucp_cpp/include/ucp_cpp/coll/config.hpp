@@ -58,7 +58,8 @@ namespace detail {
 [[nodiscard]] inline std::string accepted_algorithms(collective which)
 {
     std::string names = "automatic";
-    for (algorithm a : algorithms_of(which)) names += std::string(", ") + name_of(a);
+    for (algorithm a : algorithms_of(which))
+        names += std::string(", ") + name_of(a);
     return names;
 }
 }  // namespace detail
@@ -138,9 +139,9 @@ public:
     config &timeout(std::chrono::nanoseconds bound)
     {
         if (bound <= std::chrono::nanoseconds::zero()) {
-            throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::config::timeout: " +
-                                                       std::to_string(bound.count()) +
-                                                       " ns is not positive");
+            throw ucx_error(UCS_ERR_INVALID_PARAM,
+                            "coll::config::timeout: " + std::to_string(bound.count()) +
+                                " ns is not positive");
         }
         timeout_ = bound;
         return *this;
@@ -201,7 +202,7 @@ public:
 
 private:
     std::array<algorithm, detail::collective_count> algorithms_;
-    int knomial_radix_ = 4;
+    int knomial_radix_                = 4;
     std::chrono::nanoseconds timeout_ = std::chrono::nanoseconds::max();
     coll::thresholds thresholds_;
     detail::gpu_options gpu_;
@@ -220,20 +221,19 @@ struct config_variable {
 };
 
 /// Calls @p set with the parsed value, if there is one; returns whether there was.
-template <class T, class Set>
-bool read_parsed(const std::optional<T> &parsed, Set &&set)
+template <class T, class Set> bool read_parsed(const std::optional<T> &parsed, Set &&set)
 {
-    if (parsed) set(*parsed);
+    if (parsed)
+        set(*parsed);
     return parsed.has_value();
 }
 
 /// Reads a byte cut-over of coll::thresholds.
-template <size_t thresholds::*member>
-bool read_threshold(config &into, const std::string &value)
+template <size_t thresholds::*member> bool read_threshold(config &into, const std::string &value)
 {
     return read_parsed(parse_bytes(value), [&](size_t bytes) {
         coll::thresholds cut = into.thresholds();
-        cut.*member = bytes;
+        cut.*member          = bytes;
         into.thresholds(cut);
     });
 }
@@ -273,7 +273,7 @@ inline constexpr config_variable config_variables[] = {
     {"UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RANKS", "an integer >= 0",
      [](config &into, const std::string &value) {
          return read_parsed(parse_integer(value, 0, INT_MAX), [&](long long ranks) {
-             coll::thresholds cut = into.thresholds();
+             coll::thresholds cut        = into.thresholds();
              cut.allreduce_knomial_ranks = int(ranks);
              into.thresholds(cut);
          });
@@ -310,8 +310,10 @@ inline constexpr config_variable config_variables[] = {
 [[nodiscard]] inline std::vector<std::string> config_variable_names()
 {
     std::vector<std::string> names;
-    for (const collective_row &row : collective_table) names.push_back(algorithm_variable(row.id));
-    for (const config_variable &variable : config_variables) names.emplace_back(variable.name);
+    for (const collective_row &row : collective_table)
+        names.push_back(algorithm_variable(row.id));
+    for (const config_variable &variable : config_variables)
+        names.emplace_back(variable.name);
     return names;
 }
 
@@ -319,10 +321,12 @@ inline constexpr config_variable config_variables[] = {
 inline void read_algorithm(config &into, collective which, const std::string &name,
                            const std::string &value)
 {
-    if (value.empty()) return;
+    if (value.empty())
+        return;
     const std::optional<algorithm> named = algorithm_named(value);
-    const std::string accepted = accepted_algorithms(which);
-    if (!named) reject_variable(name, value, "unknown algorithm", accepted);
+    const std::string accepted           = accepted_algorithms(which);
+    if (!named)
+        reject_variable(name, value, "unknown algorithm", accepted);
     if (!implements(*named, which)) {
         reject_variable(name, value, value + " does not implement " + name_of(which), accepted);
     }
@@ -340,14 +344,16 @@ inline bool read_variable(config &into, const std::string &name, const std::stri
         }
     }
     for (const config_variable &variable : config_variables) {
-        if (name != variable.name) continue;
+        if (name != variable.name)
+            continue;
         bool accepted = false;
         try {
             accepted = value.empty() || variable.read(into, value);  // empty: not set
         } catch (const ucx_error &) {
             accepted = false;  // a setter's range check: reported as the variable's error
         }
-        if (!accepted) reject_variable(name, value, "not accepted", variable.accepted);
+        if (!accepted)
+            reject_variable(name, value, "not accepted", variable.accepted);
         return true;
     }
     return false;
@@ -361,7 +367,7 @@ inline bool read_variable(config &into, const std::string &name, const std::stri
     for (const std::string &known : config_variable_names()) {
         const size_t distance = edit_distance(unknown, known);
         if (distance < best) {
-            best = distance;
+            best    = distance;
             nearest = known;
         }
     }
@@ -376,7 +382,8 @@ inline config config::from_environment()
 {
     config read;
     for (const auto &[name, value] : detail::environment_with_prefix("UCP_CPP_COLL_")) {
-        if (detail::read_variable(read, name, value)) continue;
+        if (detail::read_variable(read, name, value))
+            continue;
         const std::optional<std::string> nearest = detail::nearest_variable(name);
         detail::warn_once(name, "ucp_cpp::coll WARN unknown environment variable " + name +
                                     " is ignored" +

@@ -92,7 +92,8 @@ struct local_actions {
 
     void copy(void *dst, const void *src, size_t bytes) const
     {
-        if (dst == src || bytes == 0) return;
+        if (dst == src || bytes == 0)
+            return;
         if (device) {
             device->copy(dst, src, bytes);
         } else {
@@ -102,7 +103,8 @@ struct local_actions {
     /// inout = op(inout, in) over @p count elements of the collective's datatype.
     void reduce(const reduction &op, const void *in, void *inout, size_t count) const
     {
-        if (count == 0) return;
+        if (count == 0)
+            return;
         if (device) {
             device->reduce(op, type, in, inout, count);
         } else {
@@ -144,8 +146,8 @@ class engine;
 struct comm_state {
     std::shared_ptr<engine> owner;
     std::vector<int> world_ranks;  ///< communicator rank -> world rank (index into endpoints)
-    int rank         = 0;
-    uint32_t id      = 0;
+    int rank               = 0;
+    uint32_t id            = 0;
     uint32_t next_sequence = 0;
     int size() const { return int(world_ranks.size()); }
 };
@@ -157,7 +159,7 @@ struct staged_segment {
     ucp_tag_t tag;
     std::byte *device;
     size_t bytes;
-    void *host = nullptr;           ///< pinned block of the lane
+    void *host          = nullptr;  ///< pinned block of the lane
     gpu::CUevent copied = nullptr;  ///< send: D2H done; receive: H2D done
     /// A send forwarding the block a receive of the previous round brought (no D2H): the H2D
     /// copy that may still read the block.
@@ -179,18 +181,18 @@ struct received_segment {
 struct operation {
     schedule plan;
     std::shared_ptr<gpu::lane> lane;  ///< CUDA buffers: the engine's lane for their context
-    bool staged = false;              ///< transfers go through pinned host segments
-    gpu::CUevent fence = nullptr;     ///< waiting for the stream before posting / completing
+    bool staged        = false;  ///< transfers go through pinned host segments
+    gpu::CUevent fence = nullptr;  ///< waiting for the stream before posting / completing
     std::vector<staged_segment> segments;
     std::vector<received_segment> received;  ///< this round's received segments
-    std::vector<received_segment> forward;   ///< the previous round's, while posting this one
+    std::vector<received_segment> forward;  ///< the previous round's, while posting this one
     std::shared_ptr<comm_state> comm;
     coll::algorithm chosen = coll::algorithm::automatic;  ///< what the schedule implements
-    uint32_t sequence = 0;
-    size_t next_round = 0;
+    uint32_t sequence      = 0;
+    size_t next_round      = 0;
     std::vector<ucp_cpp::request> pending;
     std::vector<size_t> expected_lengths;  ///< per pending entry; SIZE_MAX for sends
-    std::vector<int> pending_peers;        ///< per pending entry: the communicator rank
+    std::vector<int> pending_peers;  ///< per pending entry: the communicator rank
     ucs_status_t status = UCS_INPROGRESS;
     std::string error;
 };
@@ -218,15 +220,17 @@ public:
     engine(private_tag, std::shared_ptr<worker> owner, int world_rank,
            const std::vector<worker_address> &addresses, bool peer_error_handling,
            const gpu_options &gpu = {})
-        : worker_(std::move(owner)), world_rank_(world_rank),
+        : worker_(std::move(owner)),
+          world_rank_(world_rank),
           peer_status_(std::make_shared<std::vector<ucs_status_t>>(addresses.size(), UCS_OK)),
           gpu_(gpu)
     {
         endpoints_.resize(addresses.size());
         for (size_t peer = 0; peer < addresses.size(); ++peer) {
-            if (int(peer) == world_rank) continue;  // a rank never messages itself
+            if (int(peer) == world_rank)
+                continue;  // a rank never messages itself
             endpoint_params params;
-            params.name = "ucp_cpp.coll";
+            params.name                = "ucp_cpp.coll";
             params.peer_error_handling = peer_error_handling;
             // Capture the status table, not the engine: the handler may run after the engine is
             // gone.
@@ -241,7 +245,8 @@ public:
     {
         // Drop pending work while the worker is still alive (requests hold it anyway).
         for (auto &op : active_) {
-            if (op->lane) op->lane->synchronize();
+            if (op->lane)
+                op->lane->synchronize();
         }
         active_.clear();
     }
@@ -258,7 +263,8 @@ public:
     const std::shared_ptr<gpu::lane> &lane_for(const gpu::location &where)
     {
         auto &slot = lanes_[{where.context, where.ordinal}];
-        if (!slot) slot = std::make_shared<gpu::lane>(where, gpu_.segment_bytes);
+        if (!slot)
+            slot = std::make_shared<gpu::lane>(where, gpu_.segment_bytes);
         return slot;
     }
 
@@ -267,8 +273,12 @@ public:
     {
         if (staged_ < 0) {
             switch (gpu_.staging) {
-            case gpu::staging::always: staged_ = 1; break;
-            case gpu::staging::never: staged_ = 0; break;
+            case gpu::staging::always:
+                staged_ = 1;
+                break;
+            case gpu::staging::never:
+                staged_ = 0;
+                break;
             default:
                 staged_ = worker_->ctx()->supports_memory_type(UCS_MEMORY_TYPE_CUDA) ? 0 : 1;
                 break;
@@ -281,12 +291,14 @@ public:
     void start(const std::shared_ptr<operation> &op)
     {
         try {
-            if (op->plan.prologue) op->plan.prologue();
+            if (op->plan.prologue)
+                op->plan.prologue();
         } catch (const std::exception &e) {
             fail_local(*op, e);
             return;
         }
-        if (!advance(*op)) active_.push_back(op);
+        if (!advance(*op))
+            active_.push_back(op);
     }
 
     /// One progress round of the worker, then every in-flight schedule moves as far as it can.
@@ -338,7 +350,8 @@ private:
                 }
                 op.lane->release(op.fence);
                 op.fence = nullptr;
-                if (!finish_or_post(op)) return true;
+                if (!finish_or_post(op))
+                    return true;
                 continue;
             }
             if (!op.segments.empty()) {
@@ -346,7 +359,8 @@ private:
                     check_members(op);
                     return op.status != UCS_INPROGRESS;
                 }
-                if (op.status != UCS_INPROGRESS) return true;
+                if (op.status != UCS_INPROGRESS)
+                    return true;
             }
             for (size_t i = 0; i < op.pending.size(); ++i) {
                 ucp_cpp::request &req = op.pending[i];
@@ -358,8 +372,8 @@ private:
                     const bool sent = op.expected_lengths[i] == SIZE_MAX;
                     fail(op, req.status(),
                          std::string(sent ? "sending to" : "receiving from") + " rank " +
-                             std::to_string(op.pending_peers[i]) + " failed: " +
-                             ucs_status_string(req.status()));
+                             std::to_string(op.pending_peers[i]) +
+                             " failed: " + ucs_status_string(req.status()));
                     return true;
                 }
                 if (op.expected_lengths[i] != SIZE_MAX && req.length() != op.expected_lengths[i]) {
@@ -380,7 +394,8 @@ private:
                 if (op.staged) {
                     // A local action may change what the blocks hold a copy of.
                     op.forward.swap(op.received);
-                    if (then) release_blocks(op, op.forward);
+                    if (then)
+                        release_blocks(op, op.forward);
                     release_blocks(op, op.received);
                 }
                 if (then) {
@@ -397,7 +412,8 @@ private:
                 op.fence = op.lane->record();
                 continue;
             }
-            if (!finish_or_post(op)) return true;
+            if (!finish_or_post(op))
+                return true;
         }
         return true;
     }
@@ -407,44 +423,50 @@ private:
     bool finish_or_post(operation &op)
     {
         if (op.next_round == op.plan.rounds.size()) {
-            if (op.staged) release_blocks(op, op.forward);
+            if (op.staged)
+                release_blocks(op, op.forward);
             op.status = UCS_OK;
             return false;
         }
         check_members(op);
-        if (op.status != UCS_INPROGRESS) return false;
+        if (op.status != UCS_INPROGRESS)
+            return false;
         post(op, op.plan.rounds[op.next_round++]);
-        if (op.staged) release_blocks(op, op.forward);  // those no send of this round forwards
+        if (op.staged)
+            release_blocks(op, op.forward);  // those no send of this round forwards
         return true;
     }
 
     /// Returns the pinned blocks of received segments to the lane once their H2D copies are done.
     void release_blocks(operation &op, std::vector<received_segment> &blocks)
     {
-        for (received_segment &b : blocks) op.lane->give_pinned_after(b.host, b.h2d);
+        for (received_segment &b : blocks)
+            op.lane->give_pinned_after(b.host, b.h2d);
         blocks.clear();
     }
 
     /// Moves the staged segments of the current round; true once all of them are done.
     bool progress_segments(operation &op)
     {
-        gpu::lane &lane = *op.lane;
+        gpu::lane &lane        = *op.lane;
         const comm_state &comm = *op.comm;
         bool all_done = true, send_blocked = false;
         for (staged_segment &s : op.segments) {
-            if (s.done) continue;
+            if (s.done)
+                continue;
             if (s.is_send) {
                 if (!s.posted) {
                     // D2H copies complete in queue order: post sends in that order too.
                     if (send_blocked || (s.copied != nullptr && !lane.passed(s.copied))) {
                         send_blocked = true;
-                        all_done = false;
+                        all_done     = false;
                         continue;
                     }
-                    if (s.copied != nullptr) lane.release(s.copied);
-                    s.copied = nullptr;
+                    if (s.copied != nullptr)
+                        lane.release(s.copied);
+                    s.copied             = nullptr;
                     const int world_peer = comm.world_ranks[size_t(s.peer)];
-                    s.req = endpoints_[size_t(world_peer)]->tag_send(s.host, s.bytes, s.tag);
+                    s.req    = endpoints_[size_t(world_peer)]->tag_send(s.host, s.bytes, s.tag);
                     s.posted = true;
                 }
                 if (!s.req.done()) {
@@ -452,8 +474,9 @@ private:
                     continue;
                 }
                 if (s.req.status() != UCS_OK) {
-                    fail(op, s.req.status(), "sending to rank " + std::to_string(s.peer) +
-                                                 " failed: " + ucs_status_string(s.req.status()));
+                    fail(op, s.req.status(),
+                         "sending to rank " + std::to_string(s.peer) +
+                             " failed: " + ucs_status_string(s.req.status()));
                     return true;
                 }
                 if (s.forwarded != nullptr) {
@@ -462,8 +485,8 @@ private:
                     lane.give_pinned(s.host);
                 }
                 s.forwarded = nullptr;
-                s.host = nullptr;
-                s.done = true;
+                s.host      = nullptr;
+                s.done      = true;
             } else {
                 if (!s.posted) {
                     if (!s.req.done()) {
@@ -503,8 +526,8 @@ private:
     {
         const comm_state &comm = *op.comm;
         for (const transfer &t : r.transfers) {
-            const int sender = t.is_send ? comm.rank : t.peer;
-            const ucp_tag_t tag = make_tag(comm.id, op.sequence, t.step, sender);
+            const int sender     = t.is_send ? comm.rank : t.peer;
+            const ucp_tag_t tag  = make_tag(comm.id, op.sequence, t.step, sender);
             const int world_peer = comm.world_ranks[size_t(t.peer)];
             if (op.staged && t.bytes != 0) {
                 stage(op, t, tag);
@@ -520,11 +543,11 @@ private:
                 // unexpected eager message; see request::builder), so a count mismatch is
                 // always caught.
                 ucp_cpp::request::builder receive(ucp_cpp::request::kind::tag_recv, op_options{});
-                op.pending.push_back(receive.finish(
-                    worker_,
-                    ucp_tag_recv_nbx(worker_->handle(), t.buffer, t.bytes, tag,
-                                     tag_space::full_mask, receive.param()),
-                    0));
+                op.pending.push_back(
+                    receive.finish(worker_,
+                                   ucp_tag_recv_nbx(worker_->handle(), t.buffer, t.bytes, tag,
+                                                    tag_space::full_mask, receive.param()),
+                                   0));
                 op.expected_lengths.push_back(t.bytes);
             }
         }
@@ -539,9 +562,9 @@ private:
         // costs several microseconds of CUDA and UCP calls (on the H200, 1 MiB transfers went
         // faster in two segments than in four, slower in eight or sixteen).
         const size_t half_in_pages = (t.bytes / 2 + 4095) & ~size_t(4095);
-        const size_t segment =
-            std::min(lane.segment_bytes(), std::max<size_t>(size_t(64) << 10, half_in_pages));
-        bool first_send = true;
+        const size_t segment       = std::min(lane.segment_bytes(),
+                                              std::max<size_t>(size_t(64) << 10, half_in_pages));
+        bool first_send            = true;
         for (size_t offset = 0; offset < t.bytes; offset += segment) {
             staged_segment s;
             s.is_send = t.is_send;
@@ -605,7 +628,8 @@ private:
             broken_status_ = status;
             broken_reason_ = why;
             for (auto &ep : endpoints_) {
-                if (!ep) continue;
+                if (!ep)
+                    continue;
                 try {
                     closing_.push_back(ep->close(/*force=*/true));
                 } catch (const ucx_error &) {
@@ -623,11 +647,14 @@ private:
 
     void abandon(operation &op, ucs_status_t status, const std::string &why)
     {
-        if (op.status != UCS_INPROGRESS) return;
+        if (op.status != UCS_INPROGRESS)
+            return;
         op.status = status;
         op.error  = why;
-        for (ucp_cpp::request &req : op.pending) req.cancel();
-        for (staged_segment &s : op.segments) s.req.cancel();
+        for (ucp_cpp::request &req : op.pending)
+            req.cancel();
+        for (staged_segment &s : op.segments)
+            s.req.cancel();
         op.pending.clear();  // frees them; nothing of theirs runs after the forced closes
         op.expected_lengths.clear();
         op.pending_peers.clear();
@@ -637,7 +664,8 @@ private:
             op.segments.clear();  // pinned blocks of abandoned segments are not reused
             op.received.clear();
             op.forward.clear();
-            if (op.fence != nullptr) op.lane->release(op.fence);
+            if (op.fence != nullptr)
+                op.lane->release(op.fence);
             op.fence = nullptr;
         }
     }
@@ -684,8 +712,7 @@ public:
      */
     request(std::shared_ptr<detail::engine> owner, std::shared_ptr<detail::operation> op)
         : engine_(std::move(owner)), op_(std::move(op))
-    {
-    }
+    {}
 
     /// @brief Where the collective stands; does not progress.
     /// @return UCS_INPROGRESS, UCS_OK or the error
@@ -698,7 +725,8 @@ public:
     /// @return true once the collective completed, successfully or not
     bool test()
     {
-        if (!done()) engine_->progress();
+        if (!done())
+            engine_->progress();
         return done();
     }
 
@@ -710,11 +738,10 @@ public:
      */
     void wait(std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max())
     {
-        using clock = std::chrono::steady_clock;
-        const auto deadline = timeout == std::chrono::nanoseconds::max()
-                                  ? clock::time_point::max()
-                                  : clock::now() + timeout;
-        unsigned idle = 0;
+        using clock         = std::chrono::steady_clock;
+        const auto deadline = timeout == std::chrono::nanoseconds::max() ? clock::time_point::max()
+                                                                         : clock::now() + timeout;
+        unsigned idle       = 0;
         while (!done()) {
             if (engine_->progress()) {
                 idle = 0;
@@ -724,7 +751,8 @@ public:
                 throw ucx_error(UCS_ERR_TIMED_OUT,
                                 "coll: collective still incomplete after the timeout");
             }
-            if (++idle > 64) std::this_thread::yield();  // oversubscribed hosts (CI)
+            if (++idle > 64)
+                std::this_thread::yield();  // oversubscribed hosts (CI)
         }
         if (op_->status != UCS_OK) {
             throw ucx_error(op_->status, "coll: " + op_->error);

@@ -31,14 +31,14 @@ namespace ucp_cpp::coll {
 /// Element types.  float16 (IEEE binary16) and bfloat16 are stored as half_t / bfloat16_t
 /// below and reduced in float (each result rounded to nearest even), on the host and on the GPU.
 enum class datatype : uint8_t {
-    int8,     ///< int8_t
-    int16,    ///< int16_t
-    int32,    ///< int32_t
-    int64,    ///< int64_t
-    uint8,    ///< uint8_t
-    uint16,   ///< uint16_t
-    uint32,   ///< uint32_t
-    uint64,   ///< uint64_t
+    int8,  ///< int8_t
+    int16,  ///< int16_t
+    int32,  ///< int32_t
+    int64,  ///< int64_t
+    uint8,  ///< uint8_t
+    uint16,  ///< uint16_t
+    uint32,  ///< uint32_t
+    uint64,  ///< uint64_t
     float32,  ///< float
     float64,  ///< double
     float16,  ///< half_t (IEEE binary16)
@@ -53,11 +53,20 @@ enum class datatype : uint8_t {
 [[nodiscard]] inline size_t size_of(datatype type)
 {
     switch (type) {
-    case datatype::int8: case datatype::uint8: return 1;
-    case datatype::int16: case datatype::uint16: case datatype::float16: case datatype::bfloat16:
+    case datatype::int8:
+    case datatype::uint8:
+        return 1;
+    case datatype::int16:
+    case datatype::uint16:
+    case datatype::float16:
+    case datatype::bfloat16:
         return 2;
-    case datatype::int32: case datatype::uint32: case datatype::float32: return 4;
-    default: return 8;
+    case datatype::int32:
+    case datatype::uint32:
+    case datatype::float32:
+        return 4;
+    default:
+        return 8;
     }
 }
 
@@ -125,19 +134,24 @@ struct half_t {
     [[nodiscard]] static uint16_t from_float(float f)
     {
         const uint32_t x = detail::float_bits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-        if (ax > 0x7f800000u) return uint16_t(sign | 0x7e00u);             // NaN (quiet)
-        if (ax >= 0x47800000u) return uint16_t(sign | 0x7c00u);            // >= 65536 (or inf): inf
-        if (ax < 0x33000000u) return uint16_t(sign);                       // < 2^-25: +-0
-        if (ax < 0x38800000u) {                                            // half subnormal
+        if (ax > 0x7f800000u)
+            return uint16_t(sign | 0x7e00u);  // NaN (quiet)
+        if (ax >= 0x47800000u)
+            return uint16_t(sign | 0x7c00u);  // >= 65536 (or inf): inf
+        if (ax < 0x33000000u)
+            return uint16_t(sign);  // < 2^-25: +-0
+        if (ax < 0x38800000u) {  // half subnormal
             const uint32_t mant = (ax & 0x7fffffu) | 0x800000u, shift = 126u - (ax >> 23);
-            uint32_t h = mant >> shift;
+            uint32_t h          = mant >> shift;
             const uint32_t rest = mant & ((1u << shift) - 1), halfway = 1u << (shift - 1);
-            if (rest > halfway || (rest == halfway && (h & 1u))) ++h;
+            if (rest > halfway || (rest == halfway && (h & 1u)))
+                ++h;
             return uint16_t(sign | h);
         }
-        uint32_t h = (ax - 0x38000000u) >> 13;  // rebias 127 -> 15, drop 13 mantissa bits
+        uint32_t h          = (ax - 0x38000000u) >> 13;  // rebias 127 -> 15, drop 13 mantissa bits
         const uint32_t rest = ax & 0x1fffu;
-        if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // may carry into inf: correct
+        if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+            ++h;  // may carry into inf: correct
         return uint16_t(sign | h);
     }
     /**
@@ -149,9 +163,12 @@ struct half_t {
     {
         const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu;
         uint32_t mant = h & 0x3ffu;
-        if (exp == 0x1fu) return detail::bits_float(sign | 0x7f800000u | (mant << 13));
-        if (exp != 0) return detail::bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
-        if (mant == 0) return detail::bits_float(sign);
+        if (exp == 0x1fu)
+            return detail::bits_float(sign | 0x7f800000u | (mant << 13));
+        if (exp != 0)
+            return detail::bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
+        if (mant == 0)
+            return detail::bits_float(sign);
         int e = 1;  // subnormal: normalise
         while ((mant & 0x400u) == 0) {
             mant <<= 1;
@@ -195,7 +212,8 @@ struct bfloat16_t {
     [[nodiscard]] static uint16_t from_float(float f)
     {
         const uint32_t x = detail::float_bits(f);
-        if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40u);  // NaN (quiet)
+        if ((x & 0x7fffffffu) > 0x7f800000u)
+            return uint16_t((x >> 16) | 0x40u);  // NaN (quiet)
         return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
     }
     /**
@@ -214,14 +232,17 @@ struct bfloat16_t {
  * @tparam T a fixed-width integer, float, double, half_t or bfloat16_t (cv-qualified or not)
  * @return its datatype
  */
-template <class T>
-[[nodiscard]] constexpr datatype datatype_of()
+template <class T> [[nodiscard]] constexpr datatype datatype_of()
 {
     using U = std::remove_cv_t<T>;
-    if constexpr (std::is_same_v<U, float>) return datatype::float32;
-    else if constexpr (std::is_same_v<U, double>) return datatype::float64;
-    else if constexpr (std::is_same_v<U, half_t>) return datatype::float16;
-    else if constexpr (std::is_same_v<U, bfloat16_t>) return datatype::bfloat16;
+    if constexpr (std::is_same_v<U, float>)
+        return datatype::float32;
+    else if constexpr (std::is_same_v<U, double>)
+        return datatype::float64;
+    else if constexpr (std::is_same_v<U, half_t>)
+        return datatype::float16;
+    else if constexpr (std::is_same_v<U, bfloat16_t>)
+        return datatype::bfloat16;
     else {
         static_assert(std::is_integral_v<U> && !std::is_same_v<U, bool> &&
                           (sizeof(U) == 1 || sizeof(U) == 2 || sizeof(U) == 4 || sizeof(U) == 8),
@@ -234,10 +255,10 @@ template <class T>
 
 /// What a reduction computes.
 enum class op_kind : uint8_t {
-    sum,    ///< a + b (integers wrap modulo 2^n)
-    prod,   ///< a * b (integers wrap modulo 2^n)
-    min,    ///< std::min(a, b)
-    max,    ///< std::max(a, b)
+    sum,  ///< a + b (integers wrap modulo 2^n)
+    prod,  ///< a * b (integers wrap modulo 2^n)
+    min,  ///< std::min(a, b)
+    max,  ///< std::max(a, b)
     custom  ///< a user function (reduction::custom)
 };
 
@@ -264,8 +285,7 @@ public:
      * @param combine callable T(T accumulated, T incoming)
      * @return the reduction
      */
-    template <class T, class F>
-    [[nodiscard]] static reduction custom(F combine)
+    template <class T, class F> [[nodiscard]] static reduction custom(F combine)
     {
         reduction op(op_kind::custom);
         op.type_     = datatype_of<T>();
@@ -306,67 +326,94 @@ public:
     void apply(datatype type, const void *in, void *inout, size_t count) const
     {
         switch (type) {
-        case datatype::int8: return apply_typed<int8_t>(in, inout, count);
-        case datatype::int16: return apply_typed<int16_t>(in, inout, count);
-        case datatype::int32: return apply_typed<int32_t>(in, inout, count);
-        case datatype::int64: return apply_typed<int64_t>(in, inout, count);
-        case datatype::uint8: return apply_typed<uint8_t>(in, inout, count);
-        case datatype::uint16: return apply_typed<uint16_t>(in, inout, count);
-        case datatype::uint32: return apply_typed<uint32_t>(in, inout, count);
-        case datatype::uint64: return apply_typed<uint64_t>(in, inout, count);
-        case datatype::float32: return apply_typed<float>(in, inout, count);
-        case datatype::float64: return apply_typed<double>(in, inout, count);
-        case datatype::float16: return apply_16<half_t>(in, inout, count);
-        case datatype::bfloat16: return apply_16<bfloat16_t>(in, inout, count);
+        case datatype::int8:
+            return apply_typed<int8_t>(in, inout, count);
+        case datatype::int16:
+            return apply_typed<int16_t>(in, inout, count);
+        case datatype::int32:
+            return apply_typed<int32_t>(in, inout, count);
+        case datatype::int64:
+            return apply_typed<int64_t>(in, inout, count);
+        case datatype::uint8:
+            return apply_typed<uint8_t>(in, inout, count);
+        case datatype::uint16:
+            return apply_typed<uint16_t>(in, inout, count);
+        case datatype::uint32:
+            return apply_typed<uint32_t>(in, inout, count);
+        case datatype::uint64:
+            return apply_typed<uint64_t>(in, inout, count);
+        case datatype::float32:
+            return apply_typed<float>(in, inout, count);
+        case datatype::float64:
+            return apply_typed<double>(in, inout, count);
+        case datatype::float16:
+            return apply_16<half_t>(in, inout, count);
+        case datatype::bfloat16:
+            return apply_16<bfloat16_t>(in, inout, count);
         }
     }
 
 private:
-    template <class T>
-    void apply_typed(const void *in, void *inout, size_t count) const
+    template <class T> void apply_typed(const void *in, void *inout, size_t count) const
     {
         const T *src = static_cast<const T *>(in);
         T *dst       = static_cast<T *>(inout);
         switch (kind_) {
         // Integer sum/prod wrap modulo 2^n (computed unsigned: no signed-overflow UB).
         case op_kind::sum:
-            for (size_t i = 0; i < count; ++i) dst[i] = wrap_add(dst[i], src[i]);
+            for (size_t i = 0; i < count; ++i)
+                dst[i] = wrap_add(dst[i], src[i]);
             return;
         case op_kind::prod:
-            for (size_t i = 0; i < count; ++i) dst[i] = wrap_mul(dst[i], src[i]);
+            for (size_t i = 0; i < count; ++i)
+                dst[i] = wrap_mul(dst[i], src[i]);
             return;
         case op_kind::min:
-            for (size_t i = 0; i < count; ++i) dst[i] = std::min(dst[i], src[i]);
+            for (size_t i = 0; i < count; ++i)
+                dst[i] = std::min(dst[i], src[i]);
             return;
         case op_kind::max:
-            for (size_t i = 0; i < count; ++i) dst[i] = std::max(dst[i], src[i]);
+            for (size_t i = 0; i < count; ++i)
+                dst[i] = std::max(dst[i], src[i]);
             return;
-        case op_kind::custom: function_(in, inout, count); return;
+        case op_kind::custom:
+            function_(in, inout, count);
+            return;
         }
     }
 
     /// float16 / bfloat16: computed in float, each result rounded back (as the GPU kernels do).
-    template <class H>
-    void apply_16(const void *in, void *inout, size_t count) const
+    template <class H> void apply_16(const void *in, void *inout, size_t count) const
     {
-        if (kind_ == op_kind::custom) return function_(in, inout, count);
+        if (kind_ == op_kind::custom)
+            return function_(in, inout, count);
         const H *src = static_cast<const H *>(in);
         H *dst       = static_cast<H *>(inout);
         for (size_t i = 0; i < count; ++i) {
             const float a = H::to_float(dst[i].bits), b = H::to_float(src[i].bits);
             switch (kind_) {
-            case op_kind::sum: dst[i].bits = H::from_float(a + b); break;
-            case op_kind::prod: dst[i].bits = H::from_float(a * b); break;
+            case op_kind::sum:
+                dst[i].bits = H::from_float(a + b);
+                break;
+            case op_kind::prod:
+                dst[i].bits = H::from_float(a * b);
+                break;
             // std::min / std::max semantics (the first argument wins ties and NaN comparisons)
-            case op_kind::min: if (b < a) dst[i] = src[i]; break;
-            case op_kind::max: if (a < b) dst[i] = src[i]; break;
-            default: break;
+            case op_kind::min:
+                if (b < a)
+                    dst[i] = src[i];
+                break;
+            case op_kind::max:
+                if (a < b)
+                    dst[i] = src[i];
+                break;
+            default:
+                break;
             }
         }
     }
 
-    template <class T>
-    static T wrap_add(T a, T b)
+    template <class T> static T wrap_add(T a, T b)
     {
         if constexpr (std::is_integral_v<T>) {
             using U = std::make_unsigned_t<T>;
@@ -375,12 +422,11 @@ private:
             return a + b;
         }
     }
-    template <class T>
-    static T wrap_mul(T a, T b)
+    template <class T> static T wrap_mul(T a, T b)
     {
         if constexpr (std::is_integral_v<T>) {
             // uint16 * uint16 promotes to int and may overflow it: multiply in 64 bits.
-            using U = std::make_unsigned_t<T>;
+            using U             = std::make_unsigned_t<T>;
             const uint64_t wide = uint64_t(static_cast<U>(a)) * uint64_t(static_cast<U>(b));
             return static_cast<T>(static_cast<U>(wide));
         } else {
@@ -393,10 +439,10 @@ private:
     vector_function function_;
 };
 
-inline const reduction sum{op_kind::sum};    ///< sum (integers wrap modulo 2^n)
+inline const reduction sum{op_kind::sum};  ///< sum (integers wrap modulo 2^n)
 inline const reduction prod{op_kind::prod};  ///< product (integers wrap modulo 2^n)
-inline const reduction min{op_kind::min};    ///< minimum
-inline const reduction max{op_kind::max};    ///< maximum
+inline const reduction min{op_kind::min};  ///< minimum
+inline const reduction max{op_kind::max};  ///< maximum
 
 /**
  * @brief The collectives of a communicator.
@@ -405,15 +451,15 @@ inline const reduction max{op_kind::max};    ///< maximum
  * UCP_CPP_COLL_<COLLECTIVE>_ALGORITHM name (coll/config.hpp).
  */
 enum class collective : uint8_t {
-    barrier,         ///< communicator::barrier
-    bcast,           ///< communicator::bcast
-    reduce,          ///< communicator::reduce
-    allreduce,       ///< communicator::allreduce
-    allgather,       ///< communicator::allgather
+    barrier,  ///< communicator::barrier
+    bcast,  ///< communicator::bcast
+    reduce,  ///< communicator::reduce
+    allreduce,  ///< communicator::allreduce
+    allgather,  ///< communicator::allgather
     reduce_scatter,  ///< communicator::reduce_scatter (block variant)
-    alltoall,        ///< communicator::alltoall
-    gather,          ///< communicator::gather
-    scatter          ///< communicator::scatter
+    alltoall,  ///< communicator::alltoall
+    gather,  ///< communicator::gather
+    scatter  ///< communicator::scatter
 };
 
 /**
@@ -424,17 +470,17 @@ enum class collective : uint8_t {
  * row there.
  */
 enum class algorithm : uint8_t {
-    automatic,              ///< not an algorithm: chosen per call by message and rank count
-    recursive_doubling,     ///< log2 p rounds of exchanges with rank r xor 2^k
-    ring,                   ///< p - 1 (or 2 (p - 1)) rounds between ring neighbours
-    binomial,               ///< a binomial tree rooted at the root
-    scatter_allgather,      ///< van de Geijn: binomial scatter, then ring allgather
+    automatic,  ///< not an algorithm: chosen per call by message and rank count
+    recursive_doubling,  ///< log2 p rounds of exchanges with rank r xor 2^k
+    ring,  ///< p - 1 (or 2 (p - 1)) rounds between ring neighbours
+    binomial,  ///< a binomial tree rooted at the root
+    scatter_allgather,  ///< van de Geijn: binomial scatter, then ring allgather
     reduce_scatter_gather,  ///< ring reduce-scatter, then every block to the root
-    bruck,                  ///< Bruck: ceil(log2 p) rounds for any p, rotated scratch
-    pairwise,               ///< round i: send to r + i, receive from r - i
-    dissemination,          ///< round k: signal r + 2^k, wait for r - 2^k
-    knomial,                ///< recursive k-ing (UCC's knomial), radix config::knomial_radix
-    rabenseifner            ///< recursive-halving reduce-scatter + recursive-doubling allgather
+    bruck,  ///< Bruck: ceil(log2 p) rounds for any p, rotated scratch
+    pairwise,  ///< round i: send to r + i, receive from r - i
+    dissemination,  ///< round k: signal r + 2^k, wait for r - 2^k
+    knomial,  ///< recursive k-ing (UCC's knomial), radix config::knomial_radix
+    rabenseifner  ///< recursive-halving reduce-scatter + recursive-doubling allgather
 };
 
 }  // namespace ucp_cpp::coll

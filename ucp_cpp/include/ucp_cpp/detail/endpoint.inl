@@ -49,18 +49,15 @@ inline remote_key endpoint::unpack_rkey(const packed_rkey &packed)
 namespace detail {
 
 /// UCP rkeys are per endpoint: a key used on another one would address the wrong peer.
-inline void check_rkey_endpoint(const remote_key &rkey, const endpoint *ep,
-                                const char *operation)
+inline void check_rkey_endpoint(const remote_key &rkey, const endpoint *ep, const char *operation)
 {
     if (rkey.owner().get() != ep) {
-        throw ucx_error(UCS_ERR_INVALID_PARAM,
-                        std::string("endpoint::") + operation +
-                            ": remote key was unpacked on another endpoint");
+        throw ucx_error(UCS_ERR_INVALID_PARAM, std::string("endpoint::") + operation +
+                                                   ": remote key was unpacked on another endpoint");
     }
 }
 
-template <class T>
-constexpr void check_atomic_type()
+template <class T> constexpr void check_atomic_type()
 {
     static_assert(std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>,
                   "UCP atomics operate on uint32_t or uint64_t");

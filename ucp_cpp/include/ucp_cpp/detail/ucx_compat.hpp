@@ -66,7 +66,10 @@ inline bool at_least(unsigned major, unsigned minor) noexcept
  * UCS_OK; 1.18.1 and 1.22.0 do the same at its out_completed label (which also covers the
  * multi-fragment and rendezvous matches that complete inside the call).
  */
-inline bool fills_recv_info_on_immediate_completion() noexcept { return at_least(1, 16); }
+inline bool fills_recv_info_on_immediate_completion() noexcept
+{
+    return at_least(1, 16);
+}
 
 /**
  * UCP runs its legacy protocols (UCX_PROTO_ENABLE=n) unless configured otherwise.
@@ -77,7 +80,10 @@ inline bool fills_recv_info_on_immediate_completion() noexcept { return at_least
  * protocols infrastructure by default").  context reads the effective value from the
  * configuration; this is only its answer when the configuration cannot be printed.
  */
-inline bool legacy_protocols_by_default() noexcept { return !at_least(1, 16); }
+inline bool legacy_protocols_by_default() noexcept
+{
+    return !at_least(1, 16);
+}
 
 /**
  * Under the legacy protocols, ucp_put_nbx / ucp_get_nbx run UCP's v1 RMA path, which moves the
@@ -93,7 +99,10 @@ inline bool legacy_protocols_by_default() noexcept { return !at_least(1, 16); }
  * rma_basic.c; 1.22.0 src/ucp/rma/rma_send.c ucp_put_nbx() / ucp_get_nbx() return
  * UCS_ERR_UNSUPPORTED when !context->config.ext.proto_enable, so UCP refuses (any buffer) itself.
  */
-inline bool legacy_rma_copies_with_cpu() noexcept { return !at_least(1, 22); }
+inline bool legacy_rma_copies_with_cpu() noexcept
+{
+    return !at_least(1, 22);
+}
 
 /**
  * UCX itself loads out-of-tree UCT components (lib<framework>_<name>.so, no '_' in the name)
@@ -108,7 +117,10 @@ inline bool legacy_rma_copies_with_cpu() noexcept { return !at_least(1, 22); }
  * branch by df3934b3ea, so 1.21.0 does not have it).  load_plugin() stays right there: dlopen()
  * of the same file returns the same object, so the component registers once.
  */
-inline bool loads_plugins_from_directories() noexcept { return at_least(1, 22); }
+inline bool loads_plugins_from_directories() noexcept
+{
+    return at_least(1, 22);
+}
 
 /**
  * Not release-dependent (1.13.1, 1.16.0, 1.18.1, 1.22.0 alike): the mm shared-memory transports

@@ -23,11 +23,11 @@ static ucs_status_t gdr_compat_md_query(uct_md_h md, uct_md_attr_v2_t *attr)
 #ifdef GDR_UCX_HAVE_MD_BASE_MD_QUERY
     uct_md_base_md_query(attr); /* the defaults of fields we do not know */
 #endif
-    attr->flags                     = caps.flags;
-    attr->max_alloc                 = caps.max_alloc;
-    attr->max_reg                   = caps.max_reg;
-    attr->reg_mem_types             = caps.reg_mem_types;
-    attr->reg_nonblock_mem_types    = 0;
+    attr->flags                  = caps.flags;
+    attr->max_alloc              = caps.max_alloc;
+    attr->max_reg                = caps.max_reg;
+    attr->reg_mem_types          = caps.reg_mem_types;
+    attr->reg_nonblock_mem_types = 0;
     /* UCP may cache registrations of these types in its own rcache.  Not CUDA:
      * nothing tells UCP about cudaFree (a distro UCX has no CUDA module to hook
      * it), so a cached memh would outlive its allocation; our md's own cache
@@ -42,12 +42,13 @@ static ucs_status_t gdr_compat_md_query(uct_md_h md, uct_md_attr_v2_t *attr)
     attr->exported_mkey_packed_size = 0; /* no UCT_MD_FLAG_EXPORTED_MKEY */
     attr->reg_alignment             = 1;
 #ifdef GDR_UCX_HAVE_MD_ATTR_REQUIRED_MEM_FLAGS
-    attr->required_mem_flags        = UCS_MEM_FLAG_REGISTRABLE; /* as ib's md */
+    attr->required_mem_flags = UCS_MEM_FLAG_REGISTRABLE; /* as ib's md */
 #endif
     memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
     ucs_strncpy_zero(attr->component_name, GDR_COMPONENT_NAME,
                      sizeof(attr->component_name));
-    ucs_strncpy_zero(attr->global_id, GDR_COMPONENT_NAME, sizeof(attr->global_id));
+    ucs_strncpy_zero(attr->global_id, GDR_COMPONENT_NAME,
+                     sizeof(attr->global_id));
     return UCS_OK;
 }
 #else
@@ -80,11 +81,11 @@ gdr_compat_mem_alloc(uct_md_h md, size_t *length_p, void **address_p,
                      ucs_memory_type_t mem_type, ucs_sys_device_t sys_dev,
                      unsigned flags, const char *alloc_name, uct_mem_h *memh_p)
 {
-    return gdr_md_mem_alloc(md, length_p, address_p, mem_type, flags, alloc_name,
-                            memh_p);
+    return gdr_md_mem_alloc(md, length_p, address_p, mem_type, flags,
+                            alloc_name, memh_p);
 }
 #else
-#  define gdr_compat_mem_alloc gdr_md_mem_alloc
+#define gdr_compat_mem_alloc gdr_md_mem_alloc
 #endif
 
 #ifdef GDR_UCX_HAVE_MEM_REG_PARAMS
@@ -95,12 +96,14 @@ gdr_compat_mem_reg(uct_md_h md, void *address, size_t length,
                    const uct_md_mem_reg_params_t *params, uct_mem_h *memh_p)
 {
     return gdr_md_mem_reg(md, address, length,
-                          UCT_MD_MEM_REG_FIELD_VALUE(params, flags, FIELD_FLAGS, 0),
+                          UCT_MD_MEM_REG_FIELD_VALUE(params, flags, FIELD_FLAGS,
+                                                     0),
                           memh_p);
 }
 #else
-static ucs_status_t gdr_compat_mem_reg(uct_md_h md, void *address, size_t length,
-                                       unsigned flags, uct_mem_h *memh_p)
+static ucs_status_t gdr_compat_mem_reg(uct_md_h md, void *address,
+                                       size_t length, unsigned flags,
+                                       uct_mem_h *memh_p)
 {
     return gdr_md_mem_reg(md, address, length, flags, memh_p);
 }
@@ -120,9 +123,9 @@ gdr_compat_mkey_pack(uct_md_h md, uct_mem_h memh, void *address, size_t length,
     return gdr_md_mkey_pack(md, memh, buffer);
 }
 #else
-static ucs_status_t gdr_compat_mkey_pack(uct_md_h md, uct_mem_h memh,
-                                         const uct_md_mkey_pack_params_t *params,
-                                         void *buffer)
+static ucs_status_t
+gdr_compat_mkey_pack(uct_md_h md, uct_mem_h memh,
+                     const uct_md_mkey_pack_params_t *params, void *buffer)
 {
     return gdr_md_mkey_pack(md, memh, buffer);
 }
@@ -136,7 +139,8 @@ typedef uct_md_mem_attr_t gdr_compat_mem_attr_t;
 
 /* Both shapes name their fields alike: one adapter copies what is asked */
 static ucs_status_t gdr_compat_mem_query(uct_md_h md, const void *address,
-                                         size_t length, gdr_compat_mem_attr_t *attr)
+                                         size_t length,
+                                         gdr_compat_mem_attr_t *attr)
 {
     gdr_md_mem_info_t info;
     ucs_status_t status;
@@ -168,30 +172,29 @@ static ucs_status_t gdr_compat_mem_query(uct_md_h md, const void *address,
     return UCS_OK;
 }
 
-uct_md_ops_t gdr_md_ops = {
-    .close                  = gdr_md_close,
-    .query                  = gdr_compat_md_query,
-    .mem_alloc              = gdr_compat_mem_alloc,
-    .mem_free               = gdr_md_mem_free,
-    .mem_advise             = gdr_md_mem_advise,
-    .mem_reg                = gdr_compat_mem_reg,
-    .mem_dereg              = gdr_md_mem_dereg,
-    .mem_query              = gdr_compat_mem_query,
-    .mkey_pack              = gdr_compat_mkey_pack,
+uct_md_ops_t gdr_md_ops = {.close      = gdr_md_close,
+                           .query      = gdr_compat_md_query,
+                           .mem_alloc  = gdr_compat_mem_alloc,
+                           .mem_free   = gdr_md_mem_free,
+                           .mem_advise = gdr_md_mem_advise,
+                           .mem_reg    = gdr_compat_mem_reg,
+                           .mem_dereg  = gdr_md_mem_dereg,
+                           .mem_query  = gdr_compat_mem_query,
+                           .mkey_pack  = gdr_compat_mkey_pack,
 #ifdef GDR_UCX_HAVE_IS_SOCKADDR_ACCESSIBLE
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)
-                              ucs_empty_function_return_zero,
+                           .is_sockaddr_accessible =
+                                   (uct_md_is_sockaddr_accessible_func_t)
+                                           ucs_empty_function_return_zero,
 #endif
 #ifdef GDR_UCX_HAVE_MEM_ATTACH
-    .mem_attach             = (uct_md_mem_attach_func_t)
-                              ucs_empty_function_return_unsupported,
+                           .mem_attach = (uct_md_mem_attach_func_t)
+                                   ucs_empty_function_return_unsupported,
 #endif
 #ifdef GDR_UCX_HAVE_MEM_ELEM_PACK
-    .mem_elem_pack          = (uct_md_mem_elem_pack_func_t)
-                              ucs_empty_function_return_unsupported,
+                           .mem_elem_pack = (uct_md_mem_elem_pack_func_t)
+                                   ucs_empty_function_return_unsupported,
 #endif
-    .detect_memory_type     = gdr_md_detect_memory_type
-};
+                           .detect_memory_type = gdr_md_detect_memory_type};
 
 
 /* -------------------------------------------------------- component ------ */
@@ -247,10 +250,10 @@ gdr_compat_iface_is_reachable_v2(const uct_iface_h iface,
                 params, UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR)) {
         return 0;
     }
-    dev_addr = UCS_PARAM_VALUE(UCT_IFACE_IS_REACHABLE_FIELD, params, device_addr,
-                               DEVICE_ADDR, NULL);
-    scope    = UCS_PARAM_VALUE(UCT_IFACE_IS_REACHABLE_FIELD, params, scope, SCOPE,
-                               UCT_IFACE_REACHABILITY_SCOPE_NETWORK);
+    dev_addr = UCS_PARAM_VALUE(UCT_IFACE_IS_REACHABLE_FIELD, params,
+                               device_addr, DEVICE_ADDR, NULL);
+    scope = UCS_PARAM_VALUE(UCT_IFACE_IS_REACHABLE_FIELD, params, scope, SCOPE,
+                            UCT_IFACE_REACHABILITY_SCOPE_NETWORK);
     if ((dev_addr == NULL) || !gdr_iface_is_reachable(iface, dev_addr, NULL)) {
         return 0;
     }
@@ -260,42 +263,44 @@ gdr_compat_iface_is_reachable_v2(const uct_iface_h iface,
 #endif
 
 #ifdef GDR_UCX_HAVE_EP_IS_CONNECTED
-static int gdr_compat_ep_is_connected(uct_ep_h ep,
-                                      const uct_ep_is_connected_params_t *params)
+static int
+gdr_compat_ep_is_connected(uct_ep_h ep,
+                           const uct_ep_is_connected_params_t *params)
 {
     UCT_EP_IS_CONNECTED_CHECK_DEV_ADDR(params);
-    return gdr_ep_is_connected_to(
-            ep, params->device_addr,
-            (params->field_mask & UCT_EP_IS_CONNECTED_FIELD_EP_ADDR) ?
-            params->ep_addr : NULL);
+    return gdr_ep_is_connected_to(ep, params->device_addr,
+                                  (params->field_mask &
+                                   UCT_EP_IS_CONNECTED_FIELD_EP_ADDR) ?
+                                          params->ep_addr :
+                                          NULL);
 }
 #endif
 
 uct_iface_internal_ops_t gdr_iface_internal_ops = {
 #ifdef GDR_UCX_HAVE_IFACE_QUERY_V2
-    .iface_query_v2        = uct_iface_base_query_v2,
+        .iface_query_v2 = uct_iface_base_query_v2,
 #endif
-    .iface_estimate_perf   = uct_base_iface_estimate_perf,
-    .iface_vfs_refresh     = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query              = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
-    .ep_invalidate         = (uct_ep_invalidate_func_t)
-                             ucs_empty_function_return_unsupported,
+        .iface_estimate_perf = uct_base_iface_estimate_perf,
+        .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
+        .ep_query = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
+        .ep_invalidate = (uct_ep_invalidate_func_t)
+                ucs_empty_function_return_unsupported,
 #ifdef GDR_UCX_HAVE_EP_CONNECT_TO_EP_V2
-    .ep_connect_to_ep_v2   = gdr_compat_ep_connect_to_ep_v2,
+        .ep_connect_to_ep_v2 = gdr_compat_ep_connect_to_ep_v2,
 #endif
 #ifdef GDR_UCX_HAVE_IFACE_IS_REACHABLE_V2
-    .iface_is_reachable_v2 = gdr_compat_iface_is_reachable_v2,
+        .iface_is_reachable_v2 = gdr_compat_iface_is_reachable_v2,
 #endif
 #ifdef GDR_UCX_HAVE_EP_IS_CONNECTED
-    .ep_is_connected       = gdr_compat_ep_is_connected,
+        .ep_is_connected = gdr_compat_ep_is_connected,
 #endif
 #ifdef GDR_UCX_HAVE_EP_GET_DEVICE_EP
-    /* GPU-initiated operations (UCX's device API) need a device-side QP */
-    .ep_get_device_ep      = (uct_ep_get_device_ep_func_t)
-                             ucs_empty_function_return_unsupported,
+        /* GPU-initiated operations (UCX's device API) need a device-side QP */
+        .ep_get_device_ep = (uct_ep_get_device_ep_func_t)
+                ucs_empty_function_return_unsupported,
 #endif
 #ifdef GDR_UCX_HAVE_EP_PUT_SGL_ZCOPY
-    .ep_put_sgl_zcopy      = (uct_ep_put_sgl_zcopy_func_t)
-                             ucs_empty_function_return_unsupported,
+        .ep_put_sgl_zcopy = (uct_ep_put_sgl_zcopy_func_t)
+                ucs_empty_function_return_unsupported,
 #endif
 };

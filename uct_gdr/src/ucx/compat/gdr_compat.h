@@ -30,7 +30,7 @@
 #include <uct/base/uct_md.h>
 #include <ucs/time/time.h>
 #ifdef GDR_UCX_HAVE_PTR_ARITH_H
-#  include <ucs/sys/ptr_arith.h> /* ucs_align_up() moved here */
+#include <ucs/sys/ptr_arith.h> /* ucs_align_up() moved here */
 #endif
 
 
@@ -39,10 +39,10 @@
 /* UCX_GDR_RCACHE_* settings: the md's own table in old releases, UCS's later */
 #ifdef GDR_UCX_HAVE_UCS_RCACHE_CONFIG
 typedef ucs_rcache_config_t gdr_compat_rcache_config_t;
-#  define GDR_COMPAT_RCACHE_CONFIG_TABLE ucs_config_rcache_table
+#define GDR_COMPAT_RCACHE_CONFIG_TABLE ucs_config_rcache_table
 #else
 typedef uct_md_rcache_config_t gdr_compat_rcache_config_t;
-#  define GDR_COMPAT_RCACHE_CONFIG_TABLE uct_md_config_rcache_table
+#define GDR_COMPAT_RCACHE_CONFIG_TABLE uct_md_config_rcache_table
 #endif
 
 /* ucs_rcache_params_t from the settings; lookups align up to @a max_alignment */
@@ -66,8 +66,9 @@ gdr_compat_rcache_params(ucs_rcache_params_t *params,
 static inline double
 gdr_compat_rcache_overhead(const gdr_compat_rcache_config_t *config)
 {
-    return (config->overhead == UCS_TIME_AUTO) ? 180e-9 :
-           ucs_time_to_sec(config->overhead);
+    return (config->overhead == UCS_TIME_AUTO) ?
+                   180e-9 :
+                   ucs_time_to_sec(config->overhead);
 }
 
 /* ------------------------------------------------- version-shaped tables -- */
@@ -84,21 +85,21 @@ ucs_status_t gdr_compat_rkey_unpack(uct_component_t *component,
                                     const void *rkey_buffer,
                                     const uct_rkey_unpack_params_t *params,
                                     uct_rkey_t *rkey_p, void **handle_p);
-#  define GDR_COMPAT_RKEY_UNPACK_OP .rkey_unpack = gdr_compat_rkey_unpack,
+#define GDR_COMPAT_RKEY_UNPACK_OP .rkey_unpack = gdr_compat_rkey_unpack,
 #else
-#  define GDR_COMPAT_RKEY_UNPACK_OP .rkey_unpack = gdr_md_rkey_unpack,
+#define GDR_COMPAT_RKEY_UNPACK_OP .rkey_unpack = gdr_md_rkey_unpack,
 #endif
 #ifdef GDR_UCX_HAVE_RKEY_COMPARE
 ucs_status_t gdr_compat_rkey_compare(uct_component_t *component,
                                      uct_rkey_t rkey1, uct_rkey_t rkey2,
                                      const uct_rkey_compare_params_t *params,
                                      int *result);
-#  define GDR_COMPAT_RKEY_COMPARE_OP .rkey_compare = gdr_compat_rkey_compare,
+#define GDR_COMPAT_RKEY_COMPARE_OP .rkey_compare = gdr_compat_rkey_compare,
 #else
-#  define GDR_COMPAT_RKEY_COMPARE_OP
+#define GDR_COMPAT_RKEY_COMPARE_OP
 #endif
 #define GDR_COMPAT_COMPONENT_RKEY_OPS \
-    GDR_COMPAT_RKEY_UNPACK_OP \
+    GDR_COMPAT_RKEY_UNPACK_OP         \
     GDR_COMPAT_RKEY_COMPARE_OP
 
 #endif

@@ -45,16 +45,18 @@ gdr_compat_rcache_get(ucs_rcache_t *rcache, void *address, size_t length,
  * unconditionally: a table without it crashes on the first overlap); the
  * macro for C initializers, the function for code */
 #ifdef GDR_UCX_HAVE_RCACHE_OPS_MERGE
-#  define GDR_COMPAT_RCACHE_OPS_MERGE(_func) .merge = (_func),
+#define GDR_COMPAT_RCACHE_OPS_MERGE(_func) .merge = (_func),
 #else
-#  define GDR_COMPAT_RCACHE_OPS_MERGE(_func)
+#define GDR_COMPAT_RCACHE_OPS_MERGE(_func)
 #endif
 
-typedef void (*gdr_compat_rcache_merge_func_t)(void *context, ucs_rcache_t *rcache,
-                                               void *arg, ucs_rcache_region_t *region);
+typedef void (*gdr_compat_rcache_merge_func_t)(void *context,
+                                               ucs_rcache_t *rcache, void *arg,
+                                               ucs_rcache_region_t *region);
 
-static inline void gdr_compat_rcache_ops_merge(ucs_rcache_ops_t *ops,
-                                               gdr_compat_rcache_merge_func_t func)
+static inline void
+gdr_compat_rcache_ops_merge(ucs_rcache_ops_t *ops,
+                            gdr_compat_rcache_merge_func_t func)
 {
 #ifdef GDR_UCX_HAVE_RCACHE_OPS_MERGE
     ops->merge = func;

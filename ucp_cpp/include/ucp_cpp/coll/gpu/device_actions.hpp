@@ -20,8 +20,8 @@ public:
     /// dst and src must not partially overlap.
     virtual void copy(void *dst, const void *src, size_t bytes) = 0;
     virtual void reduce(const reduction &op, datatype type, const void *in, void *inout,
-                        size_t count) = 0;
-    virtual std::shared_ptr<std::byte> allocate(size_t bytes) = 0;
+                        size_t count)                           = 0;
+    virtual std::shared_ptr<std::byte> allocate(size_t bytes)   = 0;
 };
 
 }  // namespace ucp_cpp::coll::detail

@@ -71,7 +71,10 @@ inline const std::string &driver_problem_once()
 }
 
 /// @return why cuda() is nullptr ("" when it is usable).
-[[nodiscard]] inline const std::string &driver_problem() { return detail::driver_problem_once(); }
+[[nodiscard]] inline const std::string &driver_problem()
+{
+    return detail::driver_problem_once();
+}
 
 /**
  * @brief Checks a driver call of the collectives.
@@ -100,9 +103,9 @@ private:
 
 /// Where a buffer lives.
 struct location {
-    bool      device  = false;    ///< CUDA device (or managed) memory
+    bool device       = false;  ///< CUDA device (or managed) memory
     CUcontext context = nullptr;  ///< its context (null: the device's primary context)
-    int       ordinal = -1;       ///< its device
+    int ordinal       = -1;  ///< its device
 };
 
 /**
@@ -113,11 +116,13 @@ struct location {
 [[nodiscard]] inline location locate(const void *p)
 {
     using namespace gdr::cuda_driver;
-    location      where;
+    location where;
     const driver *cu = p != nullptr ? cuda() : nullptr;
-    if (cu == nullptr) return where;
+    if (cu == nullptr)
+        return where;
     pointer_attributes attributes;
-    if (!attributes.query(*cu, p)) return where;  // not known to CUDA: ordinary host memory
+    if (!attributes.query(*cu, p))
+        return where;  // not known to CUDA: ordinary host memory
     if (attributes.memory_type != CU_MEMORYTYPE_DEVICE &&
         attributes.memory_type != CU_MEMORYTYPE_UNIFIED &&
         attributes.memory_type != CU_MEMORYTYPE_ARRAY) {

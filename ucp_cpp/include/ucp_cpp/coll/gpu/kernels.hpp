@@ -151,8 +151,8 @@ inline std::shared_ptr<const std::string> kernel_image(int cc, std::string *how)
     auto found = images.find(cc);
     if (found == images.end()) {
         std::string built;
-        auto        image = compile(kernel_source(), "ucp_cpp_coll_reduce.cu", cc, &built);
-        found             = images.emplace(cc, std::make_pair(image, built)).first;
+        auto image = compile(kernel_source(), "ucp_cpp_coll_reduce.cu", cc, &built);
+        found      = images.emplace(cc, std::make_pair(image, built)).first;
     }
     *how = found->second.second;
     return found->second.first;
@@ -175,10 +175,9 @@ inline std::string compile_kernels_for(int cc)
 class reduction_kernels {
 public:
     /// @p cc: the device's compute capability (e.g. 90); @p sm_count: its multiprocessors.
-    reduction_kernels(const driver &cu, int cc, int sm_count) :
-        cu_(cu), cc_(cc), sm_count_(sm_count)
-    {
-    }
+    reduction_kernels(const driver &cu, int cc, int sm_count)
+        : cu_(cu), cc_(cc), sm_count_(sm_count)
+    {}
     reduction_kernels(const reduction_kernels &)            = delete;
     reduction_kernels &operator=(const reduction_kernels &) = delete;
 
@@ -186,17 +185,17 @@ public:
     void launch(datatype type, op_kind op, const void *in, void *inout, size_t count,
                 CUstream stream)
     {
-        CUfunction   f       = function(type, op);
-        const size_t elem    = size_of(type);
-        const bool   aligned =
+        CUfunction f      = function(type, op);
+        const size_t elem = size_of(type);
+        const bool aligned =
             ((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(inout)) & 15u) == 0;
-        const size_t       items   = aligned ? (count * elem + 15) / 16 : count;
-        const unsigned     threads = 256;
-        const size_t       wanted  = (items + threads - 1) / threads;
-        const unsigned     blocks  = unsigned(
+        const size_t items     = aligned ? (count * elem + 15) / 16 : count;
+        const unsigned threads = 256;
+        const size_t wanted    = (items + threads - 1) / threads;
+        const unsigned blocks  = unsigned(
             std::max<size_t>(1, std::min<size_t>(wanted, size_t(sm_count_) * 8)));
-        unsigned long long n       = count;
-        void              *args[]  = {&inout, &in, &n};
+        unsigned long long n = count;
+        void *args[]         = {&inout, &in, &n};
         check(cu_.cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, stream, args, nullptr),
               "cuLaunchKernel");
     }
@@ -206,15 +205,15 @@ private:
     {
         const size_t index = size_t(type) * 4 + size_t(op);
         if (functions_.empty()) {
-            std::string    how;
-            auto           image  = detail::kernel_image(cc_, &how);
-            CUmodule       module = nullptr;
-            const CUresult rc     = cu_.cuModuleLoadData(&module, image->data());
+            std::string how;
+            auto image        = detail::kernel_image(cc_, &how);
+            CUmodule module   = nullptr;
+            const CUresult rc = cu_.cuModuleLoadData(&module, image->data());
             if (rc != gdr::cuda_driver::CUDA_SUCCESS) {
                 throw ucx_error(UCS_ERR_UNSUPPORTED,
                                 "coll/gpu: " +
-                                    gdr::cuda_driver::driver::instance().failure(
-                                        "cuModuleLoadData", rc) +
+                                    gdr::cuda_driver::driver::instance().failure("cuModuleLoadData",
+                                                                                 rc) +
                                     " for the reduction kernels (" + how + ")");
             }
             module_ = module;
@@ -228,10 +227,10 @@ private:
         return functions_[index];
     }
 
-    const driver           &cu_;
-    int                     cc_;
-    int                     sm_count_;
-    CUmodule                module_ = nullptr;
+    const driver &cu_;
+    int cc_;
+    int sm_count_;
+    CUmodule module_ = nullptr;
     std::vector<CUfunction> functions_;
 };
 

@@ -30,12 +30,13 @@ namespace detail {
 /// context, retained for the lane's lifetime.
 class device_context {
 public:
-    device_context(const driver &cu, const location &where) :
-        device_(device_of(cu, where.ordinal)),
-        primary_(cu, where.context != nullptr ? -1 : device_, true),
-        context_(where.context != nullptr ? where.context : primary_.get())
+    device_context(const driver &cu, const location &where)
+        : device_(device_of(cu, where.ordinal)),
+          primary_(cu, where.context != nullptr ? -1 : device_, true),
+          context_(where.context != nullptr ? where.context : primary_.get())
     {
-        if (context_ == nullptr) check(primary_.result(), "cuDevicePrimaryCtxRetain");
+        if (context_ == nullptr)
+            check(primary_.result(), "cuDevicePrimaryCtxRetain");
         int major = 0, minor = 0;
         check(cu.cuDeviceGetAttribute(
                   &major, gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_),
@@ -43,8 +44,9 @@ public:
         check(cu.cuDeviceGetAttribute(
                   &minor, gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_),
               "cuDeviceGetAttribute");
-        check(cu.cuDeviceGetAttribute(
-                  &sm_count_, gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_),
+        check(cu.cuDeviceGetAttribute(&sm_count_,
+                                      gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                      device_),
               "cuDeviceGetAttribute");
         cc_ = major * 10 + minor;
     }
@@ -61,10 +63,10 @@ private:
         return device;
     }
 
-    CUdevice                                   device_;
+    CUdevice device_;
     gdr::cuda_driver::retained_primary_context primary_;
-    CUcontext                                  context_;
-    int                                        cc_ = 0, sm_count_ = 1;
+    CUcontext context_;
+    int cc_ = 0, sm_count_ = 1;
 };
 
 }  // namespace detail
@@ -73,15 +75,14 @@ private:
 class lane : public coll::detail::device_actions, public std::enable_shared_from_this<lane> {
 public:
     /// @p where: a device buffer's location; @p segment_bytes: pinned bounce-buffer size.
-    lane(const location &where, size_t segment_bytes) :
-        cu_(require_driver()),
-        context_(cu_, where),
-        streams_(cu_, context_.get()),
-        pinned_(cu_, context_.get(), segment_bytes, streams_),
-        scratch_(cu_, context_.get()),
-        kernels_(cu_, context_.compute_capability(), context_.sm_count())
-    {
-    }
+    lane(const location &where, size_t segment_bytes)
+        : cu_(require_driver()),
+          context_(cu_, where),
+          streams_(cu_, context_.get()),
+          pinned_(cu_, context_.get(), segment_bytes, streams_),
+          scratch_(cu_, context_.get()),
+          kernels_(cu_, context_.compute_capability(), context_.sm_count())
+    {}
 
     /// Waits for the queued work; the members then free their memory, events and streams.
     ~lane() override { streams_.synchronize(); }
@@ -97,7 +98,8 @@ public:
 
     void copy(void *dst, const void *src, size_t bytes) override
     {
-        if (dst == src || bytes == 0) return;
+        if (dst == src || bytes == 0)
+            return;
         context_scope scope(cu_, context_.get());
         check(cu_.cuMemcpyAsync(streams::address(dst), streams::address(src), bytes,
                                 streams_.main()),
@@ -107,9 +109,11 @@ public:
     void reduce(const reduction &op, datatype type, const void *in, void *inout,
                 size_t count) override
     {
-        if (count == 0) return;
+        if (count == 0)
+            return;
         context_scope scope(cu_, context_.get());
-        if (op.kind() == op_kind::custom) return reduce_on_host(op, type, in, inout, count);
+        if (op.kind() == op_kind::custom)
+            return reduce_on_host(op, type, in, inout, count);
         kernels_.launch(type, op.kind(), in, inout, count, streams_.main());
     }
 
@@ -121,8 +125,8 @@ public:
         // (completed through a stream fence, or abandoned after synchronize()).  The block keeps
         // the lane alive (the lane frees the cache).
         return std::shared_ptr<std::byte>(reinterpret_cast<std::byte *>(uintptr_t(block)),
-                                          [owner = shared_from_this(), rounded = rounded](
-                                              std::byte *b) {
+                                          [owner   = shared_from_this(),
+                                           rounded = rounded](std::byte *b) {
                                               owner->scratch_.give(CUdeviceptr(uintptr_t(b)),
                                                                    rounded);
                                           });
@@ -169,9 +173,9 @@ private:
     void reduce_on_host(const reduction &op, datatype type, const void *in, void *inout,
                         size_t count)
     {
-        const size_t           bytes = count * size_of(type);
+        const size_t bytes = count * size_of(type);
         std::vector<std::byte> a(bytes), b(bytes);
-        const CUstream         s = streams_.main();
+        const CUstream s = streams_.main();
         check(cu_.cuMemcpyDtoHAsync_v2(a.data(), streams::address(inout), bytes, s),
               "cuMemcpyDtoHAsync");
         check(cu_.cuMemcpyDtoHAsync_v2(b.data(), streams::address(in), bytes, s),
@@ -185,12 +189,12 @@ private:
 
     // Declaration order is construction order; destruction runs backwards, so the context is
     // released last, after the pools and streams that live in it.
-    const driver           &cu_;
-    detail::device_context  context_;
-    streams                 streams_;
-    pinned_pool             pinned_;
-    scratch_pool            scratch_;
-    reduction_kernels       kernels_;
+    const driver &cu_;
+    detail::device_context context_;
+    streams streams_;
+    pinned_pool pinned_;
+    scratch_pool scratch_;
+    reduction_kernels kernels_;
 };
 
 }  // namespace ucp_cpp::coll::gpu

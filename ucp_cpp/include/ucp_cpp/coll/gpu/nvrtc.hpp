@@ -51,12 +51,12 @@ inline const nvrtc_api &load_nvrtc()
     static const nvrtc_api api = [] {
         nvrtc_api a{};
         std::vector<std::string> names;
-        if (const char *env = std::getenv("UCP_CPP_COLL_NVRTC")) names.emplace_back(env);
-        for (const char *n : {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2",
-                              "libnvrtc.so.11.1", "libnvrtc.so.11.0",
-                              "/usr/local/cuda/lib64/libnvrtc.so",
-                              "/usr/local/cuda/lib64/libnvrtc.so.13",
-                              "/usr/local/cuda/lib64/libnvrtc.so.12"}) {
+        if (const char *env = std::getenv("UCP_CPP_COLL_NVRTC"))
+            names.emplace_back(env);
+        for (const char *n :
+             {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2",
+              "libnvrtc.so.11.1", "libnvrtc.so.11.0", "/usr/local/cuda/lib64/libnvrtc.so",
+              "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12"}) {
             names.emplace_back(n);
         }
         void *lib = nullptr;
@@ -107,14 +107,16 @@ inline const nvrtc_api &load_nvrtc()
  * @throws ucx_error(UCS_ERR_UNSUPPORTED) without NVRTC or when no attempt compiles (with NVRTC's
  *         logs); ucx_error(UCS_ERR_NO_MEMORY) when NVRTC cannot create a program.
  */
-inline std::shared_ptr<const std::string> compile(const char *source, const char *file_name,
-                                                  int cc, std::string *how)
+inline std::shared_ptr<const std::string> compile(const char *source, const char *file_name, int cc,
+                                                  std::string *how)
 {
     const nvrtc_api &nv = load_nvrtc();
-    if (nv.create == nullptr) throw ucx_error(UCS_ERR_UNSUPPORTED, "coll/gpu: " + nv.why);
+    if (nv.create == nullptr)
+        throw ucx_error(UCS_ERR_UNSUPPORTED, "coll/gpu: " + nv.why);
 
     std::vector<std::pair<std::string, bool>> attempts;  // (--gpu-architecture=..., cubin?)
-    if (nv.cubin != nullptr) attempts.emplace_back("sm_" + std::to_string(cc), true);
+    if (nv.cubin != nullptr)
+        attempts.emplace_back("sm_" + std::to_string(cc), true);
     attempts.emplace_back("compute_" + std::to_string(cc), false);
     if (nv.num_archs != nullptr) {
         int n = 0;
@@ -123,7 +125,8 @@ inline std::shared_ptr<const std::string> compile(const char *source, const char
             nv.archs(archs.data());
             int best = 0;
             for (int a : archs) {
-                if (a <= cc && a > best) best = a;
+                if (a <= cc && a > best)
+                    best = a;
             }
             if (best != 0 && best != cc) {
                 attempts.emplace_back("compute_" + std::to_string(best), false);
@@ -136,20 +139,21 @@ inline std::shared_ptr<const std::string> compile(const char *source, const char
         if (nv.create(&prog, source, file_name, 0, nullptr, nullptr) != 0) {
             throw ucx_error(UCS_ERR_NO_MEMORY, "coll/gpu: nvrtcCreateProgram failed");
         }
-        const std::string option    = "--gpu-architecture=" + arch;
-        const char       *options[] = {option.c_str(), "--std=c++14", "-default-device"};
-        const int         rc        = nv.compile(prog, 3, options);
+        const std::string option = "--gpu-architecture=" + arch;
+        const char *options[]    = {option.c_str(), "--std=c++14", "-default-device"};
+        const int rc             = nv.compile(prog, 3, options);
         if (rc != 0) {
             size_t size = 0;
             nv.log_size(prog, &size);
             std::string log(size, '\0');
-            if (size != 0) nv.log(prog, log.data());
+            if (size != 0)
+                nv.log(prog, log.data());
             errors += "\n  " + option + ": nvrtcResult " + std::to_string(rc) + " " + log.c_str();
             nv.destroy(&prog);
             continue;
         }
-        size_t size  = 0;
-        auto   image = std::make_shared<std::string>();
+        size_t size = 0;
+        auto image  = std::make_shared<std::string>();
         if (cubin) {
             nv.cubin_size(prog, &size);
             image->resize(size);

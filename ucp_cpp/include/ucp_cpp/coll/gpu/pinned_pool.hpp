@@ -19,16 +19,16 @@ namespace ucp_cpp::coll::gpu {
 class pinned_pool {
 public:
     /// Blocks of @p segment_bytes in context @p ctx; @p events follows the copies (outlives this).
-    pinned_pool(const driver &cu, CUcontext ctx, size_t segment_bytes, streams &events) :
-        cu_(cu), context_(ctx), segment_(segment_bytes), events_(events)
-    {
-    }
+    pinned_pool(const driver &cu, CUcontext ctx, size_t segment_bytes, streams &events)
+        : cu_(cu), context_(ctx), segment_(segment_bytes), events_(events)
+    {}
 
     /// Frees every block (the copies reading them must have completed).
     ~pinned_pool()
     {
         gdr::cuda_driver::scoped_context scope(cu_, context_);
-        for (void *block : all_) cu_.cuMemFreeHost(block);
+        for (void *block : all_)
+            cu_.cuMemFreeHost(block);
     }
     pinned_pool(const pinned_pool &)            = delete;
     pinned_pool &operator=(const pinned_pool &) = delete;
@@ -39,14 +39,15 @@ public:
     /// @return a block: a free one, one whose copy completed, or a new one.
     void *take()
     {
-        if (free_.empty()) reclaim();
+        if (free_.empty())
+            reclaim();
         if (!free_.empty()) {
             void *b = free_.back();
             free_.pop_back();
             return b;
         }
         context_scope scope(cu_, context_);
-        void         *b = nullptr;
+        void *b = nullptr;
         check(cu_.cuMemHostAlloc(&b, segment_, gdr::cuda_driver::CU_MEMHOSTALLOC_PORTABLE),
               "cuMemHostAlloc");
         all_.push_back(b);
@@ -77,11 +78,11 @@ private:
         }
     }
 
-    const driver                           &cu_;
-    CUcontext                               context_;
-    size_t                                  segment_;
-    streams                                &events_;
-    std::vector<void *>                     all_, free_;
+    const driver &cu_;
+    CUcontext context_;
+    size_t segment_;
+    streams &events_;
+    std::vector<void *> all_, free_;
     std::vector<std::pair<CUevent, void *>> busy_;  ///< give_after(): (copy, block)
 };
 

@@ -24,7 +24,8 @@ public:
     {
         gdr::cuda_driver::scoped_context scope(cu_, context_);
         for (auto &[size, blocks] : free_) {
-            for (CUdeviceptr p : blocks) cu_.cuMemFree_v2(p);
+            for (CUdeviceptr p : blocks)
+                cu_.cuMemFree_v2(p);
         }
     }
     scratch_pool(const scratch_pool &)            = delete;
@@ -34,7 +35,8 @@ public:
     std::pair<CUdeviceptr, size_t> take(size_t bytes)
     {
         size_t rounded = 256;
-        while (rounded < bytes) rounded <<= 1;
+        while (rounded < bytes)
+            rounded <<= 1;
         auto &blocks = free_[rounded];
         if (!blocks.empty()) {
             const CUdeviceptr p = blocks.back();
@@ -42,7 +44,7 @@ public:
             return {p, rounded};
         }
         context_scope scope(cu_, context_);
-        CUdeviceptr   p = 0;
+        CUdeviceptr p = 0;
         check(cu_.cuMemAlloc_v2(&p, rounded), "cuMemAlloc");
         return {p, rounded};
     }
@@ -51,8 +53,8 @@ public:
     void give(CUdeviceptr block, size_t rounded) { free_[rounded].push_back(block); }
 
 private:
-    const driver                               &cu_;
-    CUcontext                                   context_;
+    const driver &cu_;
+    CUcontext context_;
     std::map<size_t, std::vector<CUdeviceptr>> free_;
 };
 

@@ -8,6 +8,10 @@
 namespace ucp_cpp::coll::gpu {
 
 /// How transfers of CUDA buffers travel.
-enum class staging { automatic, always, never };
+enum class staging {
+    automatic,
+    always,
+    never
+};
 
 }  // namespace ucp_cpp::coll::gpu

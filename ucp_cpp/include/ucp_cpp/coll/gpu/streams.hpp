@@ -31,7 +31,8 @@ public:
     ~streams()
     {
         gdr::cuda_driver::scoped_context scope(cu_, context_);
-        for (CUevent e : events_all_) cu_.cuEventDestroy_v2(e);
+        for (CUevent e : events_all_)
+            cu_.cuEventDestroy_v2(e);
         cu_.cuStreamDestroy_v2(main_);
         cu_.cuStreamDestroy_v2(d2h_);
     }
@@ -72,10 +73,12 @@ public:
     /// @throws ucx_error on a CUDA error.
     bool passed(CUevent e)
     {
-        context_scope  scope(cu_, context_);
+        context_scope scope(cu_, context_);
         const CUresult rc = cu_.cuEventQuery(e);
-        if (rc == gdr::cuda_driver::CUDA_SUCCESS) return true;
-        if (rc == gdr::cuda_driver::CUDA_ERROR_NOT_READY) return false;
+        if (rc == gdr::cuda_driver::CUDA_SUCCESS)
+            return true;
+        if (rc == gdr::cuda_driver::CUDA_ERROR_NOT_READY)
+            return false;
         check(rc, "cuEventQuery");
         return false;
     }
@@ -113,9 +116,9 @@ private:
         return e;
     }
 
-    const driver        &cu_;
-    CUcontext            context_;
-    CUstream             main_ = nullptr, d2h_ = nullptr;
+    const driver &cu_;
+    CUcontext context_;
+    CUstream main_ = nullptr, d2h_ = nullptr;
     std::vector<CUevent> events_all_, events_free_;
 };
 

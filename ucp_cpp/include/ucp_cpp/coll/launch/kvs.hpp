@@ -84,7 +84,7 @@ public:
             dlclose(handle_);
         }
     }
-    shared_library(const shared_library &) = delete;
+    shared_library(const shared_library &)            = delete;
     shared_library &operator=(const shared_library &) = delete;
 
 private:

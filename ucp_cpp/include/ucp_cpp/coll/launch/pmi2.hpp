@@ -19,8 +19,8 @@ namespace ucp_cpp::coll::launch {
 
 namespace pmi2_abi {
 
-constexpr int success   = 0;     // PMI2_SUCCESS
-constexpr int max_key   = 64;    // PMI2_MAX_KEYLEN
+constexpr int success   = 0;  // PMI2_SUCCESS
+constexpr int max_key   = 64;  // PMI2_MAX_KEYLEN
 constexpr int max_value = 1024;  // PMI2_MAX_VALLEN
 constexpr int max_jobid = 64;
 
@@ -30,7 +30,7 @@ using job_id_fn   = int (*)(char *jobid, int jobid_size);
 using put_fn      = int (*)(const char *key, const char *value);
 using fence_fn    = int (*)();
 using get_fn      = int (*)(const char *jobid, int src_pmi_id, const char *key, char *value,
-                          int max_value, int *value_length);
+                       int max_value, int *value_length);
 
 }  // namespace pmi2_abi
 
@@ -46,13 +46,13 @@ public:
     {
         std::string why;
         if (!lib_.open({"libpmi2.so.0", "libpmi2.so"}, &why)) {
-            throw ucx_error(UCS_ERR_UNSUPPORTED, "coll::launch::pmi2: cannot load libpmi2 (" +
-                                                 why + "; Debian: apt-get install libpmi2-0)");
+            throw ucx_error(UCS_ERR_UNSUPPORTED, "coll::launch::pmi2: cannot load libpmi2 (" + why +
+                                                     "; Debian: apt-get install libpmi2-0)");
         }
-        finalize_ = lib_.symbol<pmi2_abi::finalize_fn>("PMI2_Finalize");
-        put_      = lib_.symbol<pmi2_abi::put_fn>("PMI2_KVS_Put");
-        fence_    = lib_.symbol<pmi2_abi::fence_fn>("PMI2_KVS_Fence");
-        get_      = lib_.symbol<pmi2_abi::get_fn>("PMI2_KVS_Get");
+        finalize_   = lib_.symbol<pmi2_abi::finalize_fn>("PMI2_Finalize");
+        put_        = lib_.symbol<pmi2_abi::put_fn>("PMI2_KVS_Put");
+        fence_      = lib_.symbol<pmi2_abi::fence_fn>("PMI2_KVS_Fence");
+        get_        = lib_.symbol<pmi2_abi::get_fn>("PMI2_KVS_Get");
         int spawned = 0, appnum = 0;
         check(lib_.symbol<pmi2_abi::init_fn>("PMI2_Init")(&spawned, &size_, &rank_, &appnum),
               "PMI2_Init");
@@ -65,7 +65,7 @@ public:
         jobid_ = jobid;
     }
     ~pmi2() override { finalize_(); }
-    pmi2(const pmi2 &) = delete;
+    pmi2(const pmi2 &)            = delete;
     pmi2 &operator=(const pmi2 &) = delete;
 
     [[nodiscard]] int rank() const override { return rank_; }
@@ -81,7 +81,7 @@ public:
             hex += digits[b >> 4];
             hex += digits[b & 0xf];
         }
-        const size_t chunks = (hex.size() + chunk_chars - 1) / chunk_chars;
+        const size_t chunks    = (hex.size() + chunk_chars - 1) / chunk_chars;
         const std::string base = key_of(key, rank_);
         check(put_(base.c_str(), std::to_string(chunks).c_str()), "PMI2_KVS_Put(" + base + ")");
         for (size_t i = 0; i < chunks; ++i) {
@@ -95,13 +95,13 @@ public:
 
     [[nodiscard]] std::vector<uint8_t> get(int rank, const std::string &key) override
     {
-        const std::string base = key_of(key, rank);
-        const std::string count = get_string(rank, base);
-        char *end               = nullptr;
+        const std::string base     = key_of(key, rank);
+        const std::string count    = get_string(rank, base);
+        char *end                  = nullptr;
         const unsigned long chunks = std::strtoul(count.c_str(), &end, 10);
         if (count.empty() || *end != '\0') {
-            throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::launch::pmi2: " + base +
-                                                   " is no chunk count: '" + count + "'");
+            throw ucx_error(UCS_ERR_INVALID_PARAM,
+                            "coll::launch::pmi2: " + base + " is no chunk count: '" + count + "'");
         }
         std::string hex;
         for (unsigned long i = 0; i < chunks; ++i) {
@@ -130,8 +130,10 @@ private:
     }
     static int nibble(char c)
     {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= '0' && c <= '9')
+            return c - '0';
+        if (c >= 'a' && c <= 'f')
+            return c - 'a' + 10;
         return -1;
     }
     std::string get_string(int rank, const std::string &key)
@@ -146,7 +148,7 @@ private:
     {
         if (rc != pmi2_abi::success) {
             throw ucx_error(UCS_ERR_IO_ERROR, "coll::launch::pmi2: " + what + " failed (PMI2 " +
-                                              std::to_string(rc) + ")");
+                                                  std::to_string(rc) + ")");
         }
     }
 

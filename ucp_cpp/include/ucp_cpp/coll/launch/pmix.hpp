@@ -23,24 +23,24 @@ namespace ucp_cpp::coll::launch {
 
 namespace pmix_abi {
 
-constexpr int success              = 0;    // PMIX_SUCCESS
-constexpr uint16_t type_bool       = 1;    // PMIX_BOOL
-constexpr uint16_t type_uint32     = 14;   // PMIX_UINT32
+constexpr int success               = 0;  // PMIX_SUCCESS
+constexpr uint16_t type_bool        = 1;  // PMIX_BOOL
+constexpr uint16_t type_uint32      = 14;  // PMIX_UINT32
 constexpr uint16_t type_byte_object = 27;  // PMIX_BYTE_OBJECT
-constexpr uint8_t scope_global     = 3;    // PMIX_GLOBAL
-constexpr uint32_t rank_wildcard   = UINT32_MAX - 1;  // PMIX_RANK_WILDCARD
-constexpr size_t max_nslen         = 255;  // PMIX_MAX_NSLEN
-constexpr size_t max_keylen        = 511;  // PMIX_MAX_KEYLEN
+constexpr uint8_t scope_global      = 3;  // PMIX_GLOBAL
+constexpr uint32_t rank_wildcard    = UINT32_MAX - 1;  // PMIX_RANK_WILDCARD
+constexpr size_t max_nslen          = 255;  // PMIX_MAX_NSLEN
+constexpr size_t max_keylen         = 511;  // PMIX_MAX_KEYLEN
 
-struct proc {                 // pmix_proc_t
+struct proc {  // pmix_proc_t
     char nspace[max_nslen + 1];
     uint32_t rank;
 };
-struct byte_object {          // pmix_byte_object_t
+struct byte_object {  // pmix_byte_object_t
     char *bytes;
     size_t size;
 };
-struct value {                // pmix_value_t
+struct value {  // pmix_value_t
     uint16_t type;
     union {
         bool flag;
@@ -49,7 +49,7 @@ struct value {                // pmix_value_t
         unsigned char size_of_the_union[24];
     } data;
 };
-struct info {                 // pmix_info_t
+struct info {  // pmix_info_t
     char key[max_keylen + 1];
     uint32_t flags;
     struct value value;
@@ -76,8 +76,8 @@ public:
     {
         std::string why;
         if (!lib_.open({"libpmix.so.2", "libpmix.so"}, &why)) {
-            throw ucx_error(UCS_ERR_UNSUPPORTED, "coll::launch::pmix: cannot load libpmix (" +
-                                                 why + "; Debian: apt-get install libpmix2)");
+            throw ucx_error(UCS_ERR_UNSUPPORTED, "coll::launch::pmix: cannot load libpmix (" + why +
+                                                     "; Debian: apt-get install libpmix2)");
         }
         init_     = lib_.symbol<pmix_abi::init_fn>("PMIx_Init");
         finalize_ = lib_.symbol<pmix_abi::finalize_fn>("PMIx_Finalize");
@@ -89,8 +89,8 @@ public:
         error_    = lib_.symbol<pmix_abi::error_fn>("PMIx_Error_string");
         check(init_(&self_, nullptr, 0), "PMIx_Init");
 
-        pmix_abi::proc job = self_;
-        job.rank           = pmix_abi::rank_wildcard;
+        pmix_abi::proc job    = self_;
+        job.rank              = pmix_abi::rank_wildcard;
         pmix_abi::value *size = nullptr;
         check(get_(&job, "pmix.job.size", nullptr, 0, &size), "PMIx_Get(pmix.job.size)");
         const bool is_uint32 = size->type == pmix_abi::type_uint32;
@@ -102,7 +102,7 @@ public:
         }
     }
     ~pmix() override { finalize_(nullptr, 0); }
-    pmix(const pmix &) = delete;
+    pmix(const pmix &)            = delete;
     pmix &operator=(const pmix &) = delete;
 
     [[nodiscard]] int rank() const override { return int(self_.rank); }
@@ -144,8 +144,8 @@ public:
         release(v);
         if (!is_bytes) {
             throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::launch::pmix: rank " +
-                                                   std::to_string(rank) + " put " + key +
-                                                   " with another type");
+                                                       std::to_string(rank) + " put " + key +
+                                                       " with another type");
         }
         return bytes;
     }
@@ -154,8 +154,8 @@ private:
     void check(int rc, const std::string &what) const
     {
         if (rc != pmix_abi::success) {
-            throw ucx_error(UCS_ERR_IO_ERROR, "coll::launch::pmix: " + what + " failed: " +
-                                              error_(rc));
+            throw ucx_error(UCS_ERR_IO_ERROR,
+                            "coll::launch::pmix: " + what + " failed: " + error_(rc));
         }
     }
     void release(pmix_abi::value *v) const

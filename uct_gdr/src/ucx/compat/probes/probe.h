@@ -20,12 +20,12 @@
 #include <ucs/memory/rcache.h>
 
 /* _expr (not evaluated) has exactly type _type */
-#define GDR_PROBE_TYPE(_expr, _type) \
+#define GDR_PROBE_TYPE(_expr, _type)                                       \
     _Static_assert(__builtin_types_compatible_p(__typeof__(_expr), _type), \
                    #_expr " is not " #_type)
 
 /* struct _struct has a member _member */
 #define GDR_PROBE_MEMBER(_struct, _member) \
-    _Static_assert(sizeof(((_struct*)0)->_member) > 0, #_struct "." #_member)
+    _Static_assert(sizeof(((_struct *)0)->_member) > 0, #_struct "." #_member)
 
 #endif
