@@ -34,6 +34,25 @@ using CUstream    = gdr::cuda_driver::CUstream;
 using CUevent     = gdr::cuda_driver::CUevent;
 using CUmodule    = gdr::cuda_driver::CUmodule;
 using CUfunction  = gdr::cuda_driver::CUfunction;
+/**
+ * @typedef CUresult
+ * @brief A driver call's status (CUDA_SUCCESS or a CUDA_ERROR_...); pass it to check().
+ * @typedef CUdevice
+ * @brief A device handle of cuDeviceGet() (not the ordinal).
+ * @typedef CUdeviceptr
+ * @brief A device address as the driver's copy calls take it (see streams::address()).
+ * @typedef CUcontext
+ * @brief A CUDA context: every buffer, stream and event of a lane belongs to one.
+ * @typedef CUstream
+ * @brief A CUDA stream: the order in which a lane's copies and kernels run.
+ * @typedef CUevent
+ * @brief A CUDA event: marks a point of a stream, so the host can test whether the work before it
+ *        has run.
+ * @typedef CUmodule
+ * @brief A loaded module (the reduction kernels' compiled image).
+ * @typedef CUfunction
+ * @brief A kernel of a loaded module.
+ */
 
 namespace detail {
 
@@ -77,7 +96,10 @@ inline const std::string &driver_problem_once()
 }
 
 /**
- * @brief Checks a driver call of the collectives.
+ * @brief Checks a driver call of the collectives, so every CUDA failure reaches the caller as the
+ *        same exception type as UCX's own failures.
+ * @param rc   what the call returned.
+ * @param call its name, for the message (e.g. "cuMemAlloc").
  * @throws ucx_error(UCS_ERR_IO_ERROR, "coll/gpu: <call> failed: CUDA_ERROR_... (text)") when
  *         @p rc is not CUDA_SUCCESS.
  */
@@ -89,9 +111,21 @@ inline void check(CUresult rc, const char *call)
     }
 }
 
-/// Makes a context current for the scope (and restores the caller's); throws when it cannot.
+/**
+ * @brief Makes a context current for the scope (and restores the caller's); throws when it cannot.
+ *
+ * Every driver call of coll/gpu acts on the calling thread's current context, and the application
+ * may have its own current: the scope pushes the lane's and pops it on destruction.  Acts on the
+ * calling thread only; not copyable.
+ */
 class context_scope {
 public:
+    /**
+     * @brief Pushes @p ctx as the calling thread's current context until the scope ends.
+     * @param cu  the driver (cuda()).
+     * @param ctx the context to make current.
+     * @throws ucx_error(UCS_ERR_IO_ERROR) when cuCtxPushCurrent fails.
+     */
     context_scope(const driver &cu, CUcontext ctx) : scope_(cu, ctx)
     {
         check(scope_.result(), "cuCtxPushCurrent");
@@ -112,6 +146,11 @@ struct location {
  * @brief Host memory unless the CUDA driver is usable and says the pointer is device memory
  *        (one batched cuPointerGetAttributes).  Pinned host memory (cuMemHostAlloc, registered)
  *        counts as host memory.
+ *
+ * This is how a collective decides between the host path and a gpu::lane; it never throws and
+ * never initializes anything when the driver is off.
+ * @param p any pointer (nullptr: host).
+ * @return where @p p lives: device memory, with its context and device ordinal, or host memory.
  */
 [[nodiscard]] inline location locate(const void *p)
 {

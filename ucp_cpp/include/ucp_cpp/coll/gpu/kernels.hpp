@@ -25,7 +25,9 @@
 
 namespace ucp_cpp::coll::gpu {
 
-/// Kernel source: ucp_cpp_reduce_<type>_<op>(T *inout, const T *in, unsigned long long n).
+/// @brief The CUDA C++ source of every reduction kernel, given to NVRTC at run time (so the
+///        library needs no CUDA toolkit to build).
+/// @return kernel source: ucp_cpp_reduce_<type>_<op>(T *inout, const T *in, unsigned long long n).
 inline const char *kernel_source()
 {
     return R"CUDA(
@@ -132,7 +134,10 @@ KERNELS(float32, float) KERNELS(float64, double) KERNELS(float16, f16) KERNELS(b
 }
 
 
-/// The kernel of @p type and @p op in kernel_source().
+/// @brief The kernel of @p type and @p op in kernel_source().
+/// @param type the elements' datatype.
+/// @param op   the reduction (sum, prod, min or max; not custom).
+/// @return its name, for cuModuleGetFunction (e.g. "ucp_cpp_reduce_float32_sum").
 inline std::string kernel_name(datatype type, op_kind op)
 {
     static const char *const ops[] = {"sum", "prod", "min", "max"};
@@ -160,7 +165,11 @@ inline std::shared_ptr<const std::string> kernel_image(int cc, std::string *how)
 
 }  // namespace detail
 
-/// "cubin sm_90 by libnvrtc.so.13" etc. for the image built for @p cc (diagnostics).
+/// @brief How the reduction kernels are built for a device, for diagnostics (gpu_coll_bench
+///        prints it); builds them when not yet built (the image is kept for the process).
+/// @param cc a compute capability, e.g. 90.
+/// @return "cubin sm_90 by libnvrtc.so.13" etc. for the image built for @p cc.
+/// @throws ucx_error(UCS_ERR_UNSUPPORTED) without NVRTC or when it cannot compile for @p cc.
 inline std::string compile_kernels_for(int cc)
 {
     std::string how;
@@ -174,14 +183,25 @@ inline std::string compile_kernels_for(int cc)
  */
 class reduction_kernels {
 public:
-    /// @p cc: the device's compute capability (e.g. 90); @p sm_count: its multiprocessors.
+    /// @brief Nothing is compiled or loaded until the first launch().
+    /// @param cu       the driver (cuda()).
+    /// @param cc       the device's compute capability (e.g. 90), which picks the image.
+    /// @param sm_count its multiprocessors, which bound the grid.
     reduction_kernels(const driver &cu, int cc, int sm_count)
         : cu_(cu), cc_(cc), sm_count_(sm_count)
     {}
     reduction_kernels(const reduction_kernels &)            = delete;
     reduction_kernels &operator=(const reduction_kernels &) = delete;
 
-    /// Queues inout[i] = op(inout[i], in[i]) for @p count elements on @p stream.
+    /// @brief Queues inout[i] = op(inout[i], in[i]) for @p count elements on @p stream.
+    /// @param type  the elements' datatype.
+    /// @param op    the reduction (not op_kind::custom: those are reduced on the host).
+    /// @param in    device operand, read.
+    /// @param inout device operand and result.
+    /// @param count the number of elements.
+    /// @param stream the stream to queue on (the lane's main stream).
+    /// @throws ucx_error(UCS_ERR_UNSUPPORTED) when the kernels cannot be built or loaded for this
+    ///         device; ucx_error(UCS_ERR_IO_ERROR) when the launch fails.
     void launch(datatype type, op_kind op, const void *in, void *inout, size_t count,
                 CUstream stream)
     {

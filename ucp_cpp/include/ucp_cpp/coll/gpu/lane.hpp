@@ -71,10 +71,20 @@ private:
 
 }  // namespace detail
 
-/// One engine's GPU resources on one CUDA context (see the file comment).
+/**
+ * @brief One engine's GPU resources on one CUDA context (see the file comment).
+ *
+ * Created by the engine for the first CUDA buffer of a context and kept for later collectives.
+ * Lifetime: held by shared_ptr (allocate()'s blocks keep it alive); not copyable.
+ * Threading: one thread at a time (its engine's).
+ */
 class lane : public coll::detail::device_actions, public std::enable_shared_from_this<lane> {
 public:
-    /// @p where: a device buffer's location; @p segment_bytes: pinned bounce-buffer size.
+    /// @brief Sets up the context, streams and pools for the buffers at @p where.
+    /// @param where         a device buffer's location (of locate()).
+    /// @param segment_bytes the pinned bounce-buffer size (the engine's staging segment).
+    /// @throws ucx_error(UCS_ERR_UNSUPPORTED) when the CUDA driver is not usable;
+    ///         ucx_error(UCS_ERR_IO_ERROR) when a CUDA call fails.
     lane(const location &where, size_t segment_bytes)
         : cu_(require_driver()),
           context_(cu_, where),
@@ -89,13 +99,22 @@ public:
     lane(const lane &)            = delete;
     lane &operator=(const lane &) = delete;
 
+    /// @return the context every resource of the lane lives in.
     [[nodiscard]] CUcontext context() const noexcept { return context_.get(); }
+    /// @return the main stream: the collective's copies and kernels, in order.
     [[nodiscard]] CUstream stream() const noexcept { return streams_.main(); }
+    /// @return the device's compute capability (e.g. 90).
     [[nodiscard]] int compute_capability() const noexcept { return context_.compute_capability(); }
+    /// @return the size of a pinned bounce buffer (take_pinned()).
     [[nodiscard]] size_t segment_bytes() const noexcept { return pinned_.segment_bytes(); }
 
     // -------------------------------------------------- local actions (device_actions)
 
+    /// @brief Queues a device-to-device copy on the main stream (nothing when @p dst is @p src).
+    /// @param dst   destination; must not partially overlap @p src.
+    /// @param src   source.
+    /// @param bytes how much to copy.
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when cuMemcpyAsync fails.
     void copy(void *dst, const void *src, size_t bytes) override
     {
         if (dst == src || bytes == 0)
@@ -106,6 +125,15 @@ public:
               "cuMemcpyAsync");
     }
 
+    /// @brief inout[i] = op(inout[i], in[i]): a kernel queued on the main stream, or for a custom
+    ///        reduction a synchronous round trip through the host.
+    /// @param op    the reduction.
+    /// @param type  the elements' datatype.
+    /// @param in    device operand, read.
+    /// @param inout device operand and result.
+    /// @param count the number of elements.
+    /// @throws ucx_error(UCS_ERR_UNSUPPORTED) when the kernels cannot be built for the device;
+    ///         ucx_error(UCS_ERR_IO_ERROR) when a CUDA call fails.
     void reduce(const reduction &op, datatype type, const void *in, void *inout,
                 size_t count) override
     {
@@ -117,7 +145,10 @@ public:
         kernels_.launch(type, op.kind(), in, inout, count, streams_.main());
     }
 
-    /// Device scratch (cached by power-of-two size; freed when the lane goes).
+    /// @brief Device scratch (cached by power-of-two size; freed when the lane goes).
+    /// @param bytes the size needed.
+    /// @return the block; dropping the last copy returns it to the lane's cache.
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when cuMemAlloc fails.
     std::shared_ptr<std::byte> allocate(size_t bytes) override
     {
         const auto [block, rounded] = scratch_.take(bytes);
@@ -134,25 +165,48 @@ public:
 
     // -------------------------------------------------- staging support (engine.hpp)
 
-    /// A pinned host block of segment_bytes().
+    /// @brief A pinned host bounce buffer for one staged segment.
+    /// @return a block of segment_bytes().
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when cuMemHostAlloc fails.
     void *take_pinned() { return pinned_.take(); }
+    /// @brief Returns @p block now (no queued copy reads it).
+    /// @param block a block of take_pinned().
     void give_pinned(void *block) { pinned_.give(block); }
-    /// Returns @p block to the pool once the work before @p e (an H2D copy still reading the
-    /// block) has completed; the event goes back with it.
+    /// @brief Returns @p block to the pool once the work before @p e (an H2D copy still reading
+    ///        the block) has completed; the event goes back with it.
+    /// @param block a block of take_pinned().
+    /// @param e     an event of record() after the copy.
     void give_pinned_after(void *block, CUevent e) { pinned_.give_after(block, e); }
 
-    /// Device -> pinned host on the D2H stream, after everything queued so far on the main stream.
+    /// @brief Device -> pinned host on the D2H stream (see streams::d2h_after_main()).
+    /// @param host      pinned destination (take_pinned()).
+    /// @param device    device source.
+    /// @param bytes     how much to copy.
+    /// @param wait_main true: after everything queued so far on the main stream.
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when a CUDA call fails.
     void d2h_after_main(void *host, const void *device, size_t bytes, bool wait_main)
     {
         streams_.d2h_after_main(host, device, bytes, wait_main);
     }
-    /// Pinned host -> device on the main stream.
+    /// @brief Pinned host -> device on the main stream.
+    /// @param device device destination.
+    /// @param host   pinned source (take_pinned()); give it back with give_pinned_after().
+    /// @param bytes  how much to copy.
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when a CUDA call fails.
     void h2d(void *device, const void *host, size_t bytes) { streams_.h2d(device, host, bytes); }
 
-    /// An event recorded now on the main stream (or the D2H stream).
+    /// @brief Marks the work queued so far, to poll it with passed().
+    /// @param on_d2h_stream true: the D2H stream; false: the main stream.
+    /// @return an event recorded now on the main stream (or the D2H stream); release() it.
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when a CUDA call fails.
     CUevent record(bool on_d2h_stream = false) { return streams_.record(on_d2h_stream); }
-    /// true once the work before @p e has completed; throws on a CUDA error.
+    /// @brief Polls an event without blocking.
+    /// @param e an event of record().
+    /// @return true once the work before @p e has completed.
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) on a CUDA error.
     bool passed(CUevent e) { return streams_.passed(e); }
+    /// @brief Gives an event back for a later record().
+    /// @param e an event of record(), not used after this.
     void release(CUevent e) { streams_.release(e); }
 
     /// Waits for everything queued on both streams (errors ignored: used on failure paths).

@@ -16,9 +16,24 @@
 
 namespace ucp_cpp::coll::gpu {
 
+/**
+ * @brief Pinned host blocks of one size, the bounce buffers of a lane's staged transfers.
+ *
+ * UCX moves a CUDA buffer through host memory in segments; pinned memory lets the D2H and H2D
+ * copies run asynchronously.  Allocating it is slow, so blocks are kept until the pool goes.
+ * Lifetime: the pool and its blocks belong to one lane (and its context); not copyable.
+ * Threading: one thread at a time.
+ */
 class pinned_pool {
 public:
-    /// Blocks of @p segment_bytes in context @p ctx; @p events follows the copies (outlives this).
+    /**
+     * @brief An empty pool: blocks are allocated by take() as needed.
+     * @param cu            the driver (cuda()).
+     * @param ctx           the context the blocks are allocated in (portable to all contexts).
+     * @param segment_bytes the size of every block.
+     * @param events        the lane's streams, whose events tell when give_after()'s copies
+     *                      have completed; it must outlive the pool.
+     */
     pinned_pool(const driver &cu, CUcontext ctx, size_t segment_bytes, streams &events)
         : cu_(cu), context_(ctx), segment_(segment_bytes), events_(events)
     {}
@@ -36,7 +51,10 @@ public:
     /// @return the size of every block.
     [[nodiscard]] size_t segment_bytes() const noexcept { return segment_; }
 
+    /// @brief A block of segment_bytes() for one staged segment; give it back with give() or
+    ///        give_after().
     /// @return a block: a free one, one whose copy completed, or a new one.
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when a CUDA call (cuMemHostAlloc) fails.
     void *take()
     {
         if (free_.empty())
@@ -54,11 +72,14 @@ public:
         return b;
     }
 
-    /// Returns @p block to the pool now.
+    /// @brief Returns @p block to the pool now (nothing queued reads it any more).
+    /// @param block a block of take().
     void give(void *block) { free_.push_back(block); }
 
-    /// Returns @p block once the work before @p e (an H2D copy still reading the block) has
-    /// completed; the event goes back with it.
+    /// @brief Returns @p block once the work before @p e (an H2D copy still reading the block)
+    ///        has completed; the event goes back with it.
+    /// @param block a block of take().
+    /// @param e     an event of streams::record() after the copy; the pool releases it.
     void give_after(void *block, CUevent e) { busy_.emplace_back(e, block); }
 
 private:

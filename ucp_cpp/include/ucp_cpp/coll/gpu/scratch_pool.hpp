@@ -15,8 +15,19 @@
 
 namespace ucp_cpp::coll::gpu {
 
+/**
+ * @brief Device memory for a collective schedule's temporaries (a reduction's partial results,
+ *        a received segment), cached by power-of-two size so repeated collectives do not pay
+ *        cuMemAlloc/cuMemFree (cuMemFree can synchronize the device) each time.
+ *
+ * Lifetime: blocks are freed with the pool, which belongs to one lane; not copyable.
+ * Threading: one thread at a time.
+ */
 class scratch_pool {
 public:
+    /// @brief An empty pool: take() allocates as needed.
+    /// @param cu  the driver (cuda()).
+    /// @param ctx the context the blocks are allocated in.
     scratch_pool(const driver &cu, CUcontext ctx) : cu_(cu), context_(ctx) {}
 
     /// Frees every block (the work using them must have completed).
@@ -31,7 +42,10 @@ public:
     scratch_pool(const scratch_pool &)            = delete;
     scratch_pool &operator=(const scratch_pool &) = delete;
 
+    /// @brief A device block for a schedule, reused when one of its size class is free.
+    /// @param bytes the size needed.
     /// @return a block of at least @p bytes and its size class (pass both to give()).
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when a CUDA call (cuMemAlloc) fails.
     std::pair<CUdeviceptr, size_t> take(size_t bytes)
     {
         size_t rounded = 256;
@@ -49,7 +63,9 @@ public:
         return {p, rounded};
     }
 
-    /// Returns a block of take() for reuse.
+    /// @brief Returns a block of take() for reuse (the schedule that used it is done with it).
+    /// @param block   the block.
+    /// @param rounded its size class, as take() returned it.
     void give(CUdeviceptr block, size_t rounded) { free_[rounded].push_back(block); }
 
 private:

@@ -15,9 +15,23 @@
 
 namespace ucp_cpp::coll::gpu {
 
+/**
+ * @brief A lane's two streams and its event cache.
+ *
+ * Copies, reduction kernels and H2D copies run in order on the main stream; D2H copies run on a
+ * second stream, so a segment can leave the device while the next one arrives.  Events mark
+ * points of either stream so that the engine can poll progress without blocking; they are
+ * recycled (release()) because creating one costs a driver call.
+ * Lifetime: belongs to one lane, in its context; not copyable.
+ * Threading: one thread at a time.
+ */
 class streams {
 public:
-    /// Creates both streams in @p ctx (non-blocking: they do not wait for the legacy stream).
+    /// @brief Creates both streams in @p ctx (non-blocking: they do not wait for the legacy
+    ///        stream).
+    /// @param cu  the driver (cuda()).
+    /// @param ctx the lane's context.
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when cuStreamCreate fails.
     streams(const driver &cu, CUcontext ctx) : cu_(cu), context_(ctx)
     {
         context_scope scope(cu_, context_);
@@ -42,8 +56,14 @@ public:
     /// @return the stream of copies, kernels and H2D copies.
     [[nodiscard]] CUstream main() const noexcept { return main_; }
 
-    /// Device -> pinned host on the D2H stream; with @p wait_main after everything queued so far
-    /// on the main stream.
+    /// @brief Queues device -> pinned host on the D2H stream; with @p wait_main after everything
+    ///        queued so far on the main stream.
+    /// @param host      pinned destination (a pinned_pool block).
+    /// @param device    device source.
+    /// @param bytes     how much to copy.
+    /// @param wait_main true when the source is written by work on the main stream (a kernel,
+    ///                  a copy) that the D2H copy must follow.
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when a CUDA call fails.
     void d2h_after_main(void *host, const void *device, size_t bytes, bool wait_main)
     {
         context_scope scope(cu_, context_);
@@ -55,20 +75,30 @@ public:
         check(cu_.cuMemcpyDtoHAsync_v2(host, address(device), bytes, d2h_), "cuMemcpyDtoHAsync");
     }
 
-    /// Pinned host -> device on the main stream.
+    /// @brief Queues pinned host -> device on the main stream, before any later kernel there.
+    /// @param device device destination.
+    /// @param host   pinned source; it must stay untouched until the copy completes (record()
+    ///               an event and give the block back with pinned_pool::give_after()).
+    /// @param bytes  how much to copy.
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when a CUDA call fails.
     void h2d(void *device, const void *host, size_t bytes)
     {
         context_scope scope(cu_, context_);
         check(cu_.cuMemcpyHtoDAsync_v2(address(device), host, bytes, main_), "cuMemcpyHtoDAsync");
     }
 
+    /// @brief Marks the work queued so far on one stream, to poll it with passed().
+    /// @param on_d2h_stream true: the D2H stream; false: the main stream.
     /// @return an event recorded now on the main stream (or the D2H stream); release() it.
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when a CUDA call fails.
     CUevent record(bool on_d2h_stream = false)
     {
         context_scope scope(cu_, context_);
         return record_on(on_d2h_stream ? d2h_ : main_);
     }
 
+    /// @brief Polls an event without blocking.
+    /// @param e an event of record().
     /// @return true once the work before @p e has completed.
     /// @throws ucx_error on a CUDA error.
     bool passed(CUevent e)
@@ -83,7 +113,8 @@ public:
         return false;
     }
 
-    /// Gives @p e back for a later record().
+    /// @brief Gives @p e back for a later record() (a wait on it already queued still holds).
+    /// @param e an event of record(), not used after this.
     void release(CUevent e) { events_free_.push_back(e); }
 
     /// Waits for everything queued on both streams (errors ignored: used on failure paths).
@@ -94,6 +125,8 @@ public:
         cu_.cuStreamSynchronize(d2h_);
     }
 
+    /// @brief Converts a device pointer for the driver's calls, which take an integer address.
+    /// @param p a device address.
     /// @return @p p as the driver's device pointer type.
     static CUdeviceptr address(const void *p)
     {

@@ -31,12 +31,17 @@ class kvs {
 public:
     virtual ~kvs() = default;
     /// @brief This process's rank in the job (0-based).
+    /// @return the rank the process manager gave this process.
     [[nodiscard]] virtual int rank() const = 0;
     /// @brief The number of processes in the job.
+    /// @return the job's size, as the process manager says.
     [[nodiscard]] virtual int size() const = 0;
     /// @brief The interface's name for messages: "pmix" or "pmi2".
+    /// @return a static string.
     [[nodiscard]] virtual const char *name() const = 0;
     /// @brief Publishes @p value under @p key for every process of the job (after fence()).
+    /// @param key   the name other processes get() it by (with this process's rank).
+    /// @param value the bytes (a worker address); stores that hold text get it encoded.
     /// @throws ucx_error when the process manager refuses it.
     virtual void put(const std::string &key, const std::vector<uint8_t> &value) = 0;
     /// @brief Collective: returns when every process has called it; all puts made before it
@@ -44,6 +49,9 @@ public:
     /// @throws ucx_error when the fence fails (a process died, the manager went away).
     virtual void fence() = 0;
     /// @brief The value process @p rank put under @p key.
+    /// @param rank the process that put it.
+    /// @param key  the name it was put under.
+    /// @return the bytes put.
     /// @throws ucx_error when it has none or the manager fails.
     [[nodiscard]] virtual std::vector<uint8_t> get(int rank, const std::string &key) = 0;
 };
