@@ -142,29 +142,31 @@ template <class T> T input(int rank, size_t i, coll::op_kind op)
     return T(v);
 }
 
+/// acc (op) v for the four built-in reductions, in the tests' reference arithmetic (int64 or
+/// double); a custom op has no reference and leaves acc as it is.
+template <class A> A fold(coll::op_kind op, A acc, A v)
+{
+    switch (op) {
+    case coll::op_kind::sum:
+        return acc + v;
+    case coll::op_kind::prod:
+        return acc * v;
+    case coll::op_kind::min:
+        return std::min(acc, v);
+    case coll::op_kind::max:
+        return std::max(acc, v);
+    default:
+        return acc;
+    }
+}
+
 /// Reference reduction of element i over ranks [0, size), computed in int64/double.
 template <class T> T reference(int size, size_t i, coll::op_kind op)
 {
     using wide = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
     wide acc   = wide(input<T>(0, i, op));
     for (int r = 1; r < size; ++r) {
-        wide v = wide(input<T>(r, i, op));
-        switch (op) {
-        case coll::op_kind::sum:
-            acc += v;
-            break;
-        case coll::op_kind::prod:
-            acc *= v;
-            break;
-        case coll::op_kind::min:
-            acc = std::min(acc, v);
-            break;
-        case coll::op_kind::max:
-            acc = std::max(acc, v);
-            break;
-        default:
-            break;
-        }
+        acc = fold(op, acc, wide(input<T>(r, i, op)));
     }
     if constexpr (std::is_integral_v<T>) {
         return T(std::make_unsigned_t<T>(uint64_t(acc)));  // wraps modulo 2^n, like the library

@@ -158,20 +158,7 @@ template <class T, class Index> expectation<T> reference_of(int p, coll::op_kind
     for (int r = 1; r < p; ++r) {
         const double v = as_double(value<T>(r, index(r), op));
         magnitude += std::fabs(v);
-        switch (op) {
-        case coll::op_kind::sum:
-            acc += v;
-            break;
-        case coll::op_kind::prod:
-            acc *= v;
-            break;
-        case coll::op_kind::min:
-            acc = std::min(acc, v);
-            break;
-        default:
-            acc = std::max(acc, v);
-            break;
-        }
+        acc = fold(op, acc, v);
     }
     if constexpr (std::is_integral_v<T>) {
         acc = double(T(std::make_unsigned_t<T>(uint64_t(int64_t(acc)))));  // wraps like the library

@@ -219,20 +219,7 @@ template <class H> void check_host_allreduce(int p, coll::op_kind op, size_t cou
                 acc = v;
                 continue;
             }
-            switch (op) {
-            case coll::op_kind::sum:
-                acc += v;
-                break;
-            case coll::op_kind::prod:
-                acc *= v;
-                break;
-            case coll::op_kind::min:
-                acc = std::min(acc, v);
-                break;
-            default:
-                acc = std::max(acc, v);
-                break;
-            }
+            acc = fold(op, acc, v);
         }
         expected[i] = H(acc);
     }
