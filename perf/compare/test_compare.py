@@ -21,10 +21,10 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
 
 from gdr_compare import callgrind, cli, devices, launch, parsers, plan  # noqa: E402
-from gdr_compare import report, tables, tools  # noqa: E402
+from gdr_compare import interleave, measure, report, tables, tools  # noqa: E402
 from gdr_compare.measure import Results  # noqa: E402
 from gdr_compare.sections import cost, wrapper  # noqa: E402
-from gdr_compare.units import BUSBW, BW, LAT, MiB, TIME  # noqa: E402
+from gdr_compare.units import BUSBW, BW, LAT, MR, MiB, TIME  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "fixtures")
 
@@ -98,11 +98,11 @@ class Comparison(unittest.TestCase):
                 row("raw", "ib_write_lat", 8, LAT, "verbs", 10.0)]
         table = {(t["test"], t["size"]): t for t in tables.comparison_rows(rows)}
         bw = table[("put_bw", 65536)]
-        self.assertAlmostEqual(bw["gdr_over_rc"], 1.25)
-        self.assertAlmostEqual(bw["rc_over_raw"], 0.5)
-        self.assertAlmostEqual(bw["gdr_over_raw"], 0.625)
+        self.assertAlmostEqual(bw["gdr_over_rc"]["median"], 1.25)
+        self.assertAlmostEqual(bw["rc_over_raw"]["median"], 0.5)
+        self.assertAlmostEqual(bw["gdr_over_raw"]["median"], 0.625)
         lat = table[("put_lat", 8)]
-        self.assertAlmostEqual(lat["rc_over_raw"], 1.2)
+        self.assertAlmostEqual(lat["rc_over_raw"]["median"], 1.2)
         self.assertIsNone(lat["gdr_over_rc"])  # n/a stays n/a: no ratio is made up
         self.assertNotIn(("ib_write_bw", 65536), table)  # raw rows are peers, not comparison rows
 
@@ -161,8 +161,8 @@ class CostSection(unittest.TestCase):
                 row("cost", "put_short", 8, "syscalls_per_op", "rc_verbs", 1.0),
                 row("cost", "put_short", 8, "syscalls_per_op", "gdr_rc", 1.0)]
         table = {t["metric"]: t for t in tables.comparison_rows(rows)}
-        self.assertAlmostEqual(table["instr_per_op"]["gdr_over_rc"], 343 / 332)
-        self.assertAlmostEqual(table["syscalls_per_op"]["gdr_over_rc"], 1.0)
+        self.assertAlmostEqual(table["instr_per_op"]["gdr_over_rc"]["median"], 343 / 332)
+        self.assertAlmostEqual(table["syscalls_per_op"]["gdr_over_rc"]["median"], 1.0)
 
 
 class ToolParsers(unittest.TestCase):
@@ -253,8 +253,8 @@ class SectionTables(unittest.TestCase):
                 wrapper("put_bw", MiB, BW, "rc_verbs", 10.0, "ucx_perftest")]
         table = {(t["test"], t["transport"]): t for t in tables.wrapper_rows(rows)}
         self.assertEqual(len(table), 3)
-        self.assertAlmostEqual(table[("tag_lat", "gdr_rc")]["wrapper_over_ucx"], 0.75)
-        self.assertAlmostEqual(table[("put_bw", "gdr_rc")]["wrapper_over_ucx"], 1.2)
+        self.assertAlmostEqual(table[("tag_lat", "gdr_rc")]["wrapper_over_ucx"]["median"], 0.75)
+        self.assertAlmostEqual(table[("put_bw", "gdr_rc")]["wrapper_over_ucx"]["median"], 1.2)
         self.assertEqual(table[("put_bw", "gdr_rc")]["ucx_test"], "ucp_put_bw")
         self.assertIsNone(table[("put_bw", "rc_verbs")]["wrapper_over_ucx"])
         self.assertEqual(tables.comparison_rows(rows), [])  # not in the transport table
@@ -274,11 +274,11 @@ class SectionTables(unittest.TestCase):
                      coll(TIME, cb, "coll_bench", None if cb else "timed out")]
         table = {t["ranks"]: t for t in tables.coll_rows(rows)}
         self.assertEqual(sorted(table), [2, 4])
-        self.assertAlmostEqual(table[2]["time_ratio"], 0.5)  # ours twice as fast
-        self.assertAlmostEqual(table[2]["busbw_ratio"], 2.0)
-        self.assertAlmostEqual(table[2]["coll_bench_over_mpi"], 0.75)
+        self.assertAlmostEqual(table[2]["time_ratio"]["median"], 0.5)  # ours twice as fast
+        self.assertAlmostEqual(table[2]["busbw_ratio"]["median"], 2.0)
+        self.assertAlmostEqual(table[2]["coll_bench_over_mpi"]["median"], 0.75)
         self.assertEqual((table[4]["size"], table[4]["block"]), (32, 8))
-        self.assertAlmostEqual(table[4]["time_ratio"], 1.5)
+        self.assertAlmostEqual(table[4]["time_ratio"]["median"], 1.5)
         self.assertIsNone(table[4]["coll_bench_over_mpi"])
         self.assertEqual(tables.comparison_rows(rows), [])
 
@@ -465,7 +465,7 @@ class Repetitions(unittest.TestCase):
                         (6.0, None, 1.0)])
         b.measure("uct", "put_bw", 65536, BW, "gdr_rc", "x", lambda log: next(results))
         self.assertEqual(b.rows[0]["value"], 5.0)
-        self.assertIn("1 of 3 repetitions failed: client timed out", b.rows[0]["reason"])
+        self.assertIn("1 of 3 runs failed: client timed out", b.rows[0]["reason"])
 
     def test_measure_set_medians_per_row(self):
         b = Results(3)
@@ -479,7 +479,7 @@ class Repetitions(unittest.TestCase):
         b.measure_set(specs, "x", lambda log: next(launches))
         self.assertEqual([r["value"] for r in b.rows], [3.0, 8.0])
         self.assertEqual(b.rows[0]["samples"], [5.0, 1.0, 3.0])
-        self.assertIn("1 of 3 repetitions failed: check WRONG", b.rows[1]["reason"])
+        self.assertIn("1 of 3 runs failed: check WRONG", b.rows[1]["reason"])
         self.assertEqual((b.rows[1]["tool"], b.rows[1]["ranks"], b.rows[1]["wall_s"]),
                          ("coll_bench", 2, 6.0))
 
@@ -489,6 +489,126 @@ class Repetitions(unittest.TestCase):
         self.assertIsNone(b.rows[0]["value"])
         self.assertEqual(b.rows[0]["status"], "n/a")
         self.assertEqual(b.rows[0]["reason"], "boom")
+
+
+class Interleaving(unittest.TestCase):
+    """Issue 14 requirement 5: the two sides of a comparison alternate, the ratio is the median of
+    the per-pair ratios with min-max, and a spread wider than +-10 % is "noisy", not a number."""
+
+    def test_median_of_ratios_with_min_max(self):
+        st = interleave.ratio_stats([1.0, 1.05, 0.97, 1.02, 1.08])
+        self.assertEqual((st["median"], st["min"], st["max"], st["pairs"]),
+                         (1.02, 0.97, 1.08, 5))
+        self.assertAlmostEqual(st["spread"], 1.08 / 1.02 - 1)
+        self.assertFalse(st["noisy"])
+        self.assertEqual(interleave.ratio_text(st), "1.02 [0.97-1.08]")
+
+    def test_spread_wider_than_ten_percent_is_noisy_not_a_number(self):
+        st = interleave.ratio_stats([1.0, 1.2, 0.95, 1.0, 1.01])  # +20 % above the median
+        self.assertTrue(st["noisy"])
+        self.assertEqual(interleave.ratio_text(st), "noisy [0.95-1.20]")
+        low = interleave.ratio_stats([0.85, 1.0, 1.0, 1.0, 1.0])  # -15 % below it
+        self.assertTrue(low["noisy"])
+
+    def test_exactly_ten_percent_is_not_noisy(self):
+        st = interleave.ratio_stats([0.9, 1.0, 1.1])
+        self.assertFalse(st["noisy"])
+        self.assertTrue(interleave.ratio_stats([0.95, 1.0, 1.1001])["noisy"])
+
+    def test_one_pair_is_unjudged_and_none_is_na(self):
+        st = interleave.ratio_stats([0.8])
+        self.assertIsNone(st["spread"])
+        self.assertFalse(st["noisy"])
+        self.assertEqual(interleave.ratio_text(st), "0.80 [1 pair]")
+        self.assertIsNone(interleave.ratio_stats([]))
+        self.assertEqual(interleave.ratio_text(None), "n/a")
+
+    def test_failed_run_drops_its_pair_only(self):
+        self.assertEqual(interleave.per_pair_ratios([2.0, None, 6.0, 8.0], [1.0, 1.0, None, 4.0]),
+                         [2.0, 2.0])
+
+    def interleaved(self, a_values, b_values):
+        """Two fake launches; returns (Results, the order in which they ran)."""
+        order, loads = [], iter(range(100))
+        b = Results(len(a_values), load=lambda: float(next(loads)))
+
+        def side(name, values):
+            it = iter(values)
+
+            def once(log):
+                order.append(log)
+                v = next(it)
+                return (v, None if v is not None else "boom", 1.0)
+            return once
+        a_spec = dict(section="uct", test="put_bw", size=65536, metric=BW, transport="rc_verbs")
+        b_spec = dict(a_spec, transport="gdr_rc")
+        with contextlib.redirect_stdout(io.StringIO()):
+            b.interleave([measure.single(a_spec, "a", side("a", a_values)),
+                          measure.single(b_spec, "b", side("b", b_values))],
+                         [("gdr_rc/rc_verbs", b_spec, a_spec)])
+        return b, order
+
+    def test_sides_alternate_and_the_ratio_is_not_the_ratio_of_medians(self):
+        b, order = self.interleaved([1.0, 10.0, 3.0], [2.0, 11.0, 9.0])
+        self.assertEqual(order, ["a-r1", "b-r1", "a-r2", "b-r2", "a-r3", "b-r3"])
+        self.assertEqual([r["value"] for r in b.rows], [3.0, 9.0])  # ratio of medians: 3
+        r = b.ratios[0]
+        self.assertEqual(r["ratios"], [2.0, 1.1, 3.0])
+        self.assertEqual((r["median"], r["min"], r["max"]), (2.0, 1.1, 3.0))
+        self.assertTrue(r["noisy"])
+        self.assertEqual(r["loads"], [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]])  # start, end per pair
+        self.assertEqual(b.rows[0]["loads"], r["loads"])
+
+    def test_tables_and_report_use_the_interleaved_ratio(self):
+        b, _ = self.interleaved([10.0, 10.0, 10.0, 10.0, 10.0], [10.0, 10.5, 9.8, 10.1, 12.0])
+        table = tables.comparison_rows(b.rows, b.ratios)
+        self.assertEqual(table[0]["gdr_over_rc"]["median"], 1.01)
+        self.assertTrue(table[0]["gdr_over_rc"]["noisy"])  # 1.2 is 19 % above 1.01
+        self.assertEqual(table[0]["load"], (0.0, 9.0))
+        out = io.StringIO()
+        meta = dict(device="rxe0:1", gid_index=1, ucx_version="1.13.1", kernel="k",
+                    in_rxe_vm=True, pairs=5, load_source="host (copied into the VM)")
+        with contextlib.redirect_stdout(out):
+            report.print_report(dict(meta=meta, rows=b.rows, ratios=b.ratios))
+        self.assertIn("noisy [0.98-1.20]", out.getvalue())
+        self.assertNotIn("1.01", out.getvalue())  # a noisy median is never printed
+        self.assertIn("0.0-9.0", out.getvalue())
+
+    def test_load_from_the_hosts_copy_else_proc(self):
+        with tempfile.TemporaryDirectory() as d:
+            copy = os.path.join(d, interleave.HOST_LOADAVG)
+            with open(copy, "w") as f:
+                f.write("12.50 9.00 7.00 3/400 1234\n")
+            probe = interleave.LoadProbe(copy, in_vm=True)
+            self.assertEqual(probe(), 12.5)
+            self.assertEqual(probe.source, "host (copied into the VM)")
+            os.remove(copy)
+            self.assertIsNotNone(probe())  # the guest's own /proc/loadavg
+            self.assertEqual(probe.source, "guest")
+
+    def test_host_load_writer_keeps_a_copy_then_removes_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, interleave.HOST_LOADAVG)
+            with interleave.HostLoadWriter(path, period=0.05):
+                self.assertIsNotNone(interleave.LoadProbe.read(path))
+            self.assertFalse(os.path.exists(path))
+
+
+class MessageRate(unittest.TestCase):
+    def test_message_rate_is_the_overall_rate(self):
+        self.assertEqual(parsers.parse_ucx_perftest(UCX_BW_AVG_INF, MR), (7.0, None))
+
+    def test_uct_has_put_short_and_am_short_message_rates(self):
+        mr = [(t, size, layout) for t, size, layout, metric in plan.UCT_TESTS if metric == MR]
+        self.assertEqual(mr, [("put_bw", 8, "short"), ("am_bw", 8, "short")])
+        self.assertGreater(plan.MR_WINDOW, 1)
+
+    def test_no_raw_peer_for_a_message_rate(self):
+        rows = [row("uct", "put_bw", 8, MR, "rc_verbs", 1e5), row("uct", "put_bw", 8, MR,
+                                                                  "gdr_rc", 1.1e5)]
+        t = tables.comparison_rows(rows)[0]
+        self.assertIsNone(t["raw_tool"])
+        self.assertAlmostEqual(t["gdr_over_rc"]["median"], 1.1)
 
 
 def python(code):
