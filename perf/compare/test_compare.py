@@ -23,7 +23,7 @@ sys.path.insert(0, HERE)
 from gdr_compare import callgrind, cli, devices, launch, parsers, plan  # noqa: E402
 from gdr_compare import interleave, measure, report, tables, tools  # noqa: E402
 from gdr_compare.measure import Results  # noqa: E402
-from gdr_compare.sections import cost, wrapper  # noqa: E402
+from gdr_compare.sections import coll, cost, raw, ucx, wrapper  # noqa: E402
 from gdr_compare.units import BUSBW, BW, LAT, MR, MiB, TIME  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "fixtures")
@@ -417,6 +417,87 @@ class WrapperSection(unittest.TestCase):
             command = f.readline()
         self.assertIn("-t tag_bw -s 1048576 -n 30 -w 3", command)
         self.assertIn("--err-mode none --bw-timing sender", command)
+
+
+class SectionsInterleave(unittest.TestCase):
+    """Each comparing section runs its sides through Results.interleave: A B A B ..., with the
+    ratios the tables print.  The launches are fakes that log their order."""
+
+    def session(self, quick=True, sections=("uct",)):
+        return types.SimpleNamespace(
+            args=types.SimpleNamespace(quick=quick), iters=plan.Iterations(quick),
+            net_device="rxe0:1", gdr_unavailable=None, sections=list(sections),
+            results=Results(2, load=lambda: 1.0), base_env=lambda t: {},
+            gdr_perftest_missing=None, coll_bench_missing=None, coll_ranks=[2])
+
+    def patch(self, module, **fakes):
+        for name, fake in fakes.items():
+            old = getattr(module, name)
+            setattr(module, name, fake)
+            self.addCleanup(setattr, module, name, old)
+
+    def fake(self, order, tag, value=10.0):
+        def once(log):
+            order.append(f"{tag}:{log}")
+            return value, None, 1.0
+        return once
+
+    def test_uct_alternates_transports_and_the_raw_peer(self):
+        order, commands = [], []
+
+        def ucx_once(s_, args, metric, env):
+            commands.append(" ".join(args))
+            return self.fake(order, args[-1])
+        s = self.session(sections=("uct", "raw"))
+        self.patch(ucx, missing_ucx_tools=lambda: None, ucx_once=ucx_once)
+        self.patch(raw, raw_once=lambda s_, tool, size, metric: self.fake(order, tool),
+                   shutil=types.SimpleNamespace(which=lambda t: "/usr/bin/" + t))
+        with contextlib.redirect_stdout(io.StringIO()):
+            ucx.run_uct(s)
+            raw.run_raw(s)  # its rows were measured in the UCT pairs: nothing is run again
+        put_lat = [o for o in order if "put_lat" in o or "ib_write_lat" in o]
+        self.assertEqual(put_lat, ["rc_verbs:uct-rc_verbs-put_lat-8-r1",
+                                   "gdr_rc:uct-gdr_rc-put_lat-8-r1",
+                                   "ib_write_lat:raw-ib_write_lat-8-r1",
+                                   "rc_verbs:uct-rc_verbs-put_lat-8-r2",
+                                   "gdr_rc:uct-gdr_rc-put_lat-8-r2",
+                                   "ib_write_lat:raw-ib_write_lat-8-r2"])
+        labels = {(r["label"], r["of"]["test"], r["of"]["size"]) for r in s.results.ratios}
+        self.assertIn(("gdr_rc/rc_verbs", "put_bw", 8), labels)  # the message rate
+        self.assertIn(("rc_verbs/raw", "get", MiB), labels)
+        self.assertNotIn(("rc_verbs/raw", "put_bw", 8), labels)  # no raw message rate
+        self.assertEqual(len([r for r in s.results.rows if r["section"] == "raw"]),
+                         len(plan.RAW_TESTS))
+        for test in ("put_bw", "am_bw"):  # message rate: 8 B short, many outstanding
+            self.assertIn(f"-d rxe0:1 -t {test} -s 8 -D short -n 5000 -w 500 -O 128 -x gdr_rc",
+                          commands)
+
+    def test_coll_interleaves_gdr_perftest_with_mpi(self):
+        order = []
+        s = self.session()
+
+        def launch_once(tag, n_results):
+            def once(log):
+                order.append(log)
+                return [(100.0, None)] * n_results, 1.0
+            return once
+        self.patch(coll, shutil=types.SimpleNamespace(which=lambda t: "/usr/bin/" + t),
+                   gdr_once=lambda s_, ops, blocks, ranks, t, n, w:
+                   launch_once("gdr", 2 * len(ops) * len(blocks)),
+                   mpi_once=lambda s_, op, blocks, ranks, t, n: launch_once("mpi", 3 * len(blocks)))
+        with contextlib.redirect_stdout(io.StringIO()):
+            coll.run_coll(s)
+        self.assertEqual(order[:6], ["coll-gdr_rc-np2-gdr_perftest-allreduce-bcast-r1",
+                                     "coll-gdr_rc-np2-coll_bench-allreduce-r1",
+                                     "coll-gdr_rc-np2-coll_bench-bcast-r1",
+                                     "coll-gdr_rc-np2-gdr_perftest-allreduce-bcast-r2",
+                                     "coll-gdr_rc-np2-coll_bench-allreduce-r2",
+                                     "coll-gdr_rc-np2-coll_bench-bcast-r2"])
+        table = tables.coll_rows(s.results.rows, s.results.ratios)
+        self.assertEqual(len(table), 5 * len(plan.COLL_BLOCKS_QUICK))
+        for t in table:
+            for k in ("time_ratio", "busbw_ratio", "coll_bench_over_mpi"):
+                self.assertEqual((t[k]["median"], t[k]["pairs"]), (1.0, 2), (t["op"], k))
 
 
 class ToolDiscovery(unittest.TestCase):
