@@ -428,7 +428,8 @@ class SectionsInterleave(unittest.TestCase):
             args=types.SimpleNamespace(quick=quick), iters=plan.Iterations(quick),
             net_device="rxe0:1", gdr_unavailable=None, sections=list(sections),
             results=Results(2, load=lambda: 1.0), base_env=lambda t: {},
-            gdr_perftest_missing=None, coll_bench_missing=None, coll_ranks=[2])
+            gdr_perftest_missing=None, coll_bench_missing=None, coll_ranks=[2],
+            wanted=lambda test: True)
 
     def patch(self, module, **fakes):
         for name, fake in fakes.items():

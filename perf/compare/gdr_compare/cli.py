@@ -25,6 +25,9 @@ def parse_args():
     p.add_argument("--section", action="append", choices=SECTIONS,
                    help="run only this section (repeatable; default: all, without cost"
                    " with --quick)")
+    p.add_argument("--test", action="append", metavar="TEST",
+                   help="run only this test of the uct, ucp, raw and wrapper sections (their"
+                   " table's name: put_bw, tag_lat, ib_write_bw ...; repeatable; default: all)")
     p.add_argument("--quick", action="store_true",
                    help="fewer iterations (a few minutes in the VM)")
     p.add_argument("--out", help="results directory (default ./results/compare-<date>)")

@@ -50,6 +50,10 @@ class Session:
             "--provider-ops")
         self.coll_ranks = args.coll_ranks or ([2] if args.quick else [2, 4])
 
+    def wanted(self, test):
+        """--test: whether a test of the uct, ucp, raw or wrapper section is to run."""
+        return not self.args.test or test in self.args.test
+
     def base_env(self, transport):
         """The environment of every measuring process: the port, UCX 1.13's UD on rxe (docs/
         rxe-vm.md), and the plugin preloaded for gdr_rc only (rc_verbs is the unmodified UCX)."""

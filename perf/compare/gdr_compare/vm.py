@@ -26,6 +26,8 @@ def measure_in_vm(args, sections):
     cmd += ["--quick"] if args.quick else []
     for s in sections:
         cmd += ["--section", s]
+    for t in args.test or ():
+        cmd += ["--test", t]
     for opt, val in (("--device", args.device), ("--gid-index", args.gid_index),
                      ("--timeout", args.timeout), ("--pairs", args.pairs),
                      ("--gdr-doctor", args.gdr_doctor and os.path.abspath(args.gdr_doctor)),

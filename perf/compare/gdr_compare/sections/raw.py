@@ -55,7 +55,7 @@ def raw_peer(s, test, size, metric):
 def run_raw(s):
     for tool, size, metric in RAW_TESTS:
         spec = raw_spec(tool, size, metric)
-        if s.results.has(**spec):
+        if not s.wanted(tool) or s.results.has(**spec):
             continue  # measured in a UCT test's pairs
         if not shutil.which(tool):
             s.results.unmeasured([spec], f"{tool} not installed (perftest)")

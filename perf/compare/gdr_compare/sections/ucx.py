@@ -56,6 +56,8 @@ def compare_transports(s, section, test, size, metric, launch_of, extra=None):
 
 def run_uct(s):
     for test, size, layout, metric in UCT_TESTS:
+        if not s.wanted(test):
+            continue
         n, w = s.iters.of(metric, size)
         args = ["-d", s.net_device, "-t", test, "-s", str(size), "-D", layout, "-n", str(n),
                 "-w", str(w)] + (["-O", str(MR_WINDOW)] if metric == MR else [])
@@ -67,6 +69,8 @@ def run_uct(s):
 
 def run_ucp(s):
     for test, size, metric in UCP_TESTS:
+        if not s.wanted(test):
+            continue
         n, w = s.iters.of(metric, size)
         args = ["-t", test, "-s", str(size), "-n", str(n), "-w", str(w)]
 

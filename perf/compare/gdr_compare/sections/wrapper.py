@@ -31,7 +31,7 @@ def gdr_p2p_once(s, test, size, metric, env, n, w):
 
 def run_wrapper(s):
     for test, ucx_test, size, metric, quick in WRAPPER_TESTS:
-        if s.args.quick and not quick:
+        if (s.args.quick and not quick) or not s.wanted(test):
             continue
         n, w = s.iters.of(metric, size)
         for transport in section_transports(s.args.quick):
