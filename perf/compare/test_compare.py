@@ -470,7 +470,7 @@ class SectionsInterleave(unittest.TestCase):
         self.assertEqual(len([r for r in s.results.rows if r["section"] == "raw"]),
                          len(plan.RAW_TESTS))
         for test in ("put_bw", "am_bw"):  # message rate: 8 B short, many outstanding
-            self.assertIn(f"-d rxe0:1 -t {test} -s 8 -D short -n 5000 -w 500 -O 128 -x gdr_rc",
+            self.assertIn(f"-d rxe0:1 -t {test} -s 8 -D short -n 2000 -w 200 -O 128 -x gdr_rc",
                           commands)
 
     def test_coll_interleaves_gdr_perftest_with_mpi(self):

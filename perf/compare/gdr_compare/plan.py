@@ -21,7 +21,7 @@ class Iterations:
 
     def of(self, metric, size):
         if metric == MR:  # short messages: enough of them that the run is not all start-up
-            return (5000, 500) if self.quick else (100000, 10000)
+            return (2000, 200) if self.quick else (100000, 10000)
         if metric == LAT:
             return (1000, 100) if self.quick else (20000, 1000)
         if size >= MiB:
