@@ -28,8 +28,9 @@ def ratio_stats(ratios, tolerance=NOISY):
     spread = None
     if len(ratios) > 1:
         spread = max(hi / median - 1, 1 - lo / median) if median > 0 else float("inf")
+    # "wider than" +-10 %: exactly 10 % is not noisy (1.1 / 1.0 - 1 is 0.10000000000000009)
     return dict(median=median, min=lo, max=hi, pairs=len(ratios), spread=spread,
-                noisy=spread is not None and spread > tolerance + 1e-9)  # exactly 10 %: not
+                noisy=spread is not None and spread > tolerance + 1e-9)
 
 
 def per_pair_ratios(num, den):
