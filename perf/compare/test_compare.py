@@ -21,10 +21,10 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
 
 from gdr_compare import callgrind, cli, devices, launch, parsers, plan  # noqa: E402
-from gdr_compare import report, tables, tools  # noqa: E402
+from gdr_compare import interleave, measure, report, tables, tools  # noqa: E402
 from gdr_compare.measure import Results  # noqa: E402
-from gdr_compare.sections import cost, wrapper  # noqa: E402
-from gdr_compare.units import BUSBW, BW, LAT, MiB, TIME  # noqa: E402
+from gdr_compare.sections import coll, cost, raw, ucx, wrapper  # noqa: E402
+from gdr_compare.units import BUSBW, BW, LAT, MR, MiB, TIME  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "fixtures")
 
@@ -98,11 +98,11 @@ class Comparison(unittest.TestCase):
                 row("raw", "ib_write_lat", 8, LAT, "verbs", 10.0)]
         table = {(t["test"], t["size"]): t for t in tables.comparison_rows(rows)}
         bw = table[("put_bw", 65536)]
-        self.assertAlmostEqual(bw["gdr_over_rc"], 1.25)
-        self.assertAlmostEqual(bw["rc_over_raw"], 0.5)
-        self.assertAlmostEqual(bw["gdr_over_raw"], 0.625)
+        self.assertAlmostEqual(bw["gdr_over_rc"]["median"], 1.25)
+        self.assertAlmostEqual(bw["rc_over_raw"]["median"], 0.5)
+        self.assertAlmostEqual(bw["gdr_over_raw"]["median"], 0.625)
         lat = table[("put_lat", 8)]
-        self.assertAlmostEqual(lat["rc_over_raw"], 1.2)
+        self.assertAlmostEqual(lat["rc_over_raw"]["median"], 1.2)
         self.assertIsNone(lat["gdr_over_rc"])  # n/a stays n/a: no ratio is made up
         self.assertNotIn(("ib_write_bw", 65536), table)  # raw rows are peers, not comparison rows
 
@@ -161,8 +161,8 @@ class CostSection(unittest.TestCase):
                 row("cost", "put_short", 8, "syscalls_per_op", "rc_verbs", 1.0),
                 row("cost", "put_short", 8, "syscalls_per_op", "gdr_rc", 1.0)]
         table = {t["metric"]: t for t in tables.comparison_rows(rows)}
-        self.assertAlmostEqual(table["instr_per_op"]["gdr_over_rc"], 343 / 332)
-        self.assertAlmostEqual(table["syscalls_per_op"]["gdr_over_rc"], 1.0)
+        self.assertAlmostEqual(table["instr_per_op"]["gdr_over_rc"]["median"], 343 / 332)
+        self.assertAlmostEqual(table["syscalls_per_op"]["gdr_over_rc"]["median"], 1.0)
 
 
 class ToolParsers(unittest.TestCase):
@@ -253,8 +253,8 @@ class SectionTables(unittest.TestCase):
                 wrapper("put_bw", MiB, BW, "rc_verbs", 10.0, "ucx_perftest")]
         table = {(t["test"], t["transport"]): t for t in tables.wrapper_rows(rows)}
         self.assertEqual(len(table), 3)
-        self.assertAlmostEqual(table[("tag_lat", "gdr_rc")]["wrapper_over_ucx"], 0.75)
-        self.assertAlmostEqual(table[("put_bw", "gdr_rc")]["wrapper_over_ucx"], 1.2)
+        self.assertAlmostEqual(table[("tag_lat", "gdr_rc")]["wrapper_over_ucx"]["median"], 0.75)
+        self.assertAlmostEqual(table[("put_bw", "gdr_rc")]["wrapper_over_ucx"]["median"], 1.2)
         self.assertEqual(table[("put_bw", "gdr_rc")]["ucx_test"], "ucp_put_bw")
         self.assertIsNone(table[("put_bw", "rc_verbs")]["wrapper_over_ucx"])
         self.assertEqual(tables.comparison_rows(rows), [])  # not in the transport table
@@ -274,11 +274,11 @@ class SectionTables(unittest.TestCase):
                      coll(TIME, cb, "coll_bench", None if cb else "timed out")]
         table = {t["ranks"]: t for t in tables.coll_rows(rows)}
         self.assertEqual(sorted(table), [2, 4])
-        self.assertAlmostEqual(table[2]["time_ratio"], 0.5)  # ours twice as fast
-        self.assertAlmostEqual(table[2]["busbw_ratio"], 2.0)
-        self.assertAlmostEqual(table[2]["coll_bench_over_mpi"], 0.75)
+        self.assertAlmostEqual(table[2]["time_ratio"]["median"], 0.5)  # ours twice as fast
+        self.assertAlmostEqual(table[2]["busbw_ratio"]["median"], 2.0)
+        self.assertAlmostEqual(table[2]["coll_bench_over_mpi"]["median"], 0.75)
         self.assertEqual((table[4]["size"], table[4]["block"]), (32, 8))
-        self.assertAlmostEqual(table[4]["time_ratio"], 1.5)
+        self.assertAlmostEqual(table[4]["time_ratio"]["median"], 1.5)
         self.assertIsNone(table[4]["coll_bench_over_mpi"])
         self.assertEqual(tables.comparison_rows(rows), [])
 
@@ -419,6 +419,88 @@ class WrapperSection(unittest.TestCase):
         self.assertIn("--err-mode none --bw-timing sender", command)
 
 
+class SectionsInterleave(unittest.TestCase):
+    """Each comparing section runs its sides through Results.interleave: A B A B ..., with the
+    ratios the tables print.  The launches are fakes that log their order."""
+
+    def session(self, quick=True, sections=("uct",)):
+        return types.SimpleNamespace(
+            args=types.SimpleNamespace(quick=quick), iters=plan.Iterations(quick),
+            net_device="rxe0:1", gdr_unavailable=None, sections=list(sections),
+            results=Results(2, load=lambda: 1.0), base_env=lambda t: {},
+            gdr_perftest_missing=None, coll_bench_missing=None, coll_ranks=[2],
+            wanted=lambda test: True)
+
+    def patch(self, module, **fakes):
+        for name, fake in fakes.items():
+            old = getattr(module, name)
+            setattr(module, name, fake)
+            self.addCleanup(setattr, module, name, old)
+
+    def fake(self, order, tag, value=10.0):
+        def once(log):
+            order.append(f"{tag}:{log}")
+            return value, None, 1.0
+        return once
+
+    def test_uct_alternates_transports_and_the_raw_peer(self):
+        order, commands = [], []
+
+        def ucx_once(s_, args, metric, env):
+            commands.append(" ".join(args))
+            return self.fake(order, args[-1])
+        s = self.session(sections=("uct", "raw"))
+        self.patch(ucx, missing_ucx_tools=lambda: None, ucx_once=ucx_once)
+        self.patch(raw, raw_once=lambda s_, tool, size, metric: self.fake(order, tool),
+                   shutil=types.SimpleNamespace(which=lambda t: "/usr/bin/" + t))
+        with contextlib.redirect_stdout(io.StringIO()):
+            ucx.run_uct(s)
+            raw.run_raw(s)  # its rows were measured in the UCT pairs: nothing is run again
+        put_lat = [o for o in order if "put_lat" in o or "ib_write_lat" in o]
+        self.assertEqual(put_lat, ["rc_verbs:uct-rc_verbs-put_lat-8-r1",
+                                   "gdr_rc:uct-gdr_rc-put_lat-8-r1",
+                                   "ib_write_lat:raw-ib_write_lat-8-r1",
+                                   "rc_verbs:uct-rc_verbs-put_lat-8-r2",
+                                   "gdr_rc:uct-gdr_rc-put_lat-8-r2",
+                                   "ib_write_lat:raw-ib_write_lat-8-r2"])
+        labels = {(r["label"], r["of"]["test"], r["of"]["size"]) for r in s.results.ratios}
+        self.assertIn(("gdr_rc/rc_verbs", "put_bw", 8), labels)  # the message rate
+        self.assertIn(("rc_verbs/raw", "get", MiB), labels)
+        self.assertNotIn(("rc_verbs/raw", "put_bw", 8), labels)  # no raw message rate
+        self.assertEqual(len([r for r in s.results.rows if r["section"] == "raw"]),
+                         len(plan.RAW_TESTS))
+        for test in ("put_bw", "am_bw"):  # message rate: 8 B short, many outstanding
+            self.assertIn(f"-d rxe0:1 -t {test} -s 8 -D short -n 2000 -w 200 -O 128 -x gdr_rc",
+                          commands)
+
+    def test_coll_interleaves_gdr_perftest_with_mpi(self):
+        order = []
+        s = self.session()
+
+        def launch_once(tag, n_results):
+            def once(log):
+                order.append(log)
+                return [(100.0, None)] * n_results, 1.0
+            return once
+        self.patch(coll, shutil=types.SimpleNamespace(which=lambda t: "/usr/bin/" + t),
+                   gdr_once=lambda s_, ops, blocks, ranks, t, n, w:
+                   launch_once("gdr", 2 * len(ops) * len(blocks)),
+                   mpi_once=lambda s_, op, blocks, ranks, t, n: launch_once("mpi", 3 * len(blocks)))
+        with contextlib.redirect_stdout(io.StringIO()):
+            coll.run_coll(s)
+        self.assertEqual(order[:6], ["coll-gdr_rc-np2-gdr_perftest-allreduce-bcast-r1",
+                                     "coll-gdr_rc-np2-coll_bench-allreduce-r1",
+                                     "coll-gdr_rc-np2-coll_bench-bcast-r1",
+                                     "coll-gdr_rc-np2-gdr_perftest-allreduce-bcast-r2",
+                                     "coll-gdr_rc-np2-coll_bench-allreduce-r2",
+                                     "coll-gdr_rc-np2-coll_bench-bcast-r2"])
+        table = tables.coll_rows(s.results.rows, s.results.ratios)
+        self.assertEqual(len(table), 5 * len(plan.COLL_BLOCKS_QUICK))
+        for t in table:
+            for k in ("time_ratio", "busbw_ratio", "coll_bench_over_mpi"):
+                self.assertEqual((t[k]["median"], t[k]["pairs"]), (1.0, 2), (t["op"], k))
+
+
 class ToolDiscovery(unittest.TestCase):
     def test_next_to_the_plugin_else_not_built(self):
         build = tempfile.mkdtemp()
@@ -465,7 +547,7 @@ class Repetitions(unittest.TestCase):
                         (6.0, None, 1.0)])
         b.measure("uct", "put_bw", 65536, BW, "gdr_rc", "x", lambda log: next(results))
         self.assertEqual(b.rows[0]["value"], 5.0)
-        self.assertIn("1 of 3 repetitions failed: client timed out", b.rows[0]["reason"])
+        self.assertIn("1 of 3 runs failed: client timed out", b.rows[0]["reason"])
 
     def test_measure_set_medians_per_row(self):
         b = Results(3)
@@ -479,7 +561,7 @@ class Repetitions(unittest.TestCase):
         b.measure_set(specs, "x", lambda log: next(launches))
         self.assertEqual([r["value"] for r in b.rows], [3.0, 8.0])
         self.assertEqual(b.rows[0]["samples"], [5.0, 1.0, 3.0])
-        self.assertIn("1 of 3 repetitions failed: check WRONG", b.rows[1]["reason"])
+        self.assertIn("1 of 3 runs failed: check WRONG", b.rows[1]["reason"])
         self.assertEqual((b.rows[1]["tool"], b.rows[1]["ranks"], b.rows[1]["wall_s"]),
                          ("coll_bench", 2, 6.0))
 
@@ -489,6 +571,126 @@ class Repetitions(unittest.TestCase):
         self.assertIsNone(b.rows[0]["value"])
         self.assertEqual(b.rows[0]["status"], "n/a")
         self.assertEqual(b.rows[0]["reason"], "boom")
+
+
+class Interleaving(unittest.TestCase):
+    """Issue 14 requirement 5: the two sides of a comparison alternate, the ratio is the median of
+    the per-pair ratios with min-max, and a spread wider than +-10 % is "noisy", not a number."""
+
+    def test_median_of_ratios_with_min_max(self):
+        st = interleave.ratio_stats([1.0, 1.05, 0.97, 1.02, 1.08])
+        self.assertEqual((st["median"], st["min"], st["max"], st["pairs"]),
+                         (1.02, 0.97, 1.08, 5))
+        self.assertAlmostEqual(st["spread"], 1.08 / 1.02 - 1)
+        self.assertFalse(st["noisy"])
+        self.assertEqual(interleave.ratio_text(st), "1.02 [0.97-1.08]")
+
+    def test_spread_wider_than_ten_percent_is_noisy_not_a_number(self):
+        st = interleave.ratio_stats([1.0, 1.2, 0.95, 1.0, 1.01])  # +20 % above the median
+        self.assertTrue(st["noisy"])
+        self.assertEqual(interleave.ratio_text(st), "noisy [0.95-1.20]")
+        low = interleave.ratio_stats([0.85, 1.0, 1.0, 1.0, 1.0])  # -15 % below it
+        self.assertTrue(low["noisy"])
+
+    def test_exactly_ten_percent_is_not_noisy(self):
+        st = interleave.ratio_stats([0.9, 1.0, 1.1])
+        self.assertFalse(st["noisy"])
+        self.assertTrue(interleave.ratio_stats([0.95, 1.0, 1.1001])["noisy"])
+
+    def test_one_pair_is_unjudged_and_none_is_na(self):
+        st = interleave.ratio_stats([0.8])
+        self.assertIsNone(st["spread"])
+        self.assertFalse(st["noisy"])
+        self.assertEqual(interleave.ratio_text(st), "0.80 [1 pair]")
+        self.assertIsNone(interleave.ratio_stats([]))
+        self.assertEqual(interleave.ratio_text(None), "n/a")
+
+    def test_failed_run_drops_its_pair_only(self):
+        self.assertEqual(interleave.per_pair_ratios([2.0, None, 6.0, 8.0], [1.0, 1.0, None, 4.0]),
+                         [2.0, 2.0])
+
+    def interleaved(self, a_values, b_values):
+        """Two fake launches; returns (Results, the order in which they ran)."""
+        order, loads = [], iter(range(100))
+        b = Results(len(a_values), load=lambda: float(next(loads)))
+
+        def side(name, values):
+            it = iter(values)
+
+            def once(log):
+                order.append(log)
+                v = next(it)
+                return (v, None if v is not None else "boom", 1.0)
+            return once
+        a_spec = dict(section="uct", test="put_bw", size=65536, metric=BW, transport="rc_verbs")
+        b_spec = dict(a_spec, transport="gdr_rc")
+        with contextlib.redirect_stdout(io.StringIO()):
+            b.interleave([measure.single(a_spec, "a", side("a", a_values)),
+                          measure.single(b_spec, "b", side("b", b_values))],
+                         [("gdr_rc/rc_verbs", b_spec, a_spec)])
+        return b, order
+
+    def test_sides_alternate_and_the_ratio_is_not_the_ratio_of_medians(self):
+        b, order = self.interleaved([1.0, 10.0, 3.0], [2.0, 11.0, 9.0])
+        self.assertEqual(order, ["a-r1", "b-r1", "a-r2", "b-r2", "a-r3", "b-r3"])
+        self.assertEqual([r["value"] for r in b.rows], [3.0, 9.0])  # ratio of medians: 3
+        r = b.ratios[0]
+        self.assertEqual(r["ratios"], [2.0, 1.1, 3.0])
+        self.assertEqual((r["median"], r["min"], r["max"]), (2.0, 1.1, 3.0))
+        self.assertTrue(r["noisy"])
+        self.assertEqual(r["loads"], [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]])  # start, end per pair
+        self.assertEqual(b.rows[0]["loads"], r["loads"])
+
+    def test_tables_and_report_use_the_interleaved_ratio(self):
+        b, _ = self.interleaved([10.0, 10.0, 10.0, 10.0, 10.0], [10.0, 10.5, 9.8, 10.1, 12.0])
+        table = tables.comparison_rows(b.rows, b.ratios)
+        self.assertEqual(table[0]["gdr_over_rc"]["median"], 1.01)
+        self.assertTrue(table[0]["gdr_over_rc"]["noisy"])  # 1.2 is 19 % above 1.01
+        self.assertEqual(table[0]["load"], (0.0, 9.0))
+        out = io.StringIO()
+        meta = dict(device="rxe0:1", gid_index=1, ucx_version="1.13.1", kernel="k",
+                    in_rxe_vm=True, pairs=5, load_source="host (copied into the VM)")
+        with contextlib.redirect_stdout(out):
+            report.print_report(dict(meta=meta, rows=b.rows, ratios=b.ratios))
+        self.assertIn("noisy [0.98-1.20]", out.getvalue())
+        self.assertNotIn("1.01", out.getvalue())  # a noisy median is never printed
+        self.assertIn("0.0-9.0", out.getvalue())
+
+    def test_load_from_the_hosts_copy_else_proc(self):
+        with tempfile.TemporaryDirectory() as d:
+            copy = os.path.join(d, interleave.HOST_LOADAVG)
+            with open(copy, "w") as f:
+                f.write("12.50 9.00 7.00 3/400 1234\n")
+            probe = interleave.LoadProbe(copy, in_vm=True)
+            self.assertEqual(probe(), 12.5)
+            self.assertEqual(probe.source, "host (copied into the VM)")
+            os.remove(copy)
+            self.assertIsNotNone(probe())  # the guest's own /proc/loadavg
+            self.assertEqual(probe.source, "guest")
+
+    def test_host_load_writer_keeps_a_copy_then_removes_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, interleave.HOST_LOADAVG)
+            with interleave.HostLoadWriter(path, period=0.05):
+                self.assertIsNotNone(interleave.LoadProbe.read(path))
+            self.assertFalse(os.path.exists(path))
+
+
+class MessageRate(unittest.TestCase):
+    def test_message_rate_is_the_overall_rate(self):
+        self.assertEqual(parsers.parse_ucx_perftest(UCX_BW_AVG_INF, MR), (7.0, None))
+
+    def test_uct_has_put_short_and_am_short_message_rates(self):
+        mr = [(t, size, layout) for t, size, layout, metric in plan.UCT_TESTS if metric == MR]
+        self.assertEqual(mr, [("put_bw", 8, "short"), ("am_bw", 8, "short")])
+        self.assertGreater(plan.MR_WINDOW, 1)
+
+    def test_no_raw_peer_for_a_message_rate(self):
+        rows = [row("uct", "put_bw", 8, MR, "rc_verbs", 1e5), row("uct", "put_bw", 8, MR,
+                                                                  "gdr_rc", 1.1e5)]
+        t = tables.comparison_rows(rows)[0]
+        self.assertIsNone(t["raw_tool"])
+        self.assertAlmostEqual(t["gdr_over_rc"]["median"], 1.1)
 
 
 def python(code):

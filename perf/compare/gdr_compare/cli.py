@@ -25,6 +25,9 @@ def parse_args():
     p.add_argument("--section", action="append", choices=SECTIONS,
                    help="run only this section (repeatable; default: all, without cost"
                    " with --quick)")
+    p.add_argument("--test", action="append", metavar="TEST",
+                   help="run only this test of the uct, ucp, raw and wrapper sections (their"
+                   " table's name: put_bw, tag_lat, ib_write_bw ...; repeatable; default: all)")
     p.add_argument("--quick", action="store_true",
                    help="fewer iterations (a few minutes in the VM)")
     p.add_argument("--out", help="results directory (default ./results/compare-<date>)")
@@ -33,8 +36,10 @@ def parse_args():
     p.add_argument("--gid-index", type=int,
                    help="GID index instead of gdr_rc's rule, judged by gdr-doctor (default: the "
                         "index gdr-doctor says gdr_rc uses); perftest gets it as -x on RoCE")
-    p.add_argument("--repeat", type=int, default=1,
-                   help="run each pair N times and report the median (default 1)")
+    p.add_argument("--pairs", "--repeat", type=int, dest="pairs", metavar="N",
+                   help="run the two sides of each comparison N times in alternation (A B A B"
+                   " ...); a row is the median, a ratio the median of the N per-pair ratios,"
+                   " 'noisy' when they spread more than +-10%% (default 5, 1 with --quick)")
     p.add_argument("--timeout", type=int,
                    help="seconds per peer process (default 90 quick, 600 full)")
     p.add_argument("--base-port", type=int, default=20000,
@@ -61,6 +66,7 @@ def parse_args():
                    metavar="N[,N...]",
                    help="ranks of the coll section (default 2 with --quick, else 2,4)")
     p.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--host-loadavg", help=argparse.SUPPRESS)  # the host's copy (vm.py)
     p.add_argument("--render", metavar="DIR", help="only print/plot an existing results directory")
     return p.parse_args()
 
@@ -98,6 +104,10 @@ def main():
         render(args.render)
         return 0
     sections = args.section or [s for s in SECTIONS if not (args.quick and s in NOT_QUICK)]
+    if args.pairs is None:
+        args.pairs = 1 if args.quick else 5  # --quick: one pair, to stay within CI's time
+    if args.pairs < 1:
+        sys.exit(f"compare: --pairs {args.pairs}: needs at least 1")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     args.out = os.path.abspath(args.out or os.path.join("results", f"compare-{stamp}"))
     os.makedirs(args.out, exist_ok=True)
@@ -120,7 +130,8 @@ def main():
         meta.update(date=stamp, host=socket.gethostname(), quick=args.quick, sections=sections,
                     command=shlex.join(sys.argv))
         with open(results, "w") as f:
-            json.dump(dict(meta=meta, rows=session.results.rows), f, indent=1)
+            json.dump(dict(meta=meta, rows=session.results.rows, ratios=session.results.ratios),
+                      f, indent=1)
         if args.measure_only:
             return 0
     wall = round(time.monotonic() - t0, 1)

@@ -4,7 +4,7 @@ finite one, otherwise the reason, never a guess."""
 
 import re
 
-from .units import BW, LAT, MiB, TIME
+from .units import BW, LAT, MR, MiB, TIME
 
 NUMBER = r"-?(?:[\d.]+(?:e[-+]?\d+)?|inf|nan)"
 PERFTEST_CLOCK_FAILURE = "Correlation coefficient"
@@ -22,12 +22,13 @@ def number_or_none(text):
 def parse_ucx_perftest(out, metric):
     """`ucx_perftest -v -f` prints a CSV header and one final line:
     iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,overall_mr
-    (latency in us, one-way for ping-pong tests; bandwidth in MiB/s).  Latency: the median;
-    bandwidth: the overall average.  Returns (value, why-not)."""
+    (latency in us, one-way for ping-pong tests; bandwidth in MiB/s; message rate in messages
+    per second).  Latency: the median; bandwidth and message rate: the overall average.
+    Returns (value, why-not)."""
     for line in reversed(out.splitlines()):
         fields = line.strip().split(",")
         if len(fields) == 8 and all(re.fullmatch(NUMBER, x) for x in fields):
-            value = finite(fields[1] if metric == LAT else fields[5])
+            value = finite(fields[{LAT: 1, MR: 7}.get(metric, 5)])
             if value is None:
                 return None, f"non-finite result: {line.strip()}"
             return value, None

@@ -1,7 +1,7 @@
 """The measurement plan: sections, tests, sizes, transports, iteration counts, and the size and
 bus-bandwidth conventions that make the collectives of the two tools comparable."""
 
-from .units import BW, KiB, LAT, MiB
+from .units import BW, KiB, LAT, MR, MiB
 
 SECTIONS = ("uct", "ucp", "raw", "wrapper", "coll", "cost")
 # callgrind makes the cost section minutes long per row: a full run has it, --quick does not
@@ -20,6 +20,8 @@ class Iterations:
         self.quick = quick
 
     def of(self, metric, size):
+        if metric == MR:  # short messages: enough of them that the run is not all start-up
+            return (2000, 200) if self.quick else (100000, 10000)
         if metric == LAT:
             return (1000, 100) if self.quick else (20000, 1000)
         if size >= MiB:
@@ -38,6 +40,14 @@ class Iterations:
 # Sizes: latency 8 B; bandwidth 64 KiB and 1 MiB.  UCT am_bw is limited to rc_verbs' AM segment
 # (am_bcopy <= 8255 B with the default 8 KiB segment): it runs at 8 KiB.  UCX 1.13's
 # ucx_perftest has no UCT get latency test: "get" is the UCT get bandwidth test.
+#
+# Message rate (issue 14): put_bw and am_bw with 8 B short messages and many outstanding.
+# ucx_perftest counts only operations that return UCS_INPROGRESS against its -O window, and a
+# short put or AM completes at once (UCS_OK): put_short posts until the transport answers
+# UCS_ERR_NO_RESOURCE (its send queue is full), am_short until its -W flow-control window (127
+# unacknowledged messages, the default) is.  -O MR_WINDOW states the intent and bounds a
+# transport that would complete them later.
+MR_WINDOW = 128
 UCT_TESTS = [  # (perftest test, size, data layout, metric)
     ("am_lat", 8, "short", LAT),
     ("put_lat", 8, "short", LAT),
@@ -46,6 +56,8 @@ UCT_TESTS = [  # (perftest test, size, data layout, metric)
     ("get", 64 * KiB, "zcopy", BW),
     ("get", MiB, "zcopy", BW),
     ("am_bw", 8 * KiB, "bcopy", BW),
+    ("put_bw", 8, "short", MR),
+    ("am_bw", 8, "short", MR),
 ]
 UCP_TESTS = [
     ("tag_lat", 8, LAT),
@@ -63,7 +75,8 @@ RAW_TESTS = [  # (perftest binary, size, metric)
 ]
 TRANSPORTS = ("rc_verbs", "gdr_rc")
 UCP_TLS = {"rc_verbs": "rc_verbs,ud_verbs:aux", "gdr_rc": "gdr_rc,ud_verbs:aux"}
-# Which raw verbs number each UCT result is compared with (same operation, same size).
+# Which raw verbs number each UCT result is compared with (same operation, same size; latency and
+# bandwidth: perftest has no message-rate result to compare with).
 RAW_PEER = {"put_lat": "ib_write_lat", "put_bw": "ib_write_bw", "get": "ib_read_bw"}
 
 # wrapper: gdr_perftest's test, ucx_perftest's test of the same operation, size, metric, in

@@ -3,8 +3,9 @@ ran, with an n/a cell pointing to a numbered footnote that says why."""
 
 import os
 
+from .interleave import NOISY, ratio_text
 from .plan import UCP_TLS
-from .tables import comparison_rows, coll_rows, wrapper_rows
+from .tables import comparison_rows, coll_rows, loads_of, wrapper_rows
 from .units import UNIT, size_label
 
 
@@ -15,7 +16,14 @@ def fmt(row):
 
 
 def fmt_ratio(r):
-    return f"{r:.2f}" if r is not None else "n/a"
+    """An interleaved ratio as ratio_text() writes it; a plain quotient (pairs None) bare."""
+    if r is not None and r.get("pairs") is None:
+        return f"{r['median']:.2f}"
+    return ratio_text(r)
+
+
+def fmt_load(t):
+    return f"{t['load'][0]:.1f}-{t['load'][1]:.1f}" if t.get("load") else "-"
 
 
 def print_table(head, lines):
@@ -53,6 +61,11 @@ def print_header(meta):
     if meta.get("host_loadavg_start"):
         print(f"host load average (1 min) at start {meta['host_loadavg_start'][0]:.1f}, at end "
               f"{meta['host_loadavg_end'][0]:.1f} on {os.cpu_count()} CPUs")
+    if meta.get("pairs"):
+        print(f"{meta['pairs']} interleaved pair(s) per comparison (A B A B ...): ratio = median "
+              f"of the per-pair ratios [min-max], 'noisy' when they spread more than "
+              f"+-{NOISY:.0%} around it; load = {meta.get('load_source') or 'host'} 1-min load "
+              f"average over the row's pairs")
 
 
 def print_transports(table, rows, notes):
@@ -64,16 +77,16 @@ def print_transports(table, rows, notes):
                       cell(t["rc_verbs"]), cell(t["gdr_rc"]), fmt_ratio(t["gdr_over_rc"]),
                       raw or "-", cell(t["raw"]) if raw else "-",
                       fmt_ratio(t["rc_over_raw"]) if raw else "-",
-                      fmt_ratio(t["gdr_over_raw"]) if raw else "-"])
+                      fmt_ratio(t["gdr_over_raw"]) if raw else "-", fmt_load(t)])
     for r in rows:
         if r["section"] == "raw":
             lines.append(["raw", r["test"], size_label(r["size"]), UNIT[r["metric"]], "-", "-",
-                          "-", r["test"], cell(r), "-", "-"])
+                          "-", r["test"], cell(r), "-", "-", fmt_load(dict(load=loads_of(r)))])
     if lines:
         print_table(["section", "test", "size", "unit", "rc_verbs", "gdr_rc", "gdr/rc",
-                     "raw verbs", "raw", "rc/raw", "gdr/raw"], lines)
-        print("latency: median one-way us (ratio < 1: faster); bandwidth: MiB/s (ratio > 1: "
-              "faster)")
+                     "raw verbs", "raw", "rc/raw", "gdr/raw", "load"], lines)
+        print("latency: median one-way us (ratio < 1: faster); bandwidth: MiB/s, message rate: "
+              "msg/s (ratio > 1: faster)")
         if any(t["section"] == "cost" for t in table):
             print("cost: exact counts per operation, posting side (callgrind; ratio < 1: "
                   "cheaper)")
@@ -84,10 +97,10 @@ def print_wrapper(wrapper, notes):
     print()
     print("wrapper: gdr_perftest (ucp_cpp) vs ucx_perftest, same UCX_TLS, sizes and iterations")
     print_table(["test", "ucx_perftest test", "size", "unit", "UCX_TLS", "gdr_perftest",
-                 "ucx_perftest", "wrapper/ucx"],
+                 "ucx_perftest", "wrapper/ucx", "load"],
                 [[t["test"], t["ucx_test"], size_label(t["size"]), UNIT[t["metric"]],
                   UCP_TLS[t["transport"]], cell(t["gdr_perftest"]), cell(t["ucx_perftest"]),
-                  fmt_ratio(t["wrapper_over_ucx"])] for t in wrapper])
+                  fmt_ratio(t["wrapper_over_ucx"]), fmt_load(t)] for t in wrapper])
     print("latency: median half round trip, us (ratio < 1: the wrapper is faster); bandwidth: "
           "MiB/s = 2^20 B/s (ratio > 1: the wrapper is faster)")
 
@@ -97,12 +110,12 @@ def print_coll(colls, notes):
     print()
     print("coll: gdr_perftest (ucp_cpp::coll) vs MPI (coll_bench), same mpirun, ranks and UCX_TLS")
     print_table(["op", "ranks", "size", "block", "UCX_TLS", "ours us", "MPI us", "ours/MPI",
-                 "ours GB/s", "MPI GB/s", "ours/MPI", "cb ours us", "cb/MPI"],
+                 "ours GB/s", "MPI GB/s", "ours/MPI", "cb ours us", "cb/MPI", "load"],
                 [[t["op"], t["ranks"], size_label(t["size"]), size_label(t["block"]),
                   UCP_TLS[t["transport"]], cell(t["ours_time"]), cell(t["mpi_time"]),
                   fmt_ratio(t["time_ratio"]), bw(t["ours_busbw"]), bw(t["mpi_busbw"]),
                   fmt_ratio(t["busbw_ratio"]), cell(t["coll_bench_time"]),
-                  fmt_ratio(t["coll_bench_over_mpi"])] for t in colls])
+                  fmt_ratio(t["coll_bench_over_mpi"]), fmt_load(t)] for t in colls])
     print("time per call, max over ranks, us (ours/MPI <= 1: ours faster); busbw GB/s = "
           "10^9 B/s, nccl-tests factors (ours/MPI >= 1: ours faster);\nsize: nccl-tests size "
           "(gdr_perftest -s), block: coll_bench bytes; cb ours: ucp_cpp::coll timed by "
@@ -112,8 +125,9 @@ def print_coll(colls, notes):
 def print_report(doc):
     """The three tables (transports, wrapper, collectives), each only when its sections ran.
     Returns (transport table, wrapper table, collectives table)."""
-    rows = doc["rows"]
-    table, wrapper, colls = comparison_rows(rows), wrapper_rows(rows), coll_rows(rows)
+    rows, ratios = doc["rows"], doc.get("ratios", [])
+    table, wrapper, colls = (comparison_rows(rows, ratios), wrapper_rows(rows, ratios),
+                             coll_rows(rows, ratios))
     notes = Notes()
     print()
     print_header(doc["meta"])

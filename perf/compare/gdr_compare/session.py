@@ -10,6 +10,7 @@ import sys
 import time
 
 from .devices import DeviceError, choose_port, device_names
+from .interleave import LoadProbe
 from .launch import PortAllocator, last_error_line
 from .measure import Results
 from .plan import Iterations
@@ -24,7 +25,9 @@ class Session:
         self.iters = Iterations(args.quick)
         self.ports = PortAllocator(args.base_port)
         self.timeout = args.timeout or (90 if args.quick else 600)
-        self.results = Results(args.repeat)
+        self.load = LoadProbe(args.host_loadavg, bool(os.environ.get("RXE_VM")))
+        self.results = Results(args.pairs, self.load)
+        self.sections = []
         self.logdir = os.path.join(args.out, "logs")
         os.makedirs(self.logdir, exist_ok=True)
         if not device_names(report):
@@ -46,6 +49,10 @@ class Session:
             args.provider_ops, self.gdr_plugin, ("perf", "cost", "provider_ops"),
             "--provider-ops")
         self.coll_ranks = args.coll_ranks or ([2] if args.quick else [2, 4])
+
+    def wanted(self, test):
+        """--test: whether a test of the uct, ucp, raw or wrapper section is to run."""
+        return not self.args.test or test in self.args.test
 
     def base_env(self, transport):
         """The environment of every measuring process: the port, UCX 1.13's UD on rxe (docs/
@@ -94,6 +101,7 @@ class Session:
               f"{self.gdr_unavailable or 'available (' + self.gdr_plugin + ')'}", flush=True)
         t0 = time.monotonic()
         section_wall = {}
+        self.sections = list(sections)
         for section in sections:
             t1 = time.monotonic()
             RUNNERS[section](self)
@@ -102,4 +110,5 @@ class Session:
                     gid_reason=self.port.gid_reason, gdr_plugin=self.gdr_plugin or None,
                     gdr_unavailable=self.gdr_unavailable,
                     measure_wall_s=round(time.monotonic() - t0, 1), kernel=platform.release(),
+                    pairs=self.results.pairs, load_source=self.load.source,
                     ucx_version=ucx_version(), in_rxe_vm=bool(os.environ.get("RXE_VM")))

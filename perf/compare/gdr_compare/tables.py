@@ -1,9 +1,14 @@
 """The comparison tables, joined from the rows: transports (rc_verbs, gdr_rc, raw verbs), wrapper
-(gdr_perftest vs ucx_perftest) and collectives (ours vs MPI), with their ratios.  A ratio with an
-n/a side is None: no ratio is ever made up."""
+(gdr_perftest vs ucx_perftest) and collectives (ours vs MPI), with their ratios.  A ratio is the
+run's interleaved one (measure.Results.interleave: median of the per-pair ratios, min-max, noisy)
+where it has one, else the plain quotient of the two values (the cost section's exact counts, or
+a results.json from before interleaving: pairs None).  A ratio with an n/a side is None: no ratio
+is ever made up."""
 
+from .interleave import load_range
+from .measure import row_key
 from .plan import COLL_GATHERS, RAW_PEER, UCX_TEST_OF
-from .units import BUSBW, BW, TIME
+from .units import BUSBW, BW, LAT, TIME
 
 
 def value_of(rows, **key):
@@ -13,13 +18,26 @@ def value_of(rows, **key):
     return None
 
 
-def ratio(a, b):
-    if a is None or b is None or a["value"] is None or b["value"] in (None, 0):
+def ratio(a, b, ratios=()):
+    """Row a over row b: dict(median, min, max, pairs, spread, noisy), or None."""
+    if a is None or b is None:
         return None
-    return a["value"] / b["value"]
+    of, to = row_key(a), row_key(b)
+    for r in ratios:
+        if r["of"] == of and r["to"] == to:
+            return r if r.get("median") is not None else None
+    if a["value"] is None or b["value"] in (None, 0):
+        return None
+    q = a["value"] / b["value"]
+    return dict(median=q, min=q, max=q, pairs=None, spread=None, noisy=False)
 
 
-def comparison_rows(rows):
+def loads_of(*rows):
+    """(lowest, highest) 1-minute host load over the pairs of these rows, or None."""
+    return load_range([pair for r in rows if r for pair in r.get("loads") or ()])
+
+
+def comparison_rows(rows, ratios=()):
     """One line per (section, test, size): rc_verbs, gdr_rc, gdr_rc/rc_verbs, and for UCT the raw
     verbs equivalent with rc_verbs/raw and gdr_rc/raw."""
     table = []
@@ -34,16 +52,17 @@ def comparison_rows(rows):
                       transport="rc_verbs")
         gdr = value_of(rows, section=section, test=test, size=size, metric=metric,
                        transport="gdr_rc")
-        raw_tool = RAW_PEER.get(test) if section == "uct" else None
+        raw_tool = RAW_PEER.get(test) if section == "uct" and metric in (LAT, BW) else None
         raw = value_of(rows, section="raw", test=raw_tool, size=size if metric == BW else 8) \
             if raw_tool else None
         table.append(dict(section=section, test=test, size=size, metric=metric, rc_verbs=rc,
-                          gdr_rc=gdr, gdr_over_rc=ratio(gdr, rc), raw_tool=raw_tool, raw=raw,
-                          rc_over_raw=ratio(rc, raw), gdr_over_raw=ratio(gdr, raw)))
+                          gdr_rc=gdr, gdr_over_rc=ratio(gdr, rc, ratios), raw_tool=raw_tool,
+                          raw=raw, rc_over_raw=ratio(rc, raw, ratios),
+                          gdr_over_raw=ratio(gdr, raw, ratios), load=loads_of(rc, gdr, raw)))
     return table
 
 
-def wrapper_rows(rows):
+def wrapper_rows(rows, ratios=()):
     """One line per (test, size, transport): gdr_perftest, ucx_perftest, and
     wrapper/ucx_perftest."""
     table, seen = [], []
@@ -60,11 +79,12 @@ def wrapper_rows(rows):
         ours, ucx = get("gdr_perftest"), get("ucx_perftest")
         table.append(dict(test=test, ucx_test=UCX_TEST_OF.get(test, test), size=size,
                           metric=metric, transport=transport, gdr_perftest=ours,
-                          ucx_perftest=ucx, wrapper_over_ucx=ratio(ours, ucx)))
+                          ucx_perftest=ucx, wrapper_over_ucx=ratio(ours, ucx, ratios),
+                          load=loads_of(ours, ucx)))
     return table
 
 
-def coll_rows(rows):
+def coll_rows(rows, ratios=()):
     """One line per (op, ranks, size, transport): time per call and busbw of gdr_perftest (ours)
     and MPI, ours/MPI for both, and coll_bench's own timing of ucp_cpp::coll with its ratio to
     MPI: the same library, in the same job as MPI's numbers (ours is a separate mpirun launch)."""
@@ -84,7 +104,8 @@ def coll_rows(rows):
         table.append(dict(op=op, ranks=ranks, size=size,
                           block=size // ranks if op in COLL_GATHERS else size,
                           transport=transport, ours_time=ours_t, mpi_time=mpi_t,
-                          time_ratio=ratio(ours_t, mpi_t), ours_busbw=ours_b, mpi_busbw=mpi_b,
-                          busbw_ratio=ratio(ours_b, mpi_b), coll_bench_time=cb_t,
-                          coll_bench_over_mpi=ratio(cb_t, mpi_t)))
+                          time_ratio=ratio(ours_t, mpi_t, ratios), ours_busbw=ours_b,
+                          mpi_busbw=mpi_b, busbw_ratio=ratio(ours_b, mpi_b, ratios),
+                          coll_bench_time=cb_t, coll_bench_over_mpi=ratio(cb_t, mpi_t, ratios),
+                          load=loads_of(ours_t, mpi_t, cb_t)))
     return table

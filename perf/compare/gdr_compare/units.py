@@ -3,8 +3,9 @@
 KiB, MiB = 1024, 1024 * 1024
 
 LAT, BW = "latency_us", "bandwidth_MiBps"
+MR = "msgrate_per_s"  # messages per second (ucx_perftest's overall message rate)
 TIME, BUSBW = "time_us", "busbw_GBps"  # collectives: time per call; bus bandwidth, 1 GB = 10^9 B
-UNIT = {LAT: "us", BW: "MiB/s", TIME: "us", BUSBW: "GB/s"}
+UNIT = {LAT: "us", BW: "MiB/s", MR: "msg/s", TIME: "us", BUSBW: "GB/s"}
 # cost section (exact counts per operation, callgrind): instructions, and calls of the system call
 # wrappers and of the verbs provider's post_send / post_recv / poll_cq
 COST_METRICS = ("instr_per_op", "syscalls_per_op", "post_send_per_op", "post_recv_per_op",

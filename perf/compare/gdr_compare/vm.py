@@ -4,6 +4,8 @@ RDMA device: the VM measures (--measure-only) into the results directory, this s
 import os
 import subprocess
 
+from .interleave import HOST_LOADAVG, HostLoadWriter
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(
     __file__)))))
 RXE_VM_RUN = os.path.join(REPO, "tests", "rxe-vm", "run")
@@ -17,12 +19,17 @@ def measure_in_vm(args, sections):
     # (the script and the plugin are then visible too), else from the results directory.
     out = os.path.realpath(args.out)
     share = REPO if (out + os.sep).startswith(os.path.realpath(REPO) + os.sep) else out
-    cmd = [RUN, "--measure-only", "--out", out, "--vm", "never", "--base-port", str(args.base_port)]
+    # the guest's /proc/loadavg is not the host's: the host keeps a copy in the shared directory
+    host_load = os.path.join(out, HOST_LOADAVG)
+    cmd = [RUN, "--measure-only", "--out", out, "--vm", "never", "--base-port", str(args.base_port),
+           "--host-loadavg", host_load]
     cmd += ["--quick"] if args.quick else []
     for s in sections:
         cmd += ["--section", s]
+    for t in args.test or ():
+        cmd += ["--test", t]
     for opt, val in (("--device", args.device), ("--gid-index", args.gid_index),
-                     ("--timeout", args.timeout), ("--repeat", args.repeat),
+                     ("--timeout", args.timeout), ("--pairs", args.pairs),
                      ("--gdr-doctor", args.gdr_doctor and os.path.abspath(args.gdr_doctor)),
                      ("--gdr-perftest", args.gdr_perftest and os.path.abspath(args.gdr_perftest)),
                      ("--coll-bench", args.coll_bench and os.path.abspath(args.coll_bench)),
@@ -34,6 +41,8 @@ def measure_in_vm(args, sections):
     env = dict(os.environ)
     if env.get("GDR_PLUGIN"):  # the VM run starts in the results directory
         env["GDR_PLUGIN"] = os.path.abspath(env["GDR_PLUGIN"])
-    env.setdefault("RXE_VM_TIMEOUT", "1500" if args.quick else "5400")
+    # the bound of one pair per comparison, times the pairs (each pair runs every launch again)
+    env.setdefault("RXE_VM_TIMEOUT", str((1500 if args.quick else 5400) * max(1, args.pairs)))
     print(f"compare: no RDMA device here: running in the Soft-RoCE VM ({RXE_VM_RUN})", flush=True)
-    return subprocess.run([RXE_VM_RUN] + cmd, cwd=share, env=env).returncode
+    with HostLoadWriter(host_load):
+        return subprocess.run([RXE_VM_RUN] + cmd, cwd=share, env=env).returncode

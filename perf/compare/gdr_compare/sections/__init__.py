@@ -1,6 +1,7 @@
 """One module per section; each run_<section>(session) measures its rows into session.results.
-rc_verbs and gdr_rc (or the two tools of a section) alternate test by test, so that both see the
-same moment of a host whose load drifts (a TCG guest's speed follows it closely)."""
+rc_verbs and gdr_rc (or the two tools of a section) run interleaved, A B A B ..., --pairs times
+(measure.Results.interleave), so that both sides of a pair see the same moment of a host whose
+load drifts (a TCG guest's speed follows it closely)."""
 
 from . import coll, cost, raw, ucx, wrapper
 

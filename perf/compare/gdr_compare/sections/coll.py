@@ -4,6 +4,7 @@ under the same mpirun command line."""
 import shutil
 
 from ..launch import run_single
+from ..measure import Launch
 from ..parsers import (coll_bench_value, gdr_perftest_value, parse_coll_bench,
                        parse_gdr_perftest)
 from ..plan import (COLL_BLOCKS_FULL, COLL_BLOCKS_QUICK, COLL_GROUPS, UCP_TLS, busbw, coll_size,
@@ -71,7 +72,24 @@ def mpi_once(s, op, blocks, ranks, transport, n):
     return once
 
 
+def coll_ratios(gdr_specs, cb_specs):
+    """Per collective and size: coll_bench's own ucp_cpp::coll time against MPI's (one launch)
+    and, when gdr_perftest runs (gdr_specs), ours/MPI time and busbw (its launch against
+    coll_bench's)."""
+    ratios = []
+    for mpi_t, mpi_b, cb_t in zip(cb_specs[0::3], cb_specs[1::3], cb_specs[2::3]):
+        ratios.append(("coll_bench ours/MPI time", cb_t, mpi_t))
+        ours = {g["metric"]: g for g in gdr_specs or ()
+                if (g["test"], g["size"]) == (mpi_t["test"], mpi_t["size"])}
+        if ours:
+            ratios += [("ours/MPI time", ours[TIME], mpi_t),
+                       ("ours/MPI busbw", ours[BUSBW], mpi_b)]
+    return ratios
+
+
 def run_coll(s):
+    """Per rank count, transport and size convention: one gdr_perftest launch for its
+    collectives and one coll_bench launch per collective, interleaved pair by pair."""
     n, w = s.iters.coll()
     blocks = COLL_BLOCKS_QUICK if s.args.quick else COLL_BLOCKS_FULL
     no_mpirun = None if shutil.which("mpirun") else "mpirun not installed (openmpi-bin)"
@@ -79,29 +97,32 @@ def run_coll(s):
         for transport in section_transports(s.args.quick):
             gdr = transport == "gdr_rc" and s.gdr_unavailable
             for ops in COLL_GROUPS:  # one gdr_perftest launch per size convention
-                specs = [dict(section="coll", test=op, size=coll_size(op, b, ranks),
-                              metric=metric, transport=transport, tool="gdr_perftest",
-                              ranks=ranks)
-                         for op in ops for b in blocks for metric in (TIME, BUSBW)]
-                why = no_mpirun or s.gdr_perftest_missing or gdr
-                if why:
-                    s.results.unmeasured(specs, why)
+                launches, ratios = [], []
+                gdr_specs = [dict(section="coll", test=op, size=coll_size(op, b, ranks),
+                                  metric=metric, transport=transport, tool="gdr_perftest",
+                                  ranks=ranks)
+                             for op in ops for b in blocks for metric in (TIME, BUSBW)]
+                why_gdr = no_mpirun or s.gdr_perftest_missing or gdr
+                if why_gdr:
+                    s.results.unmeasured(gdr_specs, why_gdr)
                 else:
-                    s.results.measure_set(
-                        specs, f"coll-{transport}-np{ranks}-gdr_perftest-{'-'.join(ops)}",
-                        gdr_once(s, list(ops), blocks, ranks, transport, n, w))
+                    launches.append(Launch(
+                        f"coll-{transport}-np{ranks}-gdr_perftest-{'-'.join(ops)}", gdr_specs,
+                        gdr_once(s, list(ops), blocks, ranks, transport, n, w)))
                 for op in ops:
-                    specs = []
+                    cb_specs = []
                     for b in blocks:
                         key = dict(section="coll", test=op, size=coll_size(op, b, ranks),
                                    transport=transport, ranks=ranks)
-                        specs += [dict(key, metric=TIME, tool="mpi"),
-                                  dict(key, metric=BUSBW, tool="mpi"),
-                                  dict(key, metric=TIME, tool="coll_bench")]
+                        cb_specs += [dict(key, metric=TIME, tool="mpi"),
+                                     dict(key, metric=BUSBW, tool="mpi"),
+                                     dict(key, metric=TIME, tool="coll_bench")]
                     why = no_mpirun or s.coll_bench_missing or gdr
                     if why:
-                        s.results.unmeasured(specs, why)
-                    else:
-                        s.results.measure_set(specs,
-                                              f"coll-{transport}-np{ranks}-coll_bench-{op}",
-                                              mpi_once(s, op, blocks, ranks, transport, n))
+                        s.results.unmeasured(cb_specs, why)
+                        continue
+                    launches.append(Launch(f"coll-{transport}-np{ranks}-coll_bench-{op}",
+                                           cb_specs, mpi_once(s, op, blocks, ranks, transport, n)))
+                    ratios += coll_ratios(None if why_gdr else gdr_specs, cb_specs)
+                if launches:
+                    s.results.interleave(launches, ratios)

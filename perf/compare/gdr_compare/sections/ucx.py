@@ -1,9 +1,14 @@
-"""uct and ucp: ucx_perftest server/client pairs over rc_verbs and gdr_rc."""
+"""uct and ucp: ucx_perftest's UCT and UCP tests, rc_verbs and gdr_rc interleaved pair by pair
+(measure.Results.interleave); a UCT test with a raw verbs equivalent has perftest's run in the
+same pairs when the raw section is part of the run."""
 
 from ..launch import run_pair
+from ..measure import single
 from ..parsers import parse_ucx_perftest
-from ..plan import TRANSPORTS, UCP_TESTS, UCP_TLS, UCT_TESTS
+from ..plan import MR_WINDOW, TRANSPORTS, UCP_TESTS, UCP_TLS, UCT_TESTS
 from ..tools import missing_ucx_tools
+from ..units import MR
+from .raw import raw_peer
 
 
 def ucx_once(s, client_args, metric, env):
@@ -25,31 +30,53 @@ def unavailable(s, transport):
     return missing_ucx_tools() or (transport == "gdr_rc" and s.gdr_unavailable)
 
 
+def compare_transports(s, section, test, size, metric, launch_of, extra=None):
+    """rc_verbs and gdr_rc (and `extra`, a (label, spec, launch) third side compared with both)
+    interleaved; a transport that cannot run is recorded n/a and the others still run."""
+    launches, specs = [], {}
+    for transport in TRANSPORTS:
+        spec = dict(section=section, test=test, size=size, metric=metric, transport=transport)
+        why = unavailable(s, transport)
+        if why:
+            s.results.unmeasured([spec], why)
+            continue
+        specs[transport] = spec
+        launches.append(single(spec, f"{section}-{transport}-{test}-{size}",
+                               launch_of(transport)))
+    ratios = []
+    if len(specs) == 2:
+        ratios.append(("gdr_rc/rc_verbs", specs["gdr_rc"], specs["rc_verbs"]))
+    if extra and launches:
+        label, spec, launch = extra
+        launches.append(launch)
+        ratios += [(f"{t}/{label}", specs[t], spec) for t in TRANSPORTS if t in specs]
+    if launches:
+        s.results.interleave(launches, ratios)
+
+
 def run_uct(s):
     for test, size, layout, metric in UCT_TESTS:
-        for transport in TRANSPORTS:
-            why = unavailable(s, transport)
-            if why:
-                s.results.record("uct", test, size, metric, transport, None, why, 0, None)
-                continue
-            n, w = s.iters.of(metric, size)
-            args = ["-d", s.net_device, "-x", transport, "-t", test, "-s", str(size),
-                    "-D", layout, "-n", str(n), "-w", str(w)]
-            s.results.measure("uct", test, size, metric, transport,
-                              f"uct-{transport}-{test}-{size}",
-                              ucx_once(s, args, metric, s.base_env(transport)))
+        if not s.wanted(test):
+            continue
+        n, w = s.iters.of(metric, size)
+        args = ["-d", s.net_device, "-t", test, "-s", str(size), "-D", layout, "-n", str(n),
+                "-w", str(w)] + (["-O", str(MR_WINDOW)] if metric == MR else [])
+        compare_transports(
+            s, "uct", test, size, metric,
+            lambda t: ucx_once(s, args + ["-x", t], metric, s.base_env(t)),
+            raw_peer(s, test, size, metric) if "raw" in s.sections else None)
 
 
 def run_ucp(s):
     for test, size, metric in UCP_TESTS:
-        for transport in TRANSPORTS:
-            why = unavailable(s, transport)
-            if why:
-                s.results.record("ucp", test, size, metric, transport, None, why, 0, None)
-                continue
-            env = s.base_env(transport)
-            env["UCX_TLS"] = UCP_TLS[transport]
-            n, w = s.iters.of(metric, size)
-            args = ["-t", test, "-s", str(size), "-n", str(n), "-w", str(w)]
-            s.results.measure("ucp", test, size, metric, transport,
-                              f"ucp-{transport}-{test}-{size}", ucx_once(s, args, metric, env))
+        if not s.wanted(test):
+            continue
+        n, w = s.iters.of(metric, size)
+        args = ["-t", test, "-s", str(size), "-n", str(n), "-w", str(w)]
+
+        def env(transport):
+            e = s.base_env(transport)
+            e["UCX_TLS"] = UCP_TLS[transport]
+            return e
+        compare_transports(s, "ucp", test, size, metric,
+                           lambda t: ucx_once(s, args, metric, env(t)))

@@ -1,7 +1,8 @@
 """wrapper: gdr_perftest (ucp_cpp) next to ucx_perftest's UCP test of the same operation, same
-UCX_TLS, sizes and iterations; the two tools alternate test by test."""
+UCX_TLS, sizes and iterations; the two tools interleaved pair by pair (Results.interleave)."""
 
 from ..launch import run_single
+from ..measure import single
 from ..parsers import gdr_perftest_value, parse_gdr_perftest
 from ..plan import UCP_TLS, WRAPPER_TESTS, section_transports
 from ..tools import missing_ucx_tools
@@ -30,7 +31,7 @@ def gdr_p2p_once(s, test, size, metric, env, n, w):
 
 def run_wrapper(s):
     for test, ucx_test, size, metric, quick in WRAPPER_TESTS:
-        if s.args.quick and not quick:
+        if (s.args.quick and not quick) or not s.wanted(test):
             continue
         n, w = s.iters.of(metric, size)
         for transport in section_transports(s.args.quick):
@@ -39,18 +40,18 @@ def run_wrapper(s):
             gdr = transport == "gdr_rc" and s.gdr_unavailable
             key = dict(section="wrapper", test=test, size=size, metric=metric,
                        transport=transport)
-            why = s.gdr_perftest_missing or gdr
-            if why:
-                s.results.unmeasured([dict(key, tool="gdr_perftest")], why)
-            else:
-                s.results.measure(name=f"wrapper-{transport}-gdr_perftest-{test}-{size}",
-                                  once=gdr_p2p_once(s, test, size, metric, env, n, w),
-                                  tool="gdr_perftest", **key)
-            why = missing_ucx_tools() or gdr
-            if why:
-                s.results.unmeasured([dict(key, tool="ucx_perftest")], why)
-            else:
-                args = ["-t", ucx_test, "-s", str(size), "-n", str(n), "-w", str(w)]
-                s.results.measure(name=f"wrapper-{transport}-ucx_perftest-{ucx_test}-{size}",
-                                  once=ucx_once(s, args, metric, env), tool="ucx_perftest",
-                                  **key)
+            ours, ucx = dict(key, tool="gdr_perftest"), dict(key, tool="ucx_perftest")
+            args = ["-t", ucx_test, "-s", str(size), "-n", str(n), "-w", str(w)]
+            sides = [(ours, s.gdr_perftest_missing or gdr,
+                      single(ours, f"wrapper-{transport}-gdr_perftest-{test}-{size}",
+                             gdr_p2p_once(s, test, size, metric, env, n, w))),
+                     (ucx, missing_ucx_tools() or gdr,
+                      single(ucx, f"wrapper-{transport}-ucx_perftest-{ucx_test}-{size}",
+                             ucx_once(s, args, metric, env)))]
+            for spec, why, _ in sides:
+                if why:
+                    s.results.unmeasured([spec], why)
+            launches = [launch for _, why, launch in sides if not why]
+            ratios = [("gdr_perftest/ucx_perftest", ours, ucx)] if len(launches) == 2 else []
+            if launches:
+                s.results.interleave(launches, ratios)
