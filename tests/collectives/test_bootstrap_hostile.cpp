@@ -62,6 +62,12 @@ struct Hostile {
     const char *says;  ///< and a part of its message
 };
 
+// its name, not its bytes, in test names and failure messages
+void PrintTo(const Hostile &h, std::ostream *os)
+{
+    *os << h.name;
+}
+
 class HostileRegistration : public ::testing::TestWithParam<Hostile> {};
 
 // The hostile client keeps its connection open after its message: the root must decide on what
