@@ -260,6 +260,38 @@ TEST(CollConfig, MalformedValuesNameTheVariable)
     }
 }
 
+// Garbage of every shape in every variable (#15, req 4): taken, or refused naming the variable;
+// nothing else escapes (no std::out_of_range from a number past 2^64, no crash on bytes that
+// are no text).
+TEST(CollConfig, GarbageIsTakenOrRefusedByName)
+{
+    const std::vector<std::string> garbage = {"",
+                                              " ",
+                                              "99999999999999999999999",
+                                              "-9223372036854775809",
+                                              "0x10",
+                                              "1e308",
+                                              "nan",
+                                              "inf",
+                                              "-0",
+                                              "\xff\xfe",
+                                              "1 2",
+                                              "0000000000000000000001"};
+    for (const std::string &name : detail::config_variable_names()) {
+        for (const std::string &value : garbage) {
+            scoped_environment env(variables{{name, value}});
+            try {
+                (void)coll::config::from_environment();
+            } catch (const ucp_cpp::ucx_error &e) {
+                EXPECT_EQ(e.status(), UCS_ERR_INVALID_PARAM) << e.what();
+                EXPECT_TRUE(contains(e.what(), name + "=")) << e.what();
+            } catch (const std::exception &e) {
+                ADD_FAILURE() << name << "='" << value << "': " << e.what();
+            }
+        }
+    }
+}
+
 TEST(CollConfig, LauncherVariablesAreReadStrictly)
 {
     const variables good = {{"RANK", "1"},

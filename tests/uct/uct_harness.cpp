@@ -225,10 +225,10 @@ MemoryDomain::~MemoryDomain()
     uct_md_close(md_);
 }
 
-Registration::Registration(const MemoryDomain &md, void *address, size_t length) : md_(md)
+Registration::Registration(const MemoryDomain &md, void *address, size_t length, unsigned access)
+    : md_(md)
 {
-    check(uct_md_mem_reg(md.md(), address, length, UCT_MD_MEM_ACCESS_ALL, &memh_),
-          "uct_md_mem_reg");
+    check(uct_md_mem_reg(md.md(), address, length, access, &memh_), "uct_md_mem_reg");
 }
 
 Bytes Registration::packed_rkey() const

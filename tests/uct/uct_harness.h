@@ -114,7 +114,9 @@ private:
 /// One registration of [address, address+length) on an md; deregisters on destruction.
 class Registration {
 public:
-    Registration(const MemoryDomain &md, void *address, size_t length);
+    /// `access`: the UCT_MD_MEM_ACCESS_* flags asked for (the security tests narrow them).
+    Registration(const MemoryDomain &md, void *address, size_t length,
+                 unsigned access = UCT_MD_MEM_ACCESS_ALL);
     ~Registration() { release(); }
     Registration(const Registration &)            = delete;
     Registration &operator=(const Registration &) = delete;

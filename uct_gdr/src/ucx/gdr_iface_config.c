@@ -141,6 +141,18 @@ ucs_status_t gdr_iface_config_check(const gdr_iface_config_t *config,
     if (config->sl != UCS_ULUNITS_AUTO) {
         GDR_CHECK_RANGE("SL", config->sl, 0, 15);
     }
+    /* an int cast would read "inf" as auto and 2^32 as index 0 */
+    if (config->gid_index != UCS_ULUNITS_AUTO) {
+        GDR_CHECK_RANGE("GID_INDEX", config->gid_index, 0, UINT8_MAX);
+    }
+    /* the IBTA RNR NAK timer's range: beyond it the code would be clamped */
+    if ((config->rnr_timeout <= 0) || (config->rnr_timeout > 655.36e-3)) {
+        ucs_error("gdr_rc: UCX_" GDR_CONFIG_PREFIX
+                  "RNR_TIMEOUT=%gs is out of range "
+                  "(0..655.36ms]",
+                  config->rnr_timeout);
+        return UCS_ERR_INVALID_PARAM;
+    }
     if ((config->timeout <= 0) || (config->timeout > 8800)) {
         ucs_error("gdr_rc: UCX_" GDR_CONFIG_PREFIX
                   "TIMEOUT=%gs is out of range "

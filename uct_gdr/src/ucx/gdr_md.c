@@ -517,6 +517,12 @@ ucs_status_t gdr_md_rkey_unpack(uct_component_t *component,
                   packed->magic, GDR_RKEY_MAGIC);
         return UCS_ERR_INVALID_PARAM;
     }
+    /* the packer writes one key per device of its md, at least one */
+    if ((packed->count == 0) || (packed->count > GDR_RKEY_MAX_COUNT)) {
+        ucs_error("gdr: invalid remote key buffer (%u keys, expected 1 to %zu)",
+                  packed->count, GDR_RKEY_MAX_COUNT);
+        return UCS_ERR_INVALID_PARAM;
+    }
 
     rkey = ucs_malloc(sizeof(*rkey) + packed->count * sizeof(rkey->rkeys[0]),
                       "gdr_rkey");
@@ -737,6 +743,7 @@ ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
     md->super.component = &gdr_component;
     md->reg_mem_types = (md->num_devices > 0) ? UCS_BIT(UCS_MEMORY_TYPE_HOST) :
                                                 0;
+    UCS_STATIC_ASSERT(GDR_VERBS_MAX_DEVICES <= GDR_RKEY_MAX_COUNT);
     md->rkey_packed_size = sizeof(gdr_packed_rkey_t) +
                            ucs_max(md->num_devices, 1) * sizeof(uint32_t);
 

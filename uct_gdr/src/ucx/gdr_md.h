@@ -62,6 +62,13 @@ typedef struct UCS_S_PACKED gdr_packed_rkey {
 
 #define GDR_RKEY_MAGIC 0xd7
 
+/* The most rkeys a packed rkey holds.  UCP carries each md's packed rkey
+ * behind a one-byte length (ucp_rkey_pack) and hands rkey_unpack() no length,
+ * so a count read from the wire is trusted only up to what fits in UINT8_MAX
+ * bytes: beyond that it is garbage, and reading it would run past the buffer. */
+#define GDR_RKEY_MAX_COUNT \
+    ((UINT8_MAX - sizeof(gdr_packed_rkey_t)) / sizeof(uint32_t))
+
 /** Unpacked rkey (uct_rkey_t points here). */
 typedef struct gdr_rkey {
     uint32_t count;

@@ -7,7 +7,9 @@
  * root sends every rank the whole address table and closes.  Every step is bounded by
  * bootstrap_params::timeout: an unreachable root, a missing rank, a duplicate rank or a size
  * mismatch end with ucx_error (UCS_ERR_TIMED_OUT / UCS_ERR_UNREACHABLE / UCS_ERR_INVALID_PARAM)
- * whose message names the problem, never with a hang.
+ * whose message names the problem, never with a hang.  Nothing read from the socket is trusted:
+ * a foreign or garbled message (bad magic, rank or size out of range, an address length above
+ * detail::max_address_length on either side) is refused with UCS_ERR_INVALID_PARAM.
  *
  * Threading: the functions block the calling thread; they touch no UCX state.
  */
@@ -186,17 +188,57 @@ inline void send_blob(int fd, const std::vector<uint8_t> &bytes, clock::time_poi
     send_all(fd, bytes.data(), bytes.size(), deadline, "an address");
 }
 
+/// Longest worker address either side accepts from the wire (UCP's are well under 4 KiB even
+/// with every transport): a length above it is a foreign or broken peer, and trusting it would
+/// allocate up to 4 GiB before the first byte of the address arrived.
+inline constexpr uint32_t max_address_length = 1u << 20;
+
+/// Refuses an address length read from the wire that is above max_address_length.
+inline void check_address_length(uint32_t length, const std::string &what)
+{
+    if (length > max_address_length) {
+        throw ucx_error(UCS_ERR_INVALID_PARAM,
+                        "coll::bootstrap: implausible address length " + std::to_string(length) +
+                            " (at most " + std::to_string(max_address_length) + ") from " + what);
+    }
+}
+
 inline std::vector<uint8_t> recv_blob(int fd, clock::time_point deadline, const std::string &what)
 {
     uint32_t length = 0;
     recv_all(fd, &length, sizeof(length), deadline, what);
-    if (length > (1u << 20)) {
-        throw ucx_error(UCS_ERR_INVALID_PARAM,
-                        "coll::bootstrap: implausible address length from " + what);
-    }
+    check_address_length(length, what);
     std::vector<uint8_t> bytes(length);
     recv_all(fd, bytes.data(), length, deadline, what);
     return bytes;
+}
+
+/**
+ * The root's side of one rank's registration on @p fd: reads the hello and the address that
+ * follows into @p table; every field from the wire is checked before it is used (magic, size,
+ * rank in [1, size) and not yet registered in @p peers, address length).
+ * @return the rank that registered
+ * @throws ucx_error UCS_ERR_INVALID_PARAM naming what is wrong; UCS_ERR_TIMED_OUT or
+ *         UCS_ERR_CONNECTION_RESET when the message is cut short
+ */
+inline int receive_registration(int fd, const bootstrap_params &params,
+                                std::vector<worker_address> &table,
+                                const std::vector<socket_fd> &peers, clock::time_point deadline)
+{
+    hello h{};
+    recv_all(fd, &h, sizeof(h), deadline, "a rank's registration");
+    if (h.magic != bootstrap_magic || h.size != params.size || h.rank <= 0 ||
+        h.rank >= params.size || peers[size_t(h.rank)].get() >= 0) {
+        throw ucx_error(UCS_ERR_INVALID_PARAM,
+                        "coll::bootstrap: bad registration (rank " + std::to_string(h.rank) +
+                            ", size " + std::to_string(h.size) + ", root expects size " +
+                            std::to_string(params.size) + "; duplicate rank or foreign client?)");
+    }
+    const std::string what = "rank " + std::to_string(h.rank) + "'s address";
+    check_address_length(h.address_length, what);
+    table[size_t(h.rank)].bytes.resize(h.address_length);
+    recv_all(fd, table[size_t(h.rank)].bytes.data(), h.address_length, deadline, what);
+    return h.rank;
 }
 
 inline std::vector<worker_address> root_rendezvous(const bootstrap_params &params,
@@ -250,20 +292,8 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
         socket_fd peer(::accept(listener.get(), nullptr, nullptr));
         if (peer.get() < 0)
             continue;
-        hello h{};
-        recv_all(peer.get(), &h, sizeof(h), deadline, "a rank's registration");
-        if (h.magic != bootstrap_magic || h.size != params.size || h.rank <= 0 ||
-            h.rank >= params.size || peers[size_t(h.rank)].get() >= 0) {
-            throw ucx_error(UCS_ERR_INVALID_PARAM,
-                            "coll::bootstrap: bad registration (rank " + std::to_string(h.rank) +
-                                ", size " + std::to_string(h.size) + ", root expects size " +
-                                std::to_string(params.size) +
-                                "; duplicate rank or foreign client?)");
-        }
-        table[size_t(h.rank)].bytes.resize(h.address_length);
-        recv_all(peer.get(), table[size_t(h.rank)].bytes.data(), h.address_length, deadline,
-                 "rank " + std::to_string(h.rank) + "'s address");
-        peers[size_t(h.rank)] = std::move(peer);
+        const int rank      = receive_registration(peer.get(), params, table, peers, deadline);
+        peers[size_t(rank)] = std::move(peer);
         ++registered;
     }
     for (int r = 1; r < params.size; ++r) {

@@ -1,0 +1,159 @@
+// The TCP rendezvous of coll::exchange_addresses against a hostile peer, over real sockets: a
+// client that is no rank (wrong magic, rank or size out of range, an address length of 4 GiB,
+// a message cut short) is refused by the root with a clear error, and a root that sends a
+// length of 4 GiB is refused by the rank, each within a second, never with a 4 GiB allocation
+// or a wait for the timeout.  (tests/fuzz/fuzz_bootstrap.cpp fuzzes the same parsers.)
+#include <ucp_cpp/coll/bootstrap.hpp>
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+
+#include <future>
+#include "../common/loopback_port.hpp"
+
+namespace {
+
+namespace coll = ucp_cpp::coll;
+using namespace std::chrono_literals;
+using coll::detail::socket_fd;
+
+constexpr uint32_t kMagic = coll::detail::bootstrap_magic;
+
+coll::bootstrap_params params_of(int rank, uint16_t port)
+{
+    coll::bootstrap_params params;
+    params.rank      = rank;
+    params.size      = 2;
+    params.root_port = port;
+    params.timeout   = 10s;  // far above what a refusal may take
+    return params;
+}
+
+/// Connects to 127.0.0.1:@p port, retrying while nobody listens yet (the root starts in a thread).
+socket_fd connect_loopback(uint16_t port)
+{
+    sockaddr_in root{};
+    root.sin_family      = AF_INET;
+    root.sin_port        = htons(port);
+    root.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (auto deadline = std::chrono::steady_clock::now() + 5s;
+         std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(10ms)) {
+        socket_fd fd(::socket(AF_INET, SOCK_STREAM, 0));
+        if (::connect(fd.get(), reinterpret_cast<sockaddr *>(&root), sizeof(root)) == 0) {
+            return fd;
+        }
+    }
+    ADD_FAILURE() << "nobody listens on port " << port;
+    return socket_fd();
+}
+
+std::vector<uint8_t> hello(uint32_t magic, int32_t rank, int32_t size, uint32_t length)
+{
+    const coll::detail::hello h{magic, rank, size, length};
+    const auto *p = reinterpret_cast<const uint8_t *>(&h);
+    return {p, p + sizeof(h)};
+}
+
+struct Hostile {
+    const char *name;
+    std::vector<uint8_t> message;
+    ucs_status_t status;  ///< what the root must throw
+    const char *says;  ///< and a part of its message
+};
+
+// its name, not its bytes, in test names and failure messages
+void PrintTo(const Hostile &h, std::ostream *os)
+{
+    *os << h.name;
+}
+
+class HostileRegistration : public ::testing::TestWithParam<Hostile> {};
+
+// The hostile client keeps its connection open after its message: the root must decide on what
+// it got, not on the connection closing (but for the message cut short, which it closes).
+TEST_P(HostileRegistration, RootRefusesItClearlyAndAtOnce)
+{
+    const Hostile &h    = GetParam();
+    const uint16_t port = gdr_test::free_loopback_port();
+    auto root           = std::async(std::launch::async, [&] {
+        return coll::exchange_addresses(params_of(0, port), ucp_cpp::worker_address{{1, 2, 3}});
+    });
+    socket_fd client    = connect_loopback(port);
+    ASSERT_GE(client.get(), 0);
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(ssize_t(h.message.size()),
+              ::send(client.get(), h.message.data(), h.message.size(), MSG_NOSIGNAL));
+    if (h.status == UCS_ERR_CONNECTION_RESET) {
+        client = socket_fd();
+    }
+    ASSERT_EQ(std::future_status::ready, root.wait_for(5s)) << "the root is still waiting";
+    try {
+        (void)root.get();
+        FAIL() << "the root accepted " << h.name;
+    } catch (const ucp_cpp::ucx_error &e) {
+        EXPECT_EQ(h.status, e.status()) << e.what();
+        EXPECT_NE(std::string(e.what()).find(h.says), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bootstrap, HostileRegistration,
+    ::testing::Values(
+        Hostile{"foreign_protocol",
+                {'G', 'E', 'T', ' ', '/', ' ', 'H', 'T', 'T', 'P', '/', '1', '.', '1', '\r', '\n'},
+                UCS_ERR_INVALID_PARAM,
+                "bad registration"},
+        Hostile{"wrong_magic", hello(0, 1, 2, 8), UCS_ERR_INVALID_PARAM, "bad registration"},
+        Hostile{"rank_0", hello(kMagic, 0, 2, 8), UCS_ERR_INVALID_PARAM,
+                "bad registration (rank 0"},
+        Hostile{"rank_past_size", hello(kMagic, 2, 2, 8), UCS_ERR_INVALID_PARAM,
+                "bad registration (rank 2"},
+        Hostile{"negative_rank", hello(kMagic, -5, 2, 8), UCS_ERR_INVALID_PARAM,
+                "bad registration (rank -5"},
+        Hostile{"size_mismatch", hello(kMagic, 1, 3, 8), UCS_ERR_INVALID_PARAM,
+                "root expects size 2"},
+        Hostile{"address_4GiB", hello(kMagic, 1, 2, 0xffffffffu), UCS_ERR_INVALID_PARAM,
+                "implausible address length 4294967295 (at most 1048576) from rank 1's address"},
+        Hostile{"address_1MiB_plus_1", hello(kMagic, 1, 2, (1u << 20) + 1), UCS_ERR_INVALID_PARAM,
+                "implausible address length 1048577"},
+        Hostile{"cut_short",
+                {0x4c, 0x4f, 0x43},
+                UCS_ERR_CONNECTION_RESET,
+                "connection closed while waiting for a rank's registration"}),
+    [](const ::testing::TestParamInfo<Hostile> &info) { return std::string(info.param.name); });
+
+// A "root" that answers a registration with an address length of 4 GiB: the rank refuses it.
+TEST(HostileRoot, RankRefusesAnOversizedTableEntry)
+{
+    const uint16_t port = gdr_test::free_loopback_port();
+    socket_fd listener(::socket(AF_INET, SOCK_STREAM, 0));
+    int one = 1;
+    ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in any{};
+    any.sin_family      = AF_INET;
+    any.sin_port        = htons(port);
+    any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(0, ::bind(listener.get(), reinterpret_cast<sockaddr *>(&any), sizeof(any)));
+    ASSERT_EQ(0, ::listen(listener.get(), 1));
+    auto rank = std::async(std::launch::async, [&] {
+        return coll::exchange_addresses(params_of(1, port), ucp_cpp::worker_address{{4, 5}});
+    });
+    socket_fd peer(::accept(listener.get(), nullptr, nullptr));
+    ASSERT_GE(peer.get(), 0);
+    const uint32_t huge = 0xffffffffu;
+    ASSERT_EQ(ssize_t(sizeof(huge)), ::send(peer.get(), &huge, sizeof(huge), MSG_NOSIGNAL));
+    ASSERT_EQ(std::future_status::ready, rank.wait_for(5s)) << "the rank is still waiting";
+    try {
+        (void)rank.get();
+        FAIL() << "the rank accepted a 4 GiB address";
+    } catch (const ucp_cpp::ucx_error &e) {
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, e.status()) << e.what();
+        EXPECT_NE(std::string(e.what()).find("implausible address length 4294967295"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+}  // namespace
