@@ -318,6 +318,25 @@ public:
         return busy;
     }
 
+    /**
+     * @brief Waits, without using the CPU, until the worker may have something to progress or
+     *        @p limit passed: sleeps on the worker's event fd (ucp_worker_arm + poll) when the
+     *        context has UCP_FEATURE_WAKEUP and every collective in flight waits on the network
+     *        only; otherwise gives the CPU away once (sched_yield).  A CUDA stream that drains
+     *        signals no fd, hence the yield while a staged transfer is in flight.
+     * @param limit the longest sleep.
+     */
+    void idle(std::chrono::nanoseconds limit)
+    {
+        const bool device_work = std::any_of(active_.begin(), active_.end(),
+                                             [](const auto &op) { return op->lane != nullptr; });
+        if (worker_->has_wakeup() && !device_work) {
+            (void)worker_->wait_for_events(limit);
+        } else {
+            std::this_thread::yield();
+        }
+    }
+
 private:
     /// Moves @p op forward; true once it finished (successfully or not).
     bool advance(operation &op)
@@ -751,8 +770,13 @@ public:
                 throw ucx_error(UCS_ERR_TIMED_OUT,
                                 "coll: collective still incomplete after the timeout");
             }
-            if (++idle > 64)
-                std::this_thread::yield();  // oversubscribed hosts (CI)
+            // Spin a little (latency), then leave the CPU to the ranks that work: on an
+            // oversubscribed host a spinning waiter delays the very peer it waits for.  The
+            // sleep is sliced so that a missed wake-up costs one slice, never a hang.
+            if (++idle > idle_spins) {
+                engine_->idle(std::min<std::chrono::nanoseconds>(deadline - clock::now(),
+                                                                 std::chrono::milliseconds(10)));
+            }
         }
         if (op_->status != UCS_OK) {
             throw ucx_error(op_->status, "coll: " + op_->error);
@@ -777,6 +801,9 @@ public:
     }
 
 private:
+    /// Empty progress rounds before wait() sleeps.
+    static constexpr unsigned idle_spins = 64;
+
     std::shared_ptr<detail::engine> engine_;
     std::shared_ptr<detail::operation> op_;
 };
