@@ -67,8 +67,8 @@ inline void expand_item(const std::string &list, const std::string &item, std::s
         const std::string range = ranges.substr(start, comma - start);
         const size_t dash       = range.find('-');
         const std::string low   = range.substr(0, dash);
-        const unsigned long lo = number(list, low);
-        const unsigned long hi = dash == range.npos ? lo : number(list, range.substr(dash + 1));
+        const unsigned long lo  = number(list, low);
+        const unsigned long hi  = dash == range.npos ? lo : number(list, range.substr(dash + 1));
         if (hi < lo)
             malformed(list, "range " + range + " runs backwards");
         // Slurm pads to the width of the lower bound as written: node[08-10] -> node08..node10.
