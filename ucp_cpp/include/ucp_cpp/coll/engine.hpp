@@ -384,7 +384,7 @@ private:
             for (size_t i = 0; i < op.pending.size(); ++i) {
                 ucp_cpp::request &req = op.pending[i];
                 if (!req.done()) {
-                    check_members(op);
+                    check_awaited(op);
                     return op.status != UCS_INPROGRESS;
                 }
                 if (req.status() != UCS_OK) {
@@ -447,9 +447,8 @@ private:
             op.status = UCS_OK;
             return false;
         }
-        check_members(op);
-        if (op.status != UCS_INPROGRESS)
-            return false;
+        // No check of the members here: the round's receives from a failed rank fail it
+        // once posted (check_awaited), its sends to one fail by themselves.
         post(op, op.plan.rounds[op.next_round++]);
         if (op.staged)
             release_blocks(op, op.forward);  // those no send of this round forwards
@@ -622,17 +621,39 @@ private:
         }
     }
 
+    /// Fails @p op when a rank one of its incomplete transfers waits on failed.  Only those:
+    /// a rank that has done its part and left (after the last barrier of a job, the others may
+    /// still be completing theirs) fails nobody who needs nothing more from it.
+    void check_awaited(operation &op)
+    {
+        for (size_t i = 0; i < op.pending.size(); ++i) {
+            if (op.pending[i].done())
+                continue;
+            if (failed_member(op, size_t(op.pending_peers[i])))
+                return;
+        }
+    }
+
+    /// Fails @p op if communicator rank @p r failed; true then.
+    bool failed_member(operation &op, size_t r)
+    {
+        const ucs_status_t status = peer_status(op.comm->world_ranks[r]);
+        if (status == UCS_OK)
+            return false;
+        fail(op, UCS_ERR_CONNECTION_RESET,
+             "rank " + std::to_string(r) + " of the communicator (world rank " +
+                 std::to_string(op.comm->world_ranks[r]) +
+                 ") failed: " + ucs_status_string(status));
+        return true;
+    }
+
+    /// Fails @p op when any member failed: for staged GPU transfers and stream fences, whose
+    /// waits name no peer.
     void check_members(operation &op)
     {
         for (size_t r = 0; r < op.comm->world_ranks.size(); ++r) {
-            ucs_status_t status = peer_status(op.comm->world_ranks[r]);
-            if (status != UCS_OK) {
-                fail(op, UCS_ERR_CONNECTION_RESET,
-                     "rank " + std::to_string(r) + " of the communicator (world rank " +
-                         std::to_string(op.comm->world_ranks[r]) +
-                         ") failed: " + ucs_status_string(status));
+            if (failed_member(op, r))
                 return;
-            }
         }
     }
 
