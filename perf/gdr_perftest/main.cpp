@@ -13,6 +13,7 @@
 #include <cstring>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace gdr_perftest {
 
@@ -116,26 +117,26 @@ bool shared_memory_only(const std::string &tls)
 
 int run_rank(const options &opt_in)
 {
-    options opt           = opt_in;
-    const char *rank_text = env("RANK"), *size_text_env = env("WORLD_SIZE");
+    options opt = opt_in;
     run_info info;
-    if (rank_text == nullptr || size_text_env == nullptr) {
-        rank_text     = env("OMPI_COMM_WORLD_RANK");
-        size_text_env = env("OMPI_COMM_WORLD_SIZE");
-        info.launch   = "mpirun";
-    } else {
-        info.launch = env("GDR_PERFTEST_LAUNCH") != nullptr ? env("GDR_PERFTEST_LAUNCH")
-                                                            : "environment";
-    }
     coll::bootstrap_params params;
-    params.rank      = std::atoi(rank_text);
-    params.size      = std::atoi(size_text_env);
-    params.root_host = env("MASTER_ADDR") != nullptr ? env("MASTER_ADDR") : "127.0.0.1";
-    params.root_port = uint16_t(opt.port > 0                    ? opt.port
-                                : env("MASTER_PORT") != nullptr ? std::atoi(env("MASTER_PORT"))
-                                                                : 29517);
-    params.timeout   = std::chrono::milliseconds(long(opt.timeout_s * 1000));
-    const int rank   = params.rank;
+    try {
+        // One reading of the launchers for the library and the tool: srun (PMIx, PMI2, plain),
+        // mpirun, RANK/WORLD_SIZE (-N sets those); docs/launching.md.
+        params = coll::bootstrap_params::from_environment();
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "gdr_perftest: error: %s\n", e.what());
+        return exit_error;
+    }
+    info.launch = params.launcher;
+    if (params.launcher == "environment" && env("GDR_PERFTEST_LAUNCH") != nullptr)
+        info.launch = env("GDR_PERFTEST_LAUNCH");
+    else if (params.launcher == "pmix" || params.launcher == "pmi2" || params.launcher == "slurm")
+        info.launch += env("SLURM_PROCID") != nullptr ? " (srun)" : " (mpirun)";
+    if (opt.port > 0)
+        params.root_port = uint16_t(opt.port);
+    params.timeout = std::chrono::milliseconds(long(opt.timeout_s * 1000));
+    const int rank = params.rank;
 
     try {
         if (params.size < 1 || rank < 0 || rank >= params.size) {
@@ -166,7 +167,13 @@ int run_rank(const options &opt_in)
 
         ucp_cpp::context_params cp;
         cp.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA | UCP_FEATURE_AM;
-        cp.name     = "gdr_perftest";
+        // Ranks that outnumber the CPUs must not poll: a waiting rank would take the CPU from
+        // the one it waits for.  Not by default otherwise: UCP then selects only transports
+        // with event support, which can change what a benchmark measures.
+        if (opt.wakeup == "on" ||
+            (opt.wakeup == "auto" && unsigned(params.size) > std::thread::hardware_concurrency()))
+            cp.features |= UCP_FEATURE_WAKEUP;
+        cp.name = "gdr_perftest";
         if (!opt.tls.empty())
             cp.config["TLS"] = opt.tls;
         session s(opt);
@@ -256,7 +263,7 @@ int main(int argc, char **argv)
     if (!opt)
         return exit_ok;
     const bool launched = std::getenv("GDR_PERFTEST_LAUNCH") != nullptr;
-    const bool external = (env("RANK") && env("WORLD_SIZE")) || env("OMPI_COMM_WORLD_RANK");
+    const bool external = !coll::bootstrap_params::launchers_in_environment().empty();
     try {
         if (!launched && (opt->nranks > 0 || !external))
             return launch_local(*opt, argc, argv);

@@ -97,7 +97,7 @@ void print_help()
         "                    [-x TLS] [-N NRANKS] [-p PORT] [--csv FILE] [--json FILE]\n"
         "                    [--plugin PATH] [-d TYPE] [-r ROOT] [--timeout SEC] [--progress] "
         "[-q]\n"
-        "                    [--bw-timing receiver|sender] [--err-mode MODE]\n"
+        "                    [--bw-timing receiver|sender] [--err-mode MODE] [--wakeup MODE]\n"
         "\n"
         "Point-to-point and collective benchmarks over ucp_cpp (see docs/gdr_perftest.md).\n"
         "Units: sizes in bytes (K/M/G suffixes = 2^10/2^20/2^30), times in us, bandwidth in\n"
@@ -136,6 +136,9 @@ void print_help()
         "      --timeout SEC     bound of every wait (default 60); a dead rank fails the run\n"
         "      --err-mode MODE   peer (detect dead peers), none (as ucx_perftest; what shared\n"
         "                        memory needs), auto (default: none for shared memory only)\n"
+        "      --wakeup MODE     on: waiting ranks sleep on the worker's event fd\n"
+        "                        (UCP_FEATURE_WAKEUP), off: they poll; auto (default): on when\n"
+        "                        the job has more ranks than this host has CPUs\n"
         "      --progress        progress line on stderr (default: when stderr is a terminal)\n"
         "  -q, --quiet           no table on stdout (use with --csv/--json)\n"
         "  -h, --help            this text;  -V, --version\n"
@@ -179,6 +182,7 @@ std::optional<options> parse_options(int argc, char **argv)
         o_progress,
         o_timeout,
         o_err_mode,
+        o_wakeup,
         o_bw_timing,
         o_inject
     };
@@ -207,6 +211,7 @@ std::optional<options> parse_options(int argc, char **argv)
         {"progress", no_argument, nullptr, o_progress},
         {"timeout", required_argument, nullptr, o_timeout},
         {"err-mode", required_argument, nullptr, o_err_mode},
+        {"wakeup", required_argument, nullptr, o_wakeup},
         {"bw-timing", required_argument, nullptr, o_bw_timing},
         {"inject", required_argument, nullptr, o_inject},  // hidden: tests of the tool
         {nullptr, 0, nullptr, 0},
@@ -330,6 +335,12 @@ std::optional<options> parse_options(int argc, char **argv)
                 throw usage_error("--err-mode: '" + arg + "' is not peer, none or auto");
             }
             opt.err_mode = arg;
+            break;
+        case o_wakeup:
+            if (arg != "on" && arg != "off" && arg != "auto") {
+                throw usage_error("--wakeup: '" + arg + "' is not on, off or auto");
+            }
+            opt.wakeup = arg;
             break;
         case o_bw_timing:
             if (arg != "receiver" && arg != "sender") {

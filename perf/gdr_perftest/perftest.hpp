@@ -81,6 +81,7 @@ struct options {
     int root             = 0;  // -r: bcast/reduce root
     double timeout_s     = 60;  // --timeout: bound of every wait
     std::string err_mode = "auto";  // --err-mode peer|none|auto
+    std::string wakeup   = "auto";  // --wakeup on|off|auto
     injection inject     = injection::none;
     int inject_rank      = 1;  // --inject kill:RANK
     bool quiet           = false;  // -q: no table on stdout

@@ -201,6 +201,7 @@ std::map<std::string, accepted_case> accepted_cases()
         {"UCP_CPP_COLL_GPU", {"off", [](const coll::config &) { return true; }}},
         {"UCP_CPP_COLL_NVRTC", {"/opt/nvrtc.so", [](const coll::config &) { return true; }}},
         {"UCP_CPP_COLL_BOOTSTRAP_TIMEOUT", {"5", [](const coll::config &) { return true; }}},
+        {"UCP_CPP_COLL_LAUNCHER", {"slurm", [](const coll::config &) { return true; }}},
     };
 }
 
@@ -245,6 +246,7 @@ TEST(CollConfig, MalformedValuesNameTheVariable)
         {"UCP_CPP_COLL_ALLGATHER_RING_THRESH", "-1"},
         {"UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RANKS", "-1"},
         {"UCP_CPP_COLL_BOOTSTRAP_TIMEOUT", "0"},
+        {"UCP_CPP_COLL_LAUNCHER", "srun"},
     };
     // Every variable rejects a value that is nothing (the NVRTC path is any path).
     for (const std::string &name : detail::config_variable_names()) {
@@ -321,6 +323,134 @@ TEST(CollConfig, LauncherVariablesAreReadStrictly)
                                  [] { (void)coll::bootstrap_params::from_environment(); }),
                              name + "=" + value + ": not accepted"));
     }
+}
+
+/// Every variable a launcher sets, empty (unset as far as coll reads it): a test of the
+/// launcher precedence starts from none, also when ctest itself runs inside srun or mpirun.
+variables no_launcher()
+{
+    variables none;
+    for (const char *name :
+         {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PMIX_RANK", "PMI_FD", "SLURM_PROCID",
+          "SLURM_NTASKS", "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_JOB_ID",
+          "SLURM_STEP_ID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}) {
+        none[name] = "";
+    }
+    return none;
+}
+
+variables merged(variables base, const variables &more)
+{
+    for (const auto &[name, value] : more)
+        base[name] = value;
+    return base;
+}
+
+const variables slurm_step = {{"SLURM_PROCID", "2"},
+                              {"SLURM_NTASKS", "4"},
+                              {"SLURM_STEP_NODELIST", "gpu[07-09],login1"},
+                              {"SLURM_JOB_ID", "4711"},
+                              {"SLURM_STEP_ID", "3"}};
+
+TEST(CollLauncher, HostlistsExpandLikeSlurm)
+{
+    namespace slurm = ucp_cpp::coll::launch::slurm;
+    using list      = std::vector<std::string>;
+    EXPECT_EQ(slurm::expand_hostlist("node1"), list{"node1"});
+    // each range is padded to its own lower bound's width, as Slurm does
+    EXPECT_EQ(slurm::expand_hostlist("node[01-03,7,09]"),
+              (list{"node01", "node02", "node03", "node7", "node09"}));
+    EXPECT_EQ(slurm::expand_hostlist("a[8-10]"), (list{"a8", "a9", "a10"}));
+    EXPECT_EQ(slurm::expand_hostlist("a[098-100]"), (list{"a098", "a099", "a100"}));
+    EXPECT_EQ(slurm::expand_hostlist("r[1-2]-n[0-1]"), (list{"r1-n0", "r1-n1", "r2-n0", "r2-n1"}));
+    EXPECT_EQ(slurm::expand_hostlist("n[1-2],login,x[09-10]"),
+              (list{"n1", "n2", "login", "x09", "x10"}));
+    for (const std::string bad : {"", "n[1-", "n[2-1]", "n]", "n[a]", "a,,b", "n[[1]]", "n[]",
+                                  "n[1,]", "n[1-99999999]", "n[1-2]]"}) {
+        EXPECT_TRUE(contains(invalid_param_message([&] { (void)slurm::expand_hostlist(bad); }),
+                             "hostlist '" + bad + "'"))
+            << bad;
+    }
+}
+
+TEST(CollLauncher, SlurmStepWithoutPmiMeetsAtItsFirstNode)
+{
+    scoped_environment env(merged(no_launcher(), slurm_step));
+    auto params = coll::bootstrap_params::from_environment();
+    EXPECT_EQ(params.launcher, "slurm");
+    EXPECT_EQ(params.rank, 2);
+    EXPECT_EQ(params.size, 4);
+    EXPECT_EQ(params.root_host, "gpu07");
+    EXPECT_EQ(params.root_port, ucp_cpp::coll::launch::slurm::rendezvous_port(4711, 3));
+    EXPECT_EQ(params.store, nullptr);
+    // another step of the job meets elsewhere; MASTER_ADDR/MASTER_PORT override both
+    env.set("SLURM_STEP_ID", "4");
+    EXPECT_NE(coll::bootstrap_params::from_environment().root_port, params.root_port);
+    env.set("MASTER_ADDR", "10.0.0.1");
+    env.set("MASTER_PORT", "29999");
+    params = coll::bootstrap_params::from_environment();
+    EXPECT_EQ(params.root_host, "10.0.0.1");
+    EXPECT_EQ(params.root_port, 29999);
+}
+
+TEST(CollLauncher, PrecedenceIsExplicitThenPmixPmi2SlurmMpirun)
+{
+    scoped_environment env(no_launcher());
+    EXPECT_TRUE(coll::bootstrap_params::launchers_in_environment().empty());
+    EXPECT_TRUE(
+        contains(invalid_param_message([] { (void)coll::bootstrap_params::from_environment(); }),
+                 "no launcher in the environment"));
+    for (const auto &[name, value] : slurm_step)
+        env.set(name, value);
+    env.set("OMPI_COMM_WORLD_RANK", "1");
+    env.set("OMPI_COMM_WORLD_SIZE", "2");
+    env.set("PMI_FD", "5");
+    env.set("PMIX_RANK", "2");
+    env.set("RANK", "3");
+    env.set("WORLD_SIZE", "8");
+    EXPECT_EQ(coll::bootstrap_params::launchers_in_environment(),
+              (std::vector<std::string>{"environment", "pmix", "pmi2", "slurm", "mpirun"}));
+    env.set("MASTER_ADDR", "h");
+    env.set("MASTER_PORT", "29500");
+    auto params = coll::bootstrap_params::from_environment();
+    EXPECT_EQ(params.launcher, "environment");
+    EXPECT_EQ(params.rank, 3);
+    EXPECT_EQ(params.size, 8);
+    // a named launcher is taken as it is, whatever else is set
+    env.set("UCP_CPP_COLL_LAUNCHER", "mpirun");
+    params = coll::bootstrap_params::from_environment();
+    EXPECT_EQ(params.launcher, "mpirun");
+    EXPECT_EQ(params.rank, 1);
+    EXPECT_EQ(params.size, 2);
+    env.set("UCP_CPP_COLL_LAUNCHER", "slurm");
+    EXPECT_EQ(coll::bootstrap_params::from_environment().rank, 2);
+    env.set("UCP_CPP_COLL_LAUNCHER", "srun");
+    EXPECT_TRUE(
+        contains(invalid_param_message([] { (void)coll::bootstrap_params::from_environment(); }),
+                 "UCP_CPP_COLL_LAUNCHER=srun: unknown launcher (accepted: auto, "));
+}
+
+TEST(CollLauncher, MissingOrMalformedVariablesNameTheLauncher)
+{
+    scoped_environment env(merged(no_launcher(), slurm_step));
+    env.set("SLURM_STEP_NODELIST", "");
+    EXPECT_TRUE(
+        contains(invalid_param_message([] { (void)coll::bootstrap_params::from_environment(); }),
+                 "launcher slurm needs SLURM_JOB_NODELIST"));
+    env.set("SLURM_STEP_NODELIST", "gpu[1-");
+    EXPECT_TRUE(
+        contains(invalid_param_message([] { (void)coll::bootstrap_params::from_environment(); }),
+                 "hostlist 'gpu[1-': unbalanced '['"));
+    env.set("SLURM_STEP_NODELIST", "gpu1");
+    env.set("SLURM_PROCID", "4");
+    EXPECT_TRUE(
+        contains(invalid_param_message([] { (void)coll::bootstrap_params::from_environment(); }),
+                 "SLURM_PROCID=4: not accepted"));
+    scoped_environment mpirun(
+        merged(no_launcher(), {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}}));
+    EXPECT_TRUE(
+        contains(invalid_param_message([] { (void)coll::bootstrap_params::from_environment(); }),
+                 "launcher mpirun needs MASTER_ADDR"));
 }
 
 TEST(CollConfig, UnknownVariableWarnsOnceNamingTheNearest)

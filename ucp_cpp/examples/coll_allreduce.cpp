@@ -1,9 +1,11 @@
 // ucp_cpp::coll in a few lines: every rank contributes a vector, all get the element-wise sum,
 // then the even and odd ranks each build a sub-communicator and gather their ranks.
 //
+//   srun -n n ucp_cpp_coll_allreduce                           (Slurm: PMIx, PMI2 or plain)
+//   mpirun -np n ucp_cpp_coll_allreduce                        (Open MPI: PMIx)
 //   RANK=r WORLD_SIZE=n MASTER_ADDR=host MASTER_PORT=port ucp_cpp_coll_allreduce   (one per rank)
-//   mpirun -np n -x MASTER_ADDR=host -x MASTER_PORT=port ucp_cpp_coll_allreduce      (OpenMPI)
-//   ucp_cpp_coll_allreduce                      (no variables: forks 4 ranks on 127.0.0.1)
+//   ucp_cpp_coll_allreduce                      (no launcher: forks 4 ranks on 127.0.0.1)
+// (docs/launching.md)
 // Exits non-zero if any result is wrong.
 #include <ucp_cpp/coll/coll.hpp>
 #include <ucp_cpp/ucp_cpp.hpp>
@@ -21,8 +23,12 @@ namespace coll = ucp_cpp::coll;
 
 static int run_rank(const coll::bootstrap_params &params)
 {
-    auto worker    = ucp_cpp::worker::create(ucp_cpp::context::create());
-    auto world     = coll::communicator::bootstrap(worker, params);
+    // WAKEUP: a rank waiting for its peers sleeps on the worker's event fd instead of polling,
+    // so more ranks than cores (srun -n 32 on a laptop) still finish.
+    ucp_cpp::context_params features;
+    features.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    auto worker       = ucp_cpp::worker::create(ucp_cpp::context::create(features));
+    auto world        = coll::communicator::bootstrap(worker, params);
     const int rank = world.rank(), size = world.size();
 
     std::vector<double> mine(1000), total(1000);
@@ -54,7 +60,7 @@ static int run_rank(const coll::bootstrap_params &params)
 int main()
 {
     try {
-        if (std::getenv("MASTER_ADDR") != nullptr) {
+        if (!coll::bootstrap_params::launchers_in_environment().empty()) {
             return run_rank(coll::bootstrap_params::from_environment());
         }
         const int size      = 4;

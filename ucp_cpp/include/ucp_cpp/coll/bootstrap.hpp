@@ -2,6 +2,9 @@
  * @file coll/bootstrap.hpp
  * @brief Out-of-band exchange of UCP worker addresses over a TCP rendezvous at the root.
  *
+ * With bootstrap_params::store (srun, mpirun: see from_environment()) the addresses go through
+ * the job's key-value store instead, and no rendezvous address is needed.
+ *
  * Protocol: rank 0 listens at root_host:root_port; every other rank connects (retrying while the
  * root is not up yet), sends {magic, rank, size, address}; once all size-1 ranks registered the
  * root sends every rank the whole address table and closes.  Every step is bounded by
@@ -16,6 +19,9 @@
 #pragma once
 
 #include <ucp_cpp/coll/environment.hpp>
+#include <ucp_cpp/coll/launch/pmi2.hpp>
+#include <ucp_cpp/coll/launch/pmix.hpp>
+#include <ucp_cpp/coll/launch/slurm.hpp>
 #include <ucp_cpp/error.hpp>
 #include <ucp_cpp/worker.hpp>
 
@@ -30,6 +36,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,51 +50,180 @@ struct bootstrap_params {
     std::string root_host = "127.0.0.1";  ///< where rank 0 listens (name or address)
     uint16_t root_port    = 29500;  ///< the TCP port rank 0 listens on
     /// Bound on the whole rendezvous (connect retries, waiting for the other ranks, the table).
+    /// A store's fence is bounded by its process manager instead (Slurm: PMIxTimeout, 300 s).
     std::chrono::milliseconds timeout{30000};
+    /// The job's key-value store (PMIx, PMI2): when set, the addresses go through it (put,
+    /// fence, get) and root_host/root_port are not used.  Shared: copies of the parameters use
+    /// the same store, which stays initialized while one of them lives.
+    std::shared_ptr<launch::kvs> store;
+    /// Where from_environment() found the parameters (a UCP_CPP_COLL_LAUNCHER name); empty when they
+    /// were set in code.
+    std::string launcher;
 
     /**
-     * @brief The parameters a launcher put in the environment.
+     * @brief The launchers whose variables are in the environment, in the order
+     *        from_environment() tries them (UCP_CPP_COLL_LAUNCHER=auto):
+     *  1. environment: RANK and WORLD_SIZE (torchrun style, or set by hand): explicit
+     *     settings win, also inside an srun or mpirun job (a launcher started under srun sets
+     *     them for its children, which inherit the step's SLURM_ and PMIx variables);
+     *  2. pmix: PMIX_RANK (srun --mpi=pmix, Open MPI's mpirun);
+     *  3. pmi2: PMI_FD (srun --mpi=pmi2);
+     *  4. slurm: SLURM_PROCID and SLURM_NTASKS (srun --mpi=none): TCP rendezvous at the step's
+     *     first node;
+     *  5. mpirun: OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE with MASTER_ADDR/MASTER_PORT.
+     * @return their names; empty when no launcher's variables are set
+     */
+    [[nodiscard]] static std::vector<std::string> launchers_in_environment()
+    {
+        using detail::environment_value;
+        std::vector<std::string> found;
+        if (environment_value("RANK") && environment_value("WORLD_SIZE"))
+            found.emplace_back("environment");
+        if (environment_value("PMIX_RANK"))
+            found.emplace_back("pmix");
+        if (environment_value("PMI_FD"))
+            found.emplace_back("pmi2");
+        if (environment_value("SLURM_PROCID") && environment_value("SLURM_NTASKS"))
+            found.emplace_back("slurm");
+        if (environment_value("OMPI_COMM_WORLD_RANK") && environment_value("OMPI_COMM_WORLD_SIZE"))
+            found.emplace_back("mpirun");
+        return found;
+    }
+
+    /**
+     * @brief The parameters a launcher put in the environment; no MASTER_ADDR is needed under
+     *        srun or mpirun.
      *
-     * rank/size from RANK/WORLD_SIZE (torchrun style) or OMPI_COMM_WORLD_RANK/
-     * OMPI_COMM_WORLD_SIZE (mpirun); the root from MASTER_ADDR/MASTER_PORT;
+     * UCP_CPP_COLL_LAUNCHER (default auto) names the launcher; auto takes the first of
+     * launchers_in_environment(), and passes over a PMIx or PMI2 store whose library cannot be
+     * loaded or initialized (once, on stderr) to the next one.  Per launcher:
+     *  - environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
+     *  - pmix / pmi2: rank, size and the address exchange from the job's store (store is set);
+     *  - slurm: SLURM_PROCID, SLURM_NTASKS; the root is MASTER_ADDR, else the first host of
+     *    SLURM_STEP_NODELIST (Slurm's hostlist syntax), the port MASTER_PORT, else one derived
+     *    from SLURM_JOB_ID and SLURM_STEP_ID (launch::slurm::rendezvous_port);
+     *  - mpirun: OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
      * UCP_CPP_COLL_BOOTSTRAP_TIMEOUT (seconds) overrides the timeout.
      * @return the parameters
      * @throws ucx_error UCS_ERR_INVALID_PARAM naming a missing variable, or one whose value is
-     *         not accepted (with the value and what is accepted)
+     *         not accepted (with the value and what is accepted); UCS_ERR_UNSUPPORTED when the
+     *         launcher named is a store that cannot be used (why), or no launcher's store can
      */
     [[nodiscard]] static bootstrap_params from_environment()
     {
-        bootstrap_params params;
-        const bool torchrun = std::getenv("RANK") != nullptr &&
-                              std::getenv("WORLD_SIZE") != nullptr;
-        const char *rank = torchrun ? "RANK" : "OMPI_COMM_WORLD_RANK";
-        const char *size = torchrun ? "WORLD_SIZE" : "OMPI_COMM_WORLD_SIZE";
-        if (!detail::environment_value(rank) || !detail::environment_value(size)) {
-            throw ucx_error(UCS_ERR_INVALID_PARAM,
-                            "coll::bootstrap: set RANK and WORLD_SIZE (or run under mpirun, which "
-                            "sets OMPI_COMM_WORLD_RANK/SIZE)");
-        }
-        params.size = int(integer_variable(size, 1, INT_MAX));
-        params.rank = int(integer_variable(rank, 0, params.size - 1));
-        if (!detail::environment_value("MASTER_ADDR") ||
-            !detail::environment_value("MASTER_PORT")) {
-            throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::bootstrap: set MASTER_ADDR and "
-                                                   "MASTER_PORT (the root's rendezvous address)");
-        }
-        params.root_host = *detail::environment_value("MASTER_ADDR");
-        params.root_port = uint16_t(integer_variable("MASTER_PORT", 1, 65535));
-        if (const auto seconds = detail::environment_value("UCP_CPP_COLL_BOOTSTRAP_TIMEOUT")) {
-            const auto bound = detail::parse_seconds(*seconds);
-            if (!bound) {
-                detail::reject_variable("UCP_CPP_COLL_BOOTSTRAP_TIMEOUT", *seconds, "not accepted",
-                                        detail::accepted_seconds);
+        const std::string chosen =
+            detail::environment_value("UCP_CPP_COLL_LAUNCHER").value_or("auto");
+        std::vector<std::string> candidates;
+        if (chosen == "auto") {
+            candidates = launchers_in_environment();
+            if (candidates.empty()) {
+                throw ucx_error(UCS_ERR_INVALID_PARAM,
+                                "coll::bootstrap: no launcher in the environment: run under srun "
+                                "or mpirun, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT");
             }
-            params.timeout = std::chrono::ceil<std::chrono::milliseconds>(*bound);
+        } else if (detail::is_launcher_name(chosen)) {
+            candidates = {chosen};
+        } else {
+            detail::reject_variable("UCP_CPP_COLL_LAUNCHER", chosen, "unknown launcher",
+                                    detail::accepted_launchers);
+        }
+        std::string passed_over;
+        for (const std::string &name : candidates) {
+            try {
+                bootstrap_params params = from_launcher(name);
+                params.timeout          = timeout_from_environment(params.timeout);
+                if (!passed_over.empty()) {
+                    detail::warn_once("UCP_CPP_COLL_LAUNCHER",
+                                      "coll::bootstrap: " + passed_over + "; using " + name);
+                }
+                return params;
+            } catch (const ucx_error &e) {
+                // Only an unusable store is passed over: a malformed variable is the user's
+                // to fix, and the next launcher would hide it.
+                if (e.status() != UCS_ERR_UNSUPPORTED || name == candidates.back())
+                    throw;
+                passed_over += (passed_over.empty() ? "" : "; ") + std::string(e.what());
+            }
+        }
+        throw ucx_error(UCS_ERR_UNSUPPORTED, "coll::bootstrap: unreachable");
+    }
+
+private:
+    static bootstrap_params from_launcher(const std::string &name)
+    {
+        bootstrap_params params;
+        params.launcher = name;
+        if (name == "pmix" || name == "pmi2") {
+            if (name == "pmix")
+                params.store = std::make_shared<launch::pmix>();
+            else
+                params.store = std::make_shared<launch::pmi2>();
+            params.size = params.store->size();
+            params.rank = params.store->rank();
+            if (params.size < 1 || params.rank < 0 || params.rank >= params.size) {
+                throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::bootstrap: " + name + " says rank " +
+                                                           std::to_string(params.rank) + " of " +
+                                                           std::to_string(params.size));
+            }
+            return params;
+        }
+        const char *rank_variable = name == "environment" ? "RANK"
+                                    : name == "slurm"     ? "SLURM_PROCID"
+                                                          : "OMPI_COMM_WORLD_RANK";
+        const char *size_variable = name == "environment" ? "WORLD_SIZE"
+                                    : name == "slurm"     ? "SLURM_NTASKS"
+                                                          : "OMPI_COMM_WORLD_SIZE";
+        require(rank_variable, name);
+        require(size_variable, name);
+        params.size = int(integer_variable(size_variable, 1, INT_MAX));
+        params.rank = int(integer_variable(rank_variable, 0, params.size - 1));
+        if (name == "slurm" && !detail::environment_value("MASTER_ADDR")) {
+            const char *list = detail::environment_value("SLURM_STEP_NODELIST")
+                                   ? "SLURM_STEP_NODELIST"
+                                   : "SLURM_JOB_NODELIST";
+            require(list, name);
+            params.root_host =
+                launch::slurm::expand_hostlist(*detail::environment_value(list)).front();
+        } else {
+            require("MASTER_ADDR", name);
+            params.root_host = *detail::environment_value("MASTER_ADDR");
+        }
+        if (name == "slurm" && !detail::environment_value("MASTER_PORT")) {
+            require("SLURM_JOB_ID", name);
+            require("SLURM_STEP_ID", name);
+            params.root_port = launch::slurm::rendezvous_port(
+                uint64_t(integer_variable("SLURM_JOB_ID", 0, LLONG_MAX)),
+                uint64_t(integer_variable("SLURM_STEP_ID", 0, LLONG_MAX)));
+        } else {
+            require("MASTER_PORT", name);
+            params.root_port = uint16_t(integer_variable("MASTER_PORT", 1, 65535));
         }
         return params;
     }
 
-private:
+    /// Throws the error of a launcher whose variable @p variable is not set.
+    static void require(const char *variable, const std::string &launcher)
+    {
+        if (!detail::environment_value(variable)) {
+            throw ucx_error(UCS_ERR_INVALID_PARAM,
+                            "coll::bootstrap: launcher " + launcher + " needs " + variable +
+                                " (MASTER_ADDR/MASTER_PORT: the root's rendezvous address)");
+        }
+    }
+
+    static std::chrono::milliseconds timeout_from_environment(std::chrono::milliseconds fallback)
+    {
+        const auto seconds = detail::environment_value("UCP_CPP_COLL_BOOTSTRAP_TIMEOUT");
+        if (!seconds)
+            return fallback;
+        const auto bound = detail::parse_seconds(*seconds);
+        if (!bound) {
+            detail::reject_variable("UCP_CPP_COLL_BOOTSTRAP_TIMEOUT", *seconds, "not accepted",
+                                    detail::accepted_seconds);
+        }
+        return std::chrono::ceil<std::chrono::milliseconds>(*bound);
+    }
+
     /// The integer in variable @p name (set), from @p low to @p high; else its error.
     static long long integer_variable(const char *name, long long low, long long high)
     {
@@ -368,6 +504,28 @@ inline std::vector<worker_address> client_rendezvous(const bootstrap_params &par
     return table;
 }
 
+/// The exchange through the job's store: one put, one fence (every rank's address reaches
+/// every process from its local server), then the table read locally.
+inline std::vector<worker_address> store_exchange(const bootstrap_params &params,
+                                                  const worker_address &own)
+{
+    launch::kvs &store = *params.store;
+    if (store.rank() != params.rank || store.size() != params.size) {
+        throw ucx_error(UCS_ERR_INVALID_PARAM,
+                        std::string("coll::bootstrap: rank ") + std::to_string(params.rank) +
+                            " of " + std::to_string(params.size) + " differs from the " +
+                            store.name() + " store's rank " + std::to_string(store.rank()) +
+                            " of " + std::to_string(store.size()));
+    }
+    const std::string key = store.next_key("ucpcpp.coll.address");
+    store.put(key, own.bytes);
+    store.fence();
+    std::vector<worker_address> table(size_t(params.size));
+    for (int r = 0; r < params.size; ++r)
+        table[size_t(r)].bytes = r == params.rank ? own.bytes : store.get(r, key);
+    return table;
+}
+
 }  // namespace detail
 
 /**
@@ -389,6 +547,8 @@ inline std::vector<worker_address> client_rendezvous(const bootstrap_params &par
     }
     if (params.size == 1)
         return {own};
+    if (params.store)
+        return detail::store_exchange(params, own);
     const auto deadline = detail::clock::now() + params.timeout;
     return params.rank == 0 ? detail::root_rendezvous(params, own, deadline)
                             : detail::client_rendezvous(params, own, deadline);

@@ -294,6 +294,8 @@ inline constexpr config_variable config_variables[] = {
      [](config &, const std::string &) { return true; }},
     {"UCP_CPP_COLL_BOOTSTRAP_TIMEOUT", accepted_seconds,
      [](config &, const std::string &value) { return parse_seconds(value).has_value(); }},
+    {"UCP_CPP_COLL_LAUNCHER", accepted_launchers,
+     [](config &, const std::string &value) { return is_launcher_name(value); }},
 };
 
 /// The variable that selects the algorithm of @p which: UCP_CPP_COLL_<NAME>_ALGORITHM.

@@ -318,6 +318,25 @@ public:
         return busy;
     }
 
+    /**
+     * @brief Waits, without using the CPU, until the worker may have something to progress or
+     *        @p limit passed: sleeps on the worker's event fd (ucp_worker_arm + poll) when the
+     *        context has UCP_FEATURE_WAKEUP and every collective in flight waits on the network
+     *        only; otherwise gives the CPU away once (sched_yield).  A CUDA stream that drains
+     *        signals no fd, hence the yield while a staged transfer is in flight.
+     * @param limit the longest sleep.
+     */
+    void idle(std::chrono::nanoseconds limit)
+    {
+        const bool device_work = std::any_of(active_.begin(), active_.end(),
+                                             [](const auto &op) { return op->lane != nullptr; });
+        if (worker_->has_wakeup() && !device_work) {
+            (void)worker_->wait_for_events(limit);
+        } else {
+            std::this_thread::yield();
+        }
+    }
+
 private:
     /// Moves @p op forward; true once it finished (successfully or not).
     bool advance(operation &op)
@@ -365,7 +384,7 @@ private:
             for (size_t i = 0; i < op.pending.size(); ++i) {
                 ucp_cpp::request &req = op.pending[i];
                 if (!req.done()) {
-                    check_members(op);
+                    check_awaited(op);
                     return op.status != UCS_INPROGRESS;
                 }
                 if (req.status() != UCS_OK) {
@@ -428,9 +447,8 @@ private:
             op.status = UCS_OK;
             return false;
         }
-        check_members(op);
-        if (op.status != UCS_INPROGRESS)
-            return false;
+        // No check of the members here: the round's receives from a failed rank fail it
+        // once posted (check_awaited), its sends to one fail by themselves.
         post(op, op.plan.rounds[op.next_round++]);
         if (op.staged)
             release_blocks(op, op.forward);  // those no send of this round forwards
@@ -603,17 +621,39 @@ private:
         }
     }
 
+    /// Fails @p op when a rank one of its incomplete transfers waits on failed.  Only those:
+    /// a rank that has done its part and left (after the last barrier of a job, the others may
+    /// still be completing theirs) fails nobody who needs nothing more from it.
+    void check_awaited(operation &op)
+    {
+        for (size_t i = 0; i < op.pending.size(); ++i) {
+            if (op.pending[i].done())
+                continue;
+            if (failed_member(op, size_t(op.pending_peers[i])))
+                return;
+        }
+    }
+
+    /// Fails @p op if communicator rank @p r failed; true then.
+    bool failed_member(operation &op, size_t r)
+    {
+        const ucs_status_t status = peer_status(op.comm->world_ranks[r]);
+        if (status == UCS_OK)
+            return false;
+        fail(op, UCS_ERR_CONNECTION_RESET,
+             "rank " + std::to_string(r) + " of the communicator (world rank " +
+                 std::to_string(op.comm->world_ranks[r]) +
+                 ") failed: " + ucs_status_string(status));
+        return true;
+    }
+
+    /// Fails @p op when any member failed: for staged GPU transfers and stream fences, whose
+    /// waits name no peer.
     void check_members(operation &op)
     {
         for (size_t r = 0; r < op.comm->world_ranks.size(); ++r) {
-            ucs_status_t status = peer_status(op.comm->world_ranks[r]);
-            if (status != UCS_OK) {
-                fail(op, UCS_ERR_CONNECTION_RESET,
-                     "rank " + std::to_string(r) + " of the communicator (world rank " +
-                         std::to_string(op.comm->world_ranks[r]) +
-                         ") failed: " + ucs_status_string(status));
+            if (failed_member(op, r))
                 return;
-            }
         }
     }
 
@@ -751,8 +791,13 @@ public:
                 throw ucx_error(UCS_ERR_TIMED_OUT,
                                 "coll: collective still incomplete after the timeout");
             }
-            if (++idle > 64)
-                std::this_thread::yield();  // oversubscribed hosts (CI)
+            // Spin a little (latency), then leave the CPU to the ranks that work: on an
+            // oversubscribed host a spinning waiter delays the very peer it waits for.  The
+            // sleep is sliced so that a missed wake-up costs one slice, never a hang.
+            if (++idle > idle_spins) {
+                engine_->idle(std::min<std::chrono::nanoseconds>(deadline - clock::now(),
+                                                                 std::chrono::milliseconds(10)));
+            }
         }
         if (op_->status != UCS_OK) {
             throw ucx_error(op_->status, "coll: " + op_->error);
@@ -777,6 +822,9 @@ public:
     }
 
 private:
+    /// Empty progress rounds before wait() sleeps.
+    static constexpr unsigned idle_spins = 64;
+
     std::shared_ptr<detail::engine> engine_;
     std::shared_ptr<detail::operation> op_;
 };

@@ -147,6 +147,19 @@ inline constexpr const char *switch_values = "on, yes or 1; off, no or 0";
     return std::nullopt;
 }
 
+/// What UCP_CPP_COLL_LAUNCHER accepts (bootstrap_params::from_environment), as messages say it.
+inline constexpr const char *accepted_launchers = "auto, environment, pmix, pmi2, slurm, mpirun";
+
+/// Whether @p text is one of accepted_launchers.
+[[nodiscard]] inline bool is_launcher_name(std::string_view text)
+{
+    for (std::string_view name : {"auto", "environment", "pmix", "pmi2", "slurm", "mpirun"}) {
+        if (text == name)
+            return true;
+    }
+    return false;
+}
+
 /// The number of single-character edits between @p a and @p b (Levenshtein).
 [[nodiscard]] inline size_t edit_distance(std::string_view a, std::string_view b)
 {

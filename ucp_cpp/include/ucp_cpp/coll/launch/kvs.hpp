@@ -54,6 +54,19 @@ public:
     /// @return the bytes put.
     /// @throws ucx_error when it has none or the manager fails.
     [[nodiscard]] virtual std::vector<uint8_t> get(int rank, const std::string &key) = 0;
+
+    /// @brief A key no earlier call on this store returned: every process of the job makes the
+    ///        same calls in the same order, so the n-th exchange uses the same key everywhere,
+    ///        and a second bootstrap through the store never reads the first one's values.
+    /// @param prefix what the key starts with.
+    /// @return prefix + "." + the number of earlier calls.
+    [[nodiscard]] std::string next_key(const std::string &prefix)
+    {
+        return prefix + "." + std::to_string(keys_used_++);
+    }
+
+private:
+    unsigned keys_used_ = 0;
 };
 
 namespace detail {
