@@ -38,7 +38,6 @@ enum {
     GDR_EP_FLAG_CONNECTED    = UCS_BIT(0),
     GDR_EP_FLAG_FAILED       = UCS_BIT(1),
     GDR_EP_FLAG_FLUSH_CANCEL = UCS_BIT(2),
-    GDR_EP_FLAG_FENCE        = UCS_BIT(3),
     GDR_EP_FLAG_PEER_GID = UCS_BIT(4) /* peer_gid holds the peer port's GID */
 };
 
@@ -53,7 +52,7 @@ struct gdr_ep {
     uint8_t remote_dev_index;
     ucs_status_t error; /* why it failed */
     ucs_arbiter_group_t arb_group;
-    uint32_t fence_beat;
+    uint32_t fence_beat; /* != the iface's: the next WR fences */
     struct {
         uint16_t posted_sn; /* sn of the last posted WR */
         uint16_t completed_sn; /* sn of the last completed WR */

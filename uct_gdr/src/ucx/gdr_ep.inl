@@ -30,10 +30,14 @@ gdr_ep_has_tx_resources(gdr_iface_t *iface, gdr_ep_t *ep)
 static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_check_tx(gdr_iface_t *iface,
                                                         gdr_ep_t *ep)
 {
-    if (ucs_unlikely(ep->flags & GDR_EP_FLAG_FAILED)) {
-        return ep->error;
+    /* connected and not failed: one test of the flags on the fast path */
+    if (ucs_unlikely((ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_CONNECTED)) !=
+                     GDR_EP_FLAG_CONNECTED)) {
+        return (ep->flags & GDR_EP_FLAG_FAILED) ? ep->error :
+                                                  UCS_ERR_NO_RESOURCE;
     }
-    if (ucs_unlikely(!gdr_ep_has_tx_resources(iface, ep))) {
+    if (ucs_unlikely((ep->tx.available <= 0) ||
+                     (iface->tx.cq_available <= 0))) {
         return UCS_ERR_NO_RESOURCE;
     }
     return UCS_OK;
@@ -106,15 +110,18 @@ gdr_op_sge(gdr_tx_op_t *op, size_t length, struct ibv_sge *sge)
     sge->lkey   = op->lkey;
 }
 
-/* An RDMA write or read work request; its rkey and buffer (wr->sge) are the
- * caller's */
-static UCS_F_ALWAYS_INLINE void
-gdr_wr_rdma(gdr_verbs_wr_t *wr, enum ibv_wr_opcode opcode, uint64_t remote_addr,
-            unsigned send_flags)
+/* An RDMA write or read work request; its buffer (wr->sge) is the caller's.
+ * (The rkey is passed in, not looked up into wr->rkey: a field whose address
+ * goes to a function that is not inlined keeps the whole WR off registers.) */
+static UCS_F_ALWAYS_INLINE void gdr_wr_rdma(gdr_verbs_wr_t *wr,
+                                            enum ibv_wr_opcode opcode,
+                                            uint64_t remote_addr, uint32_t rkey,
+                                            unsigned send_flags)
 {
     wr->opcode      = opcode;
     wr->send_flags  = send_flags;
     wr->remote_addr = remote_addr;
+    wr->rkey        = rkey;
 }
 
 /* What every post does before the provider's call: fencing, signalling, the
@@ -126,10 +133,10 @@ static UCS_F_ALWAYS_INLINE uint16_t gdr_ep_post_prepare(gdr_iface_t *iface,
 {
     uint16_t sn = ep->tx.posted_sn + 1;
 
-    if (ucs_unlikely((ep->flags & GDR_EP_FLAG_FENCE) ||
-                     (ep->fence_beat != iface->tx.fence_beat))) {
+    /* one comparison for both fences: the ep's own moves its beat off the
+     * iface's (gdr_ep_fence), the iface's moves the iface's beat */
+    if (ucs_unlikely(ep->fence_beat != iface->tx.fence_beat)) {
         *send_flags |= IBV_SEND_FENCE;
-        ep->flags &= ~GDR_EP_FLAG_FENCE;
         ep->fence_beat = iface->tx.fence_beat;
     }
     if (signal || (++ep->tx.unsignaled >= iface->tx.moderation)) {
@@ -203,9 +210,12 @@ gdr_ep_post_sges(gdr_iface_t *iface, gdr_ep_t *ep, gdr_verbs_wr_t *wr,
     list.num_sge    = num_sge;
     list.opcode     = wr->opcode;
     list.send_flags = wr->send_flags;
-    list.imm_data   = wr->imm_data;
-    list.wr.rdma.remote_addr = wr->remote_addr;
-    list.wr.rdma.rkey        = wr->rkey;
+    if (wr->opcode == IBV_WR_SEND_WITH_IMM) {
+        list.imm_data = wr->imm_data;
+    } else {
+        list.wr.rdma.remote_addr = wr->remote_addr;
+        list.wr.rdma.rkey        = wr->rkey;
+    }
     if (gdr_trace_data_on()) {
         gdr_ep_trace_post_list(ep, &list);
     }

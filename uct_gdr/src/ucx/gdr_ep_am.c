@@ -22,9 +22,12 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_am_short_post(gdr_iface_t *iface,
                                                              const void *buffer,
                                                              size_t length)
 {
-    gdr_verbs_wr_t wr = {.sge = {(uintptr_t)buffer, length, 0}};
+    gdr_verbs_wr_t wr;
 
     gdr_wr_am(&wr, id, IBV_SEND_INLINE);
+    wr.sge.addr   = (uintptr_t)buffer;
+    wr.sge.length = length;
+    wr.sge.lkey   = 0;
     return gdr_ep_post(iface, ep, &wr, 0, NULL);
 }
 
@@ -89,7 +92,7 @@ ssize_t gdr_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
-    gdr_verbs_wr_t wr  = {};
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     gdr_tx_op_t *op;
 
@@ -114,7 +117,7 @@ ucs_status_t gdr_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
     struct ibv_sge sge[iface->tx.max_sge];
-    gdr_verbs_wr_t wr = {};
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     gdr_tx_op_t *op;
     int num_sge;

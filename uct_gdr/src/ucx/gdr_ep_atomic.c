@@ -39,7 +39,7 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
-    gdr_verbs_wr_t wr  = {};
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     gdr_tx_op_t *op;
     uint32_t rkey;
@@ -93,7 +93,7 @@ static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
 {
     gdr_iface_t *iface = gdr_ep_iface(ep);
     uint64_t observed  = *(uint64_t *)gdr_tx_op_data(op);
-    gdr_verbs_wr_t wr  = {};
+    gdr_verbs_wr_t wr;
 
     /* No credit check: this runs from gdr_ep_tx_completed() before the
      * completed WRs' credits are returned, and the send queue and CQ do have

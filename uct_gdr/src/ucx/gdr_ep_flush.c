@@ -42,9 +42,12 @@ static UCS_F_NOINLINE ucs_status_t gdr_ep_qp_to_error(gdr_ep_t *ep)
 /* A zero-length RDMA write: no rkey check, completes after all before it */
 static ucs_status_t gdr_ep_post_nop(gdr_iface_t *iface, gdr_ep_t *ep)
 {
-    gdr_verbs_wr_t wr = {};
+    gdr_verbs_wr_t wr;
 
-    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, 0, 0);
+    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, 0, 0, 0);
+    wr.sge.addr   = 0;
+    wr.sge.length = 0;
+    wr.sge.lkey   = 0;
     return gdr_ep_post(iface, ep, &wr, 1, NULL);
 }
 
@@ -102,7 +105,8 @@ ucs_status_t gdr_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
     gdr_ep_t *ep = ucs_derived_of(tl_ep, gdr_ep_t);
 
-    ep->flags |= GDR_EP_FLAG_FENCE;
+    /* the next WR fences: its beat differs from the iface's (gdr_ep_post) */
+    ep->fence_beat = gdr_ep_iface(ep)->tx.fence_beat - 1;
     UCT_TL_EP_STAT_FENCE(&ep->super);
     return UCS_OK;
 }

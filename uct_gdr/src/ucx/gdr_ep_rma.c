@@ -18,15 +18,19 @@ ucs_status_t gdr_ep_put_short(uct_ep_h tl_ep, const void *buffer,
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
-    gdr_verbs_wr_t wr  = {.sge = {(uintptr_t)buffer, length, 0}};
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
+    uint32_t rkey;
 
     UCT_CHECK_LENGTH(length, 0, iface->tx.max_inline, "gdr_rc put_short");
-    status = gdr_ep_rma_begin(iface, ep, uct_rkey, length, &wr.rkey);
+    status = gdr_ep_rma_begin(iface, ep, uct_rkey, length, &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, remote_addr, IBV_SEND_INLINE);
+    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, remote_addr, rkey, IBV_SEND_INLINE);
+    wr.sge.addr   = (uintptr_t)buffer;
+    wr.sge.length = length;
+    wr.sge.lkey   = 0;
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     return gdr_ep_post(iface, ep, &wr, 0, NULL);
 }
@@ -36,20 +40,21 @@ ssize_t gdr_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
-    gdr_verbs_wr_t wr  = {};
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     gdr_tx_op_t *op;
+    uint32_t rkey;
 
     status = gdr_ep_bcopy_begin(iface, ep, pack_cb, arg, &wr.sge, &op);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    status = gdr_ep_rkey(ep, uct_rkey, wr.sge.length, &wr.rkey);
+    status = gdr_ep_rkey(ep, uct_rkey, wr.sge.length, &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         ucs_mpool_put_inline(op);
         return status;
     }
-    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, remote_addr, 0);
+    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, remote_addr, rkey, 0);
     UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, wr.sge.length);
     return gdr_ep_bcopy_post(iface, ep, &wr, op);
 }
@@ -63,9 +68,10 @@ gdr_ep_rdma_zcopy(uct_ep_h tl_ep, enum ibv_wr_opcode opcode,
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
     struct ibv_sge sge[iface->tx.max_sge];
-    gdr_verbs_wr_t wr = {};
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     gdr_tx_op_t *op;
+    uint32_t rkey;
     int num_sge;
 
     UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->tx.max_sge, "gdr_rc rdma zcopy");
@@ -77,11 +83,11 @@ gdr_ep_rdma_zcopy(uct_ep_h tl_ep, enum ibv_wr_opcode opcode,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    status = gdr_ep_rkey(ep, uct_rkey, num_sge, &wr.rkey); /* 0 SGEs: 0 bytes */
+    status = gdr_ep_rkey(ep, uct_rkey, num_sge, &rkey); /* 0 SGEs: 0 bytes */
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    gdr_wr_rdma(&wr, opcode, remote_addr, 0);
+    gdr_wr_rdma(&wr, opcode, remote_addr, rkey, 0);
     if (opcode == IBV_WR_RDMA_WRITE) {
         UCT_TL_EP_STAT_OP(&ep->super, PUT, ZCOPY,
                           uct_iov_total_length(iov, iovcnt));
@@ -124,13 +130,14 @@ ucs_status_t gdr_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
-    gdr_verbs_wr_t wr  = {};
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     gdr_tx_op_t *op;
+    uint32_t rkey;
 
     UCT_CHECK_LENGTH(length, 0, iface->seg_size, "gdr_rc get_bcopy");
     status = gdr_ep_rma_desc_begin(iface, ep, uct_rkey, length,
-                                   gdr_op_get_bcopy, comp, &wr.rkey, &op);
+                                   gdr_op_get_bcopy, comp, &rkey, &op);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -138,7 +145,7 @@ ucs_status_t gdr_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
     op->result    = arg;
     op->length    = length;
     gdr_op_sge(op, length, &wr.sge);
-    gdr_wr_rdma(&wr, IBV_WR_RDMA_READ, remote_addr, 0);
+    gdr_wr_rdma(&wr, IBV_WR_RDMA_READ, remote_addr, rkey, 0);
     UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
     /* signaled: the data is only there once this WR completes */
     return gdr_ep_op_posted(gdr_ep_post(iface, ep, &wr, 1, op), op,

@@ -61,17 +61,23 @@ static void gdr_ep_trace_wr(const gdr_ep_t *ep, uint64_t wr_id,
 void gdr_ep_trace_post(const gdr_ep_t *ep, const gdr_verbs_wr_t *wr)
 {
     int wr_api = (ep->qpx != NULL) && (wr->sge.length != 0);
+    int send   = (wr->opcode == IBV_WR_SEND_WITH_IMM);
 
-    gdr_ep_trace_wr(ep, wr->wr_id, wr->opcode, wr->send_flags, wr->remote_addr,
-                    wr->rkey, ntohl(wr->imm_data), &wr->sge,
+    /* only the fields of its opcode are set (gdr_verbs_wr_t) */
+    gdr_ep_trace_wr(ep, wr->wr_id, wr->opcode, wr->send_flags,
+                    send ? 0 : wr->remote_addr, send ? 0 : wr->rkey,
+                    send ? ntohl(wr->imm_data) : 0, &wr->sge,
                     wr->sge.length != 0, wr_api ? "ibv_wr" : "ibv_post_send");
 }
 
 void gdr_ep_trace_post_list(const gdr_ep_t *ep, const struct ibv_send_wr *wr)
 {
+    int send = (wr->opcode == IBV_WR_SEND_WITH_IMM);
+
     gdr_ep_trace_wr(ep, wr->wr_id, wr->opcode, wr->send_flags,
-                    wr->wr.rdma.remote_addr, wr->wr.rdma.rkey,
-                    ntohl(wr->imm_data), wr->sg_list, wr->num_sge,
+                    send ? 0 : wr->wr.rdma.remote_addr,
+                    send ? 0 : wr->wr.rdma.rkey,
+                    send ? ntohl(wr->imm_data) : 0, wr->sg_list, wr->num_sge,
                     "ibv_post_send");
 }
 

@@ -37,6 +37,8 @@ extern "C" {
  * A work request of at most one buffer: what every gdr_rc operation posts but the zcopy
  * gathers.  Built by value in the op function and read here field by field, so that it
  * lives in registers: a struct ibv_send_wr is only built where ibv_send_wr is called.
+ * Only the fields of its opcode are read (and need be set): remote_addr and rkey for RDMA
+ * and atomics, imm_data for SEND_WITH_IMM, compare_add and swap for atomics.
  */
 typedef struct gdr_verbs_wr {
     enum ibv_wr_opcode opcode;
@@ -99,16 +101,21 @@ GDR_VERBS_INLINE int gdr_verbs_post_legacy(struct ibv_qp *qp, const gdr_verbs_wr
     send_wr.num_sge    = (sge.length != 0);
     send_wr.opcode     = wr->opcode;
     send_wr.send_flags = wr->send_flags;
-    send_wr.imm_data   = wr->imm_data;
-    if ((wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) ||
-        (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)) {
+    switch (wr->opcode) {
+    case IBV_WR_SEND_WITH_IMM:
+        send_wr.imm_data = wr->imm_data;
+        break;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
         send_wr.wr.atomic.remote_addr = wr->remote_addr;
         send_wr.wr.atomic.compare_add = wr->compare_add;
         send_wr.wr.atomic.swap        = wr->swap;
         send_wr.wr.atomic.rkey        = wr->rkey;
-    } else {
+        break;
+    default:
         send_wr.wr.rdma.remote_addr = wr->remote_addr;
         send_wr.wr.rdma.rkey        = wr->rkey;
+        break;
     }
     return ibv_post_send(qp, &send_wr, &bad_wr);
 }
