@@ -31,8 +31,9 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_check_tx(gdr_iface_t *iface,
                                                         gdr_ep_t *ep)
 {
     /* connected and not failed: one test of the flags on the fast path */
-    if (ucs_unlikely((ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_CONNECTED)) !=
-                     GDR_EP_FLAG_CONNECTED)) {
+    if (ucs_unlikely(
+                (ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_CONNECTED)) !=
+                GDR_EP_FLAG_CONNECTED)) {
         return (ep->flags & GDR_EP_FLAG_FAILED) ? ep->error :
                                                   UCS_ERR_NO_RESOURCE;
     }
@@ -113,10 +114,9 @@ gdr_op_sge(gdr_tx_op_t *op, size_t length, struct ibv_sge *sge)
 /* An RDMA write or read work request; its buffer (wr->sge) is the caller's.
  * (The rkey is passed in, not looked up into wr->rkey: a field whose address
  * goes to a function that is not inlined keeps the whole WR off registers.) */
-static UCS_F_ALWAYS_INLINE void gdr_wr_rdma(gdr_verbs_wr_t *wr,
-                                            enum ibv_wr_opcode opcode,
-                                            uint64_t remote_addr, uint32_t rkey,
-                                            unsigned send_flags)
+static UCS_F_ALWAYS_INLINE void
+gdr_wr_rdma(gdr_verbs_wr_t *wr, enum ibv_wr_opcode opcode, uint64_t remote_addr,
+            uint32_t rkey, unsigned send_flags)
 {
     wr->opcode      = opcode;
     wr->send_flags  = send_flags;

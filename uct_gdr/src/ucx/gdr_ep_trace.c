@@ -76,9 +76,8 @@ void gdr_ep_trace_post_list(const gdr_ep_t *ep, const struct ibv_send_wr *wr)
 
     gdr_ep_trace_wr(ep, wr->wr_id, wr->opcode, wr->send_flags,
                     send ? 0 : wr->wr.rdma.remote_addr,
-                    send ? 0 : wr->wr.rdma.rkey,
-                    send ? ntohl(wr->imm_data) : 0, wr->sg_list, wr->num_sge,
-                    "ibv_post_send");
+                    send ? 0 : wr->wr.rdma.rkey, send ? ntohl(wr->imm_data) : 0,
+                    wr->sg_list, wr->num_sge, "ibv_post_send");
 }
 
 void gdr_iface_trace_send_completion(const struct ibv_wc *wc)
