@@ -129,8 +129,6 @@ UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)
     uint32_t inline_size = iface->tx.max_inline;
     ucs_status_t status;
     gdr_reason_t why;
-    khiter_t it;
-    int ret;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
 
@@ -143,20 +141,18 @@ UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)
 
     status = gdr_verbs_qp_create(iface->dev->pd, iface->send_cq, iface->recv_cq,
                                  iface->srq, iface->tx.queue_len,
-                                 iface->tx.max_sge, &inline_size, &self->qp,
-                                 &why);
+                                 iface->tx.max_sge, iface->tx.send_ops_flags,
+                                 &inline_size, &self->qp, &self->qpx, &why);
     if (status != UCS_OK) {
         ucs_error("gdr_rc: %s: %s", iface->dev->name, why.text);
         return status;
     }
 
-    it = kh_put(gdr_qp_ep, &iface->eps, self->qp->qp_num, &ret);
-    if (ret <= 0) {
-        ucs_error("gdr_rc: qpn 0x%x is already in use", self->qp->qp_num);
+    status = gdr_iface_ep_add(iface, self, self->qp->qp_num);
+    if (status != UCS_OK) {
         ibv_destroy_qp(self->qp);
-        return UCS_ERR_ALREADY_EXISTS;
+        return status;
     }
-    kh_value(&iface->eps, it) = self;
 
     self->psn              = ucs_generate_uuid((uintptr_t)self) & 0xffffff;
     self->flags            = 0;
@@ -178,14 +174,10 @@ UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)
 UCS_CLASS_CLEANUP_FUNC(gdr_ep_t)
 {
     gdr_iface_t *iface = gdr_ep_iface(self);
-    khiter_t it;
 
     ucs_arbiter_group_desched(&iface->tx.arbiter, &self->arb_group);
     ucs_arbiter_group_cleanup(&self->arb_group);
-    it = kh_get(gdr_qp_ep, &iface->eps, self->qp->qp_num);
-    if (it != kh_end(&iface->eps)) {
-        kh_del(gdr_qp_ep, &iface->eps, it);
-    }
+    gdr_iface_ep_remove(iface, self->qp->qp_num);
     ucs_list_del(&self->list);
     /* no DMA into our bounce buffers after this: then release them */
     if (ibv_destroy_qp(self->qp) != 0) {

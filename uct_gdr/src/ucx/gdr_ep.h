@@ -17,11 +17,13 @@
  *   gdr_ep_completion.c  send completions: finishing ops, failing the endpoint
  *   gdr_ep_flush.c       flush, fence and keepalive check (of an endpoint and of the iface)
  *   gdr_ep_pending.c     the pending queue
+ *   gdr_ep_trace.c       data tracing (UCX_LOG_LEVEL=trace_data) of posts and completions
  */
 #ifndef GDR_EP_H_
 #define GDR_EP_H_
 
 #include "gdr_iface.h"
+#include "gdr_verbs_post.h"
 
 
 /* Endpoint address: the RC QP to connect to. */
@@ -36,7 +38,6 @@ enum {
     GDR_EP_FLAG_CONNECTED    = UCS_BIT(0),
     GDR_EP_FLAG_FAILED       = UCS_BIT(1),
     GDR_EP_FLAG_FLUSH_CANCEL = UCS_BIT(2),
-    GDR_EP_FLAG_FENCE        = UCS_BIT(3),
     GDR_EP_FLAG_PEER_GID = UCS_BIT(4) /* peer_gid holds the peer port's GID */
 };
 
@@ -44,12 +45,14 @@ struct gdr_ep {
     uct_base_ep_t super;
     ucs_list_link_t list;
     struct ibv_qp *qp;
+    struct ibv_qp_ex
+            *qpx; /* the QP's ibv_wr_* builders; NULL: ibv_post_send only */
     uint32_t psn;
     uint8_t flags;
     uint8_t remote_dev_index;
     ucs_status_t error; /* why it failed */
     ucs_arbiter_group_t arb_group;
-    uint32_t fence_beat;
+    uint32_t fence_beat; /* != the iface's: the next WR fences */
     struct {
         uint16_t posted_sn; /* sn of the last posted WR */
         uint16_t completed_sn; /* sn of the last completed WR */
@@ -125,5 +128,12 @@ void gdr_op_complete(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status);
 
 /* Finishes every outstanding op with @a status (the ep is failing or going away) */
 void gdr_ep_purge_ops(gdr_ep_t *ep, ucs_status_t status);
+
+/* Data tracing (gdr_ep_trace.c), called only when gdr_trace_data_on(): a
+ * constant 0 where UCX is built without data logging */
+#define gdr_trace_data_on() ucs_log_is_enabled(UCS_LOG_LEVEL_TRACE_DATA)
+void gdr_ep_trace_post(const gdr_ep_t *ep, const gdr_verbs_wr_t *wr);
+void gdr_ep_trace_post_list(const gdr_ep_t *ep, const struct ibv_send_wr *wr);
+void gdr_iface_trace_send_completion(const struct ibv_wc *wc);
 
 #endif

@@ -30,10 +30,15 @@ gdr_ep_has_tx_resources(gdr_iface_t *iface, gdr_ep_t *ep)
 static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_check_tx(gdr_iface_t *iface,
                                                         gdr_ep_t *ep)
 {
-    if (ucs_unlikely(ep->flags & GDR_EP_FLAG_FAILED)) {
-        return ep->error;
+    /* connected and not failed: one test of the flags on the fast path */
+    if (ucs_unlikely(
+                (ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_CONNECTED)) !=
+                GDR_EP_FLAG_CONNECTED)) {
+        return (ep->flags & GDR_EP_FLAG_FAILED) ? ep->error :
+                                                  UCS_ERR_NO_RESOURCE;
     }
-    if (ucs_unlikely(!gdr_ep_has_tx_resources(iface, ep))) {
+    if (ucs_unlikely((ep->tx.available <= 0) ||
+                     (iface->tx.cq_available <= 0))) {
         return UCS_ERR_NO_RESOURCE;
     }
     return UCS_OK;
@@ -106,51 +111,53 @@ gdr_op_sge(gdr_tx_op_t *op, size_t length, struct ibv_sge *sge)
     sge->lkey   = op->lkey;
 }
 
-/* An RDMA write or read work request */
+/* An RDMA write or read work request; its buffer (wr->sge) is the caller's.
+ * (The rkey is passed in, not looked up into wr->rkey: a field whose address
+ * goes to a function that is not inlined keeps the whole WR off registers.) */
 static UCS_F_ALWAYS_INLINE void
-gdr_wr_rdma(struct ibv_send_wr *wr, enum ibv_wr_opcode opcode,
-            struct ibv_sge *sge, int num_sge, uint64_t remote_addr,
-            uint32_t rkey, int send_flags)
+gdr_wr_rdma(gdr_verbs_wr_t *wr, enum ibv_wr_opcode opcode, uint64_t remote_addr,
+            uint32_t rkey, unsigned send_flags)
 {
-    wr->opcode              = opcode;
-    wr->sg_list             = sge;
-    wr->num_sge             = num_sge;
-    wr->send_flags          = send_flags;
-    wr->wr.rdma.remote_addr = remote_addr;
-    wr->wr.rdma.rkey        = rkey;
+    wr->opcode      = opcode;
+    wr->send_flags  = send_flags;
+    wr->remote_addr = remote_addr;
+    wr->rkey        = rkey;
 }
 
-/* Post one WR; queue @a op (may be NULL) to finish when it completes */
-static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_post(gdr_iface_t *iface,
-                                                    gdr_ep_t *ep,
-                                                    struct ibv_send_wr *wr,
-                                                    int signal, gdr_tx_op_t *op)
+/* What every post does before the provider's call: fencing, signalling, the
+ * sequence number (returned) */
+static UCS_F_ALWAYS_INLINE uint16_t gdr_ep_post_prepare(gdr_iface_t *iface,
+                                                        gdr_ep_t *ep,
+                                                        int signal,
+                                                        unsigned *send_flags)
 {
     uint16_t sn = ep->tx.posted_sn + 1;
-    struct ibv_send_wr *bad_wr;
-    int ret;
 
-    wr->wr_id = sn;
-    wr->next  = NULL;
-    if (ucs_unlikely((ep->flags & GDR_EP_FLAG_FENCE) ||
-                     (ep->fence_beat != iface->tx.fence_beat))) {
-        wr->send_flags |= IBV_SEND_FENCE;
-        ep->flags &= ~GDR_EP_FLAG_FENCE;
+    /* one comparison for both fences: the ep's own moves its beat off the
+     * iface's (gdr_ep_fence), the iface's moves the iface's beat */
+    if (ucs_unlikely(ep->fence_beat != iface->tx.fence_beat)) {
+        *send_flags |= IBV_SEND_FENCE;
         ep->fence_beat = iface->tx.fence_beat;
     }
     if (signal || (++ep->tx.unsignaled >= iface->tx.moderation)) {
-        wr->send_flags |= IBV_SEND_SIGNALED;
+        *send_flags |= IBV_SEND_SIGNALED;
         ep->tx.unsignaled  = 0;
         ep->tx.signaled_sn = sn;
     }
+    return sn;
+}
 
-    ret = ibv_post_send(ep->qp, wr, &bad_wr);
+/* ... and after it (@a ret: its result): credits, and @a op (may be NULL)
+ * queued to finish when the WR completes */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+gdr_ep_post_commit(gdr_iface_t *iface, gdr_ep_t *ep, uint16_t sn, int ret,
+                   enum ibv_wr_opcode opcode, gdr_tx_op_t *op)
+{
     if (ucs_unlikely(ret != 0)) {
-        ucs_error("gdr_rc: ibv_post_send(qpn 0x%x, opcode %d) failed: %s",
-                  ep->qp->qp_num, wr->opcode, strerror(ret));
+        ucs_error("gdr_rc: posting a WR (qpn 0x%x, opcode %d) failed: %s",
+                  ep->qp->qp_num, opcode, strerror(ret));
         return UCS_ERR_IO_ERROR;
     }
-
     ep->tx.posted_sn = sn;
     --ep->tx.available;
     --iface->tx.cq_available;
@@ -161,14 +168,67 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_post(gdr_iface_t *iface,
     return UCS_OK;
 }
 
-/* Post with an op and, on failure, give the op back (nobody else will);
- * @a success is what the operation returns once posted */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-gdr_ep_post_op(gdr_iface_t *iface, gdr_ep_t *ep, struct ibv_send_wr *wr,
-               int signal, gdr_tx_op_t *op, ucs_status_t success)
+/* Post a WR of at most one buffer; queue @a op (may be NULL) to finish when it
+ * completes.  Every operation but the zcopy gathers posts through here. */
+static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_post(gdr_iface_t *iface,
+                                                    gdr_ep_t *ep,
+                                                    gdr_verbs_wr_t *wr,
+                                                    int signal, gdr_tx_op_t *op)
 {
-    ucs_status_t status = gdr_ep_post(iface, ep, wr, signal, op);
+    uint16_t sn = gdr_ep_post_prepare(iface, ep, signal, &wr->send_flags);
 
+    wr->wr_id = sn;
+    if (gdr_trace_data_on()) {
+        gdr_ep_trace_post(ep, wr);
+    }
+    return gdr_ep_post_commit(iface, ep, sn,
+                              gdr_verbs_post(ep->qp, ep->qpx, wr), wr->opcode,
+                              op);
+}
+
+/* Post @a wr with the @a num_sge buffers at @a sge (a zcopy): a gather list
+ * goes as a struct ibv_send_wr (gdr_verbs_post_list), the rest as gdr_ep_post */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+gdr_ep_post_sges(gdr_iface_t *iface, gdr_ep_t *ep, gdr_verbs_wr_t *wr,
+                 struct ibv_sge *sge, int num_sge, int signal, gdr_tx_op_t *op)
+{
+    struct ibv_send_wr list;
+    uint16_t sn;
+
+    if (ucs_likely(num_sge <= 1)) {
+        if (num_sge == 1) {
+            wr->sge = sge[0];
+        } else {
+            wr->sge.length = 0;
+        }
+        return gdr_ep_post(iface, ep, wr, signal, op);
+    }
+    sn              = gdr_ep_post_prepare(iface, ep, signal, &wr->send_flags);
+    list.wr_id      = sn;
+    list.next       = NULL;
+    list.sg_list    = sge;
+    list.num_sge    = num_sge;
+    list.opcode     = wr->opcode;
+    list.send_flags = wr->send_flags;
+    if (wr->opcode == IBV_WR_SEND_WITH_IMM) {
+        list.imm_data = wr->imm_data;
+    } else {
+        list.wr.rdma.remote_addr = wr->remote_addr;
+        list.wr.rdma.rkey        = wr->rkey;
+    }
+    if (gdr_trace_data_on()) {
+        gdr_ep_trace_post_list(ep, &list);
+    }
+    return gdr_ep_post_commit(iface, ep, sn, gdr_verbs_post_list(ep->qp, &list),
+                              list.opcode, op);
+}
+
+/* An op's post result: on failure the op goes back (nobody else will);
+ * @a success is what the operation returns once posted */
+static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_op_posted(ucs_status_t status,
+                                                         gdr_tx_op_t *op,
+                                                         ucs_status_t success)
+{
     if (ucs_unlikely(status != UCS_OK)) {
         ucs_mpool_put_inline(op);
         return status;
@@ -217,6 +277,8 @@ gdr_ep_op_get(gdr_iface_t *iface, int desc, gdr_tx_op_handler_t handler,
     if (ucs_likely(op != NULL)) {
         op->handler = handler;
         op->comp    = comp;
+    } else {
+        UCT_TL_IFACE_STAT_TX_NO_DESC(&iface->super);
     }
     return op;
 }
@@ -271,17 +333,17 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_bcopy_begin(
     return UCS_OK;
 }
 
-/* Post a bcopy's bounce buffer (@a sge): the bytes it carries, or the error */
+/* Post a bcopy's bounce buffer (in @a wr): the bytes it carries, or the error */
 static UCS_F_ALWAYS_INLINE ssize_t gdr_ep_bcopy_post(gdr_iface_t *iface,
                                                      gdr_ep_t *ep,
-                                                     struct ibv_send_wr *wr,
-                                                     gdr_tx_op_t *op,
-                                                     const struct ibv_sge *sge)
+                                                     gdr_verbs_wr_t *wr,
+                                                     gdr_tx_op_t *op)
 {
-    ucs_status_t status = gdr_ep_post_op(iface, ep, wr, op->comp != NULL, op,
-                                         UCS_OK);
+    ucs_status_t status = gdr_ep_op_posted(gdr_ep_post(iface, ep, wr,
+                                                       op->comp != NULL, op),
+                                           op, UCS_OK);
 
-    return (status == UCS_OK) ? (ssize_t)sge->length : status;
+    return (status == UCS_OK) ? (ssize_t)wr->sge.length : status;
 }
 
 #endif

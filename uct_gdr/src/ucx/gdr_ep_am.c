@@ -7,25 +7,38 @@
 #include <arpa/inet.h>
 
 
-static UCS_F_ALWAYS_INLINE void gdr_wr_am(struct ibv_send_wr *wr, uint8_t id,
-                                          struct ibv_sge *sge, int num_sge,
-                                          int send_flags)
+static UCS_F_ALWAYS_INLINE void
+gdr_wr_am(gdr_verbs_wr_t *wr, uint8_t id, unsigned send_flags)
 {
     wr->opcode     = IBV_WR_SEND_WITH_IMM;
     wr->imm_data   = htonl(id);
-    wr->sg_list    = sge;
-    wr->num_sge    = num_sge;
     wr->send_flags = send_flags;
 }
 
+/* An inline send of @a length bytes at @a buffer (0 bytes: no buffer) */
+static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_am_short_post(gdr_iface_t *iface,
+                                                             gdr_ep_t *ep,
+                                                             uint8_t id,
+                                                             const void *buffer,
+                                                             size_t length)
+{
+    gdr_verbs_wr_t wr;
+
+    gdr_wr_am(&wr, id, IBV_SEND_INLINE);
+    wr.sge.addr   = (uintptr_t)buffer;
+    wr.sge.length = length;
+    wr.sge.lkey   = 0;
+    return gdr_ep_post(iface, ep, &wr, 0, NULL);
+}
+
+/* The header and the payload go as one inline buffer: one SGE is what the
+ * verbs builders take (gdr_verbs_post.h), and the provider copies the data at
+ * post time anyway; with no payload, the header is that buffer */
 ucs_status_t gdr_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
                              const void *payload, unsigned length)
 {
-    gdr_ep_t *ep          = ucs_derived_of(tl_ep, gdr_ep_t);
-    gdr_iface_t *iface    = gdr_ep_iface(ep);
-    struct ibv_sge sge[2] = {{(uintptr_t)&header, sizeof(header), 0},
-                             {(uintptr_t)payload, length, 0}};
-    struct ibv_send_wr wr;
+    gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
+    gdr_iface_t *iface = gdr_ep_iface(ep);
     ucs_status_t status;
 
     UCT_CHECK_AM_ID(id);
@@ -35,8 +48,18 @@ ucs_status_t gdr_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    gdr_wr_am(&wr, id, sge, (length > 0) ? 2 : 1, IBV_SEND_INLINE);
-    return gdr_ep_post(iface, ep, &wr, 0, NULL);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(header) + length);
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, &header,
+                       sizeof(header) + length, "gdr_rc: TX AM_SHORT");
+    if (length == 0) {
+        return gdr_ep_am_short_post(iface, ep, id, &header, sizeof(header));
+    } else {
+        char buffer[sizeof(header) + length]; /* at most max_inline: checked */
+
+        memcpy(buffer, &header, sizeof(header));
+        memcpy(buffer + sizeof(header), payload, length);
+        return gdr_ep_am_short_post(iface, ep, id, buffer, sizeof(buffer));
+    }
 }
 
 ucs_status_t gdr_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
@@ -47,8 +70,6 @@ ucs_status_t gdr_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     size_t length      = uct_iov_total_length(iov, iovcnt);
     char buffer[iface->tx.max_inline + 1];
     ucs_iov_iter_t iov_iter;
-    struct ibv_send_wr wr;
-    struct ibv_sge sge;
     ucs_status_t status;
 
     UCT_CHECK_AM_ID(id);
@@ -59,11 +80,11 @@ ucs_status_t gdr_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     }
     /* inline data is copied at post time: gather into the stack first */
     ucs_iov_iter_init(&iov_iter);
-    sge.addr   = (uintptr_t)buffer;
-    sge.length = uct_iov_to_buffer(iov, iovcnt, &iov_iter, buffer, SIZE_MAX);
-    sge.lkey   = 0;
-    gdr_wr_am(&wr, id, &sge, sge.length > 0, IBV_SEND_INLINE);
-    return gdr_ep_post(iface, ep, &wr, 0, NULL);
+    length = uct_iov_to_buffer(iov, iovcnt, &iov_iter, buffer, SIZE_MAX);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, length);
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, buffer,
+                       length, "gdr_rc: TX AM_SHORT_IOV");
+    return gdr_ep_am_short_post(iface, ep, id, buffer, length);
 }
 
 ssize_t gdr_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
@@ -71,18 +92,21 @@ ssize_t gdr_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
-    struct ibv_send_wr wr;
-    struct ibv_sge sge;
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     gdr_tx_op_t *op;
 
     UCT_CHECK_AM_ID(id);
-    status = gdr_ep_bcopy_begin(iface, ep, pack_cb, arg, &sge, &op);
+    status = gdr_ep_bcopy_begin(iface, ep, pack_cb, arg, &wr.sge, &op);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    gdr_wr_am(&wr, id, &sge, sge.length > 0, 0);
-    return gdr_ep_bcopy_post(iface, ep, &wr, op, &sge);
+    gdr_wr_am(&wr, id, 0);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, wr.sge.length);
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id,
+                       gdr_tx_op_data(op), wr.sge.length,
+                       "gdr_rc: TX AM_BCOPY");
+    return gdr_ep_bcopy_post(iface, ep, &wr, op);
 }
 
 ucs_status_t gdr_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
@@ -93,7 +117,7 @@ ucs_status_t gdr_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
     struct ibv_sge sge[iface->tx.max_sge];
-    struct ibv_send_wr wr;
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     gdr_tx_op_t *op;
     int num_sge;
@@ -120,6 +144,12 @@ ucs_status_t gdr_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
     }
     memcpy(gdr_tx_op_data(op), header, header_length);
     gdr_op_sge(op, header_length, &sge[0]);
-    gdr_wr_am(&wr, id, sge, num_sge + 1, 0);
-    return gdr_ep_post_op(iface, ep, &wr, op->comp != NULL, op, UCS_INPROGRESS);
+    gdr_wr_am(&wr, id, 0);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY,
+                      header_length + uct_iov_total_length(iov, iovcnt));
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, header,
+                       header_length, "gdr_rc: TX AM_ZCOPY");
+    return gdr_ep_op_posted(gdr_ep_post_sges(iface, ep, &wr, sge, num_sge + 1,
+                                             op->comp != NULL, op),
+                            op, UCS_INPROGRESS);
 }

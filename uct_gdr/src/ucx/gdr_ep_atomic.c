@@ -14,6 +14,21 @@ gdr_op_atomic_fetch(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
     gdr_op_complete(op, ep, status);
 }
 
+/* An atomic work request whose result lands in @a op's bounce buffer */
+static UCS_F_ALWAYS_INLINE void
+gdr_wr_atomic(gdr_verbs_wr_t *wr, enum ibv_wr_opcode opcode,
+              uint64_t remote_addr, uint32_t rkey, uint64_t compare_add,
+              uint64_t swap, gdr_tx_op_t *op)
+{
+    wr->opcode      = opcode;
+    wr->send_flags  = 0;
+    wr->remote_addr = remote_addr;
+    wr->rkey        = rkey;
+    wr->compare_add = compare_add;
+    wr->swap        = swap;
+    gdr_op_sge(op, sizeof(uint64_t), &wr->sge);
+}
+
 /* 64-bit fetch-and-add / compare-and-swap; the result lands in a bounce buffer.
  * @a op_p (may be NULL) receives the op, valid when this returns @a success. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
@@ -24,8 +39,7 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
-    struct ibv_send_wr wr;
-    struct ibv_sge sge;
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     gdr_tx_op_t *op;
     uint32_t rkey;
@@ -42,21 +56,15 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
         return status;
     }
     op->result = result;
-    gdr_op_sge(op, sizeof(uint64_t), &sge);
-    wr.opcode                = opcode;
-    wr.sg_list               = &sge;
-    wr.num_sge               = 1;
-    wr.send_flags            = 0;
-    wr.wr.atomic.remote_addr = remote_addr;
-    wr.wr.atomic.compare_add = compare_add;
-    wr.wr.atomic.swap        = swap;
-    wr.wr.atomic.rkey        = rkey;
+    UCT_TL_EP_STAT_ATOMIC(&ep->super);
+    gdr_wr_atomic(&wr, opcode, remote_addr, rkey, compare_add, swap, op);
     if (op_p != NULL) {
         *op_p = op;
     }
     /* signaled when someone waits for the value (a fetch, or a CAS loop) */
-    return gdr_ep_post_op(iface, ep, &wr, (result != NULL) || (op_p != NULL),
-                          op, success);
+    return gdr_ep_op_posted(gdr_ep_post(iface, ep, &wr,
+                                        (result != NULL) || (op_p != NULL), op),
+                            op, success);
 }
 
 /*
@@ -85,8 +93,7 @@ static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
 {
     gdr_iface_t *iface = gdr_ep_iface(ep);
     uint64_t observed  = *(uint64_t *)gdr_tx_op_data(op);
-    struct ibv_send_wr wr;
-    struct ibv_sge sge;
+    gdr_verbs_wr_t wr;
 
     /* No credit check: this runs from gdr_ep_tx_completed() before the
      * completed WRs' credits are returned, and the send queue and CQ do have
@@ -95,17 +102,10 @@ static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
         (!op->amo.swapping || (observed != op->amo.expected))) {
         op->amo.expected = observed;
         op->amo.swapping = 1;
-        gdr_op_sge(op, sizeof(uint64_t), &sge);
-        wr.opcode                = IBV_WR_ATOMIC_CMP_AND_SWP;
-        wr.sg_list               = &sge;
-        wr.num_sge               = 1;
-        wr.send_flags            = 0;
-        wr.wr.atomic.remote_addr = op->amo.remote_addr;
-        wr.wr.atomic.compare_add = observed;
-        wr.wr.atomic.swap        = gdr_amo_apply(op->amo.op, observed,
-                                                 op->amo.operand);
-        wr.wr.atomic.rkey        = op->amo.rkey;
-        status                   = gdr_ep_post(iface, ep, &wr, 1, op);
+        gdr_wr_atomic(&wr, IBV_WR_ATOMIC_CMP_AND_SWP, op->amo.remote_addr,
+                      op->amo.rkey, observed,
+                      gdr_amo_apply(op->amo.op, observed, op->amo.operand), op);
+        status = gdr_ep_post(iface, ep, &wr, 1, op);
         if (status == UCS_OK) {
             return; /* back here when the CAS completes */
         }

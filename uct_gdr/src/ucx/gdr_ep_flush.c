@@ -42,9 +42,12 @@ static UCS_F_NOINLINE ucs_status_t gdr_ep_qp_to_error(gdr_ep_t *ep)
 /* A zero-length RDMA write: no rkey check, completes after all before it */
 static ucs_status_t gdr_ep_post_nop(gdr_iface_t *iface, gdr_ep_t *ep)
 {
-    struct ibv_send_wr wr;
+    gdr_verbs_wr_t wr;
 
-    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, NULL, 0, 0, 0, 0);
+    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, 0, 0, 0);
+    wr.sge.addr   = 0;
+    wr.sge.length = 0;
+    wr.sge.lkey   = 0;
     return gdr_ep_post(iface, ep, &wr, 1, NULL);
 }
 
@@ -57,6 +60,7 @@ gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
     gdr_tx_op_t *op;
 
     if (ep->tx.posted_sn == ep->tx.completed_sn) {
+        UCT_TL_EP_STAT_FLUSH(&ep->super);
         return UCS_OK;
     }
 
@@ -93,6 +97,7 @@ gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
         }
         gdr_ep_op_behind_last_wr(ep, op);
     }
+    UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
     return UCS_INPROGRESS;
 }
 
@@ -100,7 +105,9 @@ ucs_status_t gdr_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
     gdr_ep_t *ep = ucs_derived_of(tl_ep, gdr_ep_t);
 
-    ep->flags |= GDR_EP_FLAG_FENCE;
+    /* the next WR fences: its beat differs from the iface's (gdr_ep_post) */
+    ep->fence_beat = gdr_ep_iface(ep)->tx.fence_beat - 1;
+    UCT_TL_EP_STAT_FENCE(&ep->super);
     return UCS_OK;
 }
 

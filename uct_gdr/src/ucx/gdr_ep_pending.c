@@ -19,6 +19,7 @@ gdr_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags)
     ucs_arbiter_elem_init((ucs_arbiter_elem_t *)req->priv);
     ucs_arbiter_group_push_elem(&ep->arb_group,
                                 (ucs_arbiter_elem_t *)req->priv);
+    UCT_TL_EP_STAT_PEND(&ep->super);
     if ((ep->flags & GDR_EP_FLAG_CONNECTED) && (ep->tx.available > 0)) {
         /* only the iface is short: let the next completion dispatch us */
         ucs_arbiter_group_schedule(&iface->tx.arbiter, &ep->arb_group);

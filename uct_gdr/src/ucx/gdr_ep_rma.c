@@ -18,8 +18,7 @@ ucs_status_t gdr_ep_put_short(uct_ep_h tl_ep, const void *buffer,
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
-    struct ibv_sge sge = {(uintptr_t)buffer, length, 0};
-    struct ibv_send_wr wr;
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     uint32_t rkey;
 
@@ -28,8 +27,11 @@ ucs_status_t gdr_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, length > 0, remote_addr, rkey,
-                IBV_SEND_INLINE);
+    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, remote_addr, rkey, IBV_SEND_INLINE);
+    wr.sge.addr   = (uintptr_t)buffer;
+    wr.sge.length = length;
+    wr.sge.lkey   = 0;
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     return gdr_ep_post(iface, ep, &wr, 0, NULL);
 }
 
@@ -38,24 +40,23 @@ ssize_t gdr_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
-    struct ibv_send_wr wr;
-    struct ibv_sge sge;
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     gdr_tx_op_t *op;
     uint32_t rkey;
 
-    status = gdr_ep_bcopy_begin(iface, ep, pack_cb, arg, &sge, &op);
+    status = gdr_ep_bcopy_begin(iface, ep, pack_cb, arg, &wr.sge, &op);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    status = gdr_ep_rkey(ep, uct_rkey, sge.length, &rkey);
+    status = gdr_ep_rkey(ep, uct_rkey, wr.sge.length, &rkey);
     if (ucs_unlikely(status != UCS_OK)) {
         ucs_mpool_put_inline(op);
         return status;
     }
-    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, &sge, sge.length > 0, remote_addr, rkey,
-                0);
-    return gdr_ep_bcopy_post(iface, ep, &wr, op, &sge);
+    gdr_wr_rdma(&wr, IBV_WR_RDMA_WRITE, remote_addr, rkey, 0);
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, wr.sge.length);
+    return gdr_ep_bcopy_post(iface, ep, &wr, op);
 }
 
 /* put_zcopy and get_zcopy differ only in the opcode */
@@ -67,7 +68,7 @@ gdr_ep_rdma_zcopy(uct_ep_h tl_ep, enum ibv_wr_opcode opcode,
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
     struct ibv_sge sge[iface->tx.max_sge];
-    struct ibv_send_wr wr;
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     gdr_tx_op_t *op;
     uint32_t rkey;
@@ -86,16 +87,25 @@ gdr_ep_rdma_zcopy(uct_ep_h tl_ep, enum ibv_wr_opcode opcode,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    gdr_wr_rdma(&wr, opcode, sge, num_sge, remote_addr, rkey, 0);
+    gdr_wr_rdma(&wr, opcode, remote_addr, rkey, 0);
+    if (opcode == IBV_WR_RDMA_WRITE) {
+        UCT_TL_EP_STAT_OP(&ep->super, PUT, ZCOPY,
+                          uct_iov_total_length(iov, iovcnt));
+    } else {
+        UCT_TL_EP_STAT_OP(&ep->super, GET, ZCOPY,
+                          uct_iov_total_length(iov, iovcnt));
+    }
     if (comp == NULL) {
-        status = gdr_ep_post(iface, ep, &wr, 0, NULL);
+        status = gdr_ep_post_sges(iface, ep, &wr, sge, num_sge, 0, NULL);
         return (status == UCS_OK) ? UCS_INPROGRESS : status;
     }
     op = gdr_ep_op_get(iface, 0, gdr_op_complete, comp);
     if (ucs_unlikely(op == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    return gdr_ep_post_op(iface, ep, &wr, op->comp != NULL, op, UCS_INPROGRESS);
+    return gdr_ep_op_posted(gdr_ep_post_sges(iface, ep, &wr, sge, num_sge, 1,
+                                             op),
+                            op, UCS_INPROGRESS);
 }
 
 ucs_status_t gdr_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
@@ -120,8 +130,7 @@ ucs_status_t gdr_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
-    struct ibv_send_wr wr;
-    struct ibv_sge sge;
+    gdr_verbs_wr_t wr;
     ucs_status_t status;
     gdr_tx_op_t *op;
     uint32_t rkey;
@@ -135,8 +144,10 @@ ucs_status_t gdr_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
     op->unpack_cb = unpack_cb;
     op->result    = arg;
     op->length    = length;
-    gdr_op_sge(op, length, &sge);
-    gdr_wr_rdma(&wr, IBV_WR_RDMA_READ, &sge, length > 0, remote_addr, rkey, 0);
+    gdr_op_sge(op, length, &wr.sge);
+    gdr_wr_rdma(&wr, IBV_WR_RDMA_READ, remote_addr, rkey, 0);
+    UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
     /* signaled: the data is only there once this WR completes */
-    return gdr_ep_post_op(iface, ep, &wr, 1, op, UCS_INPROGRESS);
+    return gdr_ep_op_posted(gdr_ep_post(iface, ep, &wr, 1, op), op,
+                            UCS_INPROGRESS);
 }

@@ -86,29 +86,84 @@ gdr_iface_setup_port(gdr_iface_t *iface, const gdr_iface_config_t *config)
     return UCS_OK;
 }
 
-/* Probe how much inline data an RC QP of this device really takes */
+/* Probe what an RC QP of this device really gives: how much inline data, and
+ * whether it has the ibv_wr_* builders that UCX_GDR_WR_API asks for */
 static ucs_status_t
-gdr_iface_probe_qp_caps(gdr_iface_t *iface, size_t max_inline)
+gdr_iface_probe_qp_caps(gdr_iface_t *iface, size_t max_inline, int wr_api)
 {
     uint32_t inline_size = max_inline;
     ucs_status_t status;
+    struct ibv_qp_ex *qpx;
     struct ibv_qp *qp;
     gdr_reason_t why;
 
     iface->tx.max_sge = ucs_min(GDR_IFACE_MAX_SGE, iface->dev->attr.max_sge);
+    iface->tx.send_ops_flags = (wr_api == UCS_NO) ? 0 :
+                                                    GDR_VERBS_WR_API_SEND_OPS;
     status = gdr_verbs_qp_create(iface->dev->pd, iface->send_cq, iface->recv_cq,
                                  iface->srq, iface->tx.queue_len,
-                                 iface->tx.max_sge, &inline_size, &qp, &why);
+                                 iface->tx.max_sge, iface->tx.send_ops_flags,
+                                 &inline_size, &qp, &qpx, &why);
     if (status != UCS_OK) {
         ucs_error("gdr_rc: %s: %s", iface->dev->name, why.text);
         return status;
     }
     ibv_destroy_qp(qp);
+    if ((qpx == NULL) && (iface->tx.send_ops_flags != 0)) {
+        if (wr_api == UCS_YES) {
+            ucs_error("gdr_rc: %s: UCX_" GDR_CONFIG_PREFIX
+                      "WR_API=yes, but the "
+                      "provider has no ibv_wr_* builders for RC QPs",
+                      iface->dev->name);
+            return UCS_ERR_UNSUPPORTED;
+        }
+        /* not asked again of every endpoint's QP */
+        iface->tx.send_ops_flags = 0;
+    }
     iface->tx.max_inline = ucs_min(inline_size, max_inline);
     return UCS_OK;
 }
 
 static uct_iface_ops_t gdr_iface_ops;
+
+ucs_status_t gdr_iface_ep_add(gdr_iface_t *iface, gdr_ep_t *ep, uint32_t qp_num)
+{
+    gdr_ep_t ***block = &iface->eps[(qp_num >> GDR_QP_TABLE_ORDER) &
+                                    (UCS_BIT(24 - GDR_QP_TABLE_ORDER) - 1)];
+
+    if (*block == NULL) {
+        *block = ucs_calloc(UCS_BIT(GDR_QP_TABLE_ORDER), sizeof(**block),
+                            "gdr_rc qp table");
+        if (*block == NULL) {
+            ucs_error("gdr_rc: no memory for the endpoint table");
+            return UCS_ERR_NO_MEMORY;
+        }
+    }
+    if ((*block)[qp_num & GDR_QP_TABLE_MASK] != NULL) {
+        ucs_error("gdr_rc: qpn 0x%x is already in use", qp_num);
+        return UCS_ERR_ALREADY_EXISTS;
+    }
+    (*block)[qp_num & GDR_QP_TABLE_MASK] = ep;
+    return UCS_OK;
+}
+
+void gdr_iface_ep_remove(gdr_iface_t *iface, uint32_t qp_num)
+{
+    gdr_ep_t **block = iface->eps[qp_num >> GDR_QP_TABLE_ORDER];
+
+    if (block != NULL) {
+        block[qp_num & GDR_QP_TABLE_MASK] = NULL;
+    }
+}
+
+static void gdr_iface_eps_cleanup(gdr_iface_t *iface)
+{
+    size_t i;
+
+    for (i = 0; i < ucs_static_array_size(iface->eps); ++i) {
+        ucs_free(iface->eps[i]);
+    }
+}
 
 static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
                            const uct_iface_params_t *params,
@@ -160,18 +215,23 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
                                                config->tx_queue_len / 4));
     self->tx.max_poll     = config->tx_max_poll;
     self->tx.cq_available = config->tx_cq_len;
+    self->tx.cq_len       = config->tx_cq_len;
     self->tx.fence_beat   = 0;
     /* no point posting more than there may be buffers */
     self->rx.queue_len = ucs_min(config->rx_queue_len, config->rx_max_bufs);
     self->rx.max_poll  = config->rx_max_poll;
-    self->rx.headroom  = UCT_IFACE_PARAM_VALUE(params, rx_headroom, RX_HEADROOM,
-                                               0);
-    self->atomic_hca   = (self->dev->attr.atomic_cap != IBV_ATOMIC_NONE);
+    /* one ibv_post_srq_recv per 16 messages, not per message (UCX's ib
+     * transports batch as much: RX_MAX_BATCH), never more than a quarter of
+     * the queue in wait */
+    self->rx.post_batch = ucs_max(1, ucs_min(16, self->rx.queue_len / 4));
+    self->rx.headroom = UCT_IFACE_PARAM_VALUE(params, rx_headroom, RX_HEADROOM,
+                                              0);
+    self->atomic_hca  = (self->dev->attr.atomic_cap != IBV_ATOMIC_NONE);
     self->stash_tx.count = 0;
     self->stash_rx.count = 0;
     self->rx.starved     = 0;
     ucs_list_head_init(&self->ep_list);
-    kh_init_inplace(gdr_qp_ep, &self->eps);
+    memset(self->eps, 0, sizeof(self->eps));
     ucs_arbiter_init(&self->tx.arbiter);
 
     self->comp_channel = ibv_create_comp_channel(self->dev->ctx);
@@ -216,7 +276,7 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
         goto err_destroy_recv_cq;
     }
 
-    status = gdr_iface_probe_qp_caps(self, config->max_inline);
+    status = gdr_iface_probe_qp_caps(self, config->max_inline, config->wr_api);
     if (status != UCS_OK) {
         goto err_destroy_srq;
     }
@@ -235,10 +295,12 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
         goto err_cleanup_mpools;
     }
 
-    ucs_debug("gdr_rc: iface %p on %s:%u mtu %u gid_index %d inline %u", self,
-              self->dev->name, self->port->port_num,
+    ucs_debug("gdr_rc: iface %p on %s:%u mtu %u gid_index %d inline %u "
+              "posting with %s",
+              self, self->dev->name, self->port->port_num,
               gdr_verbs_mtu_bytes(self->qp_local.mtu), self->qp_local.gid_index,
-              self->tx.max_inline);
+              self->tx.max_inline,
+              self->tx.send_ops_flags ? "ibv_wr_*" : "ibv_post_send");
     return UCS_OK;
 
 err_cleanup_mpools:
@@ -252,7 +314,6 @@ err_destroy_send_cq:
 err_destroy_channel:
     ibv_destroy_comp_channel(self->comp_channel);
 err:
-    kh_destroy_inplace(gdr_qp_ep, &self->eps);
     return status;
 }
 
@@ -268,7 +329,7 @@ static UCS_CLASS_CLEANUP_FUNC(gdr_iface_t)
     ibv_destroy_cq(self->send_cq);
     ibv_destroy_comp_channel(self->comp_channel);
     gdr_iface_mpools_cleanup(self, 1);
-    kh_destroy_inplace(gdr_qp_ep, &self->eps);
+    gdr_iface_eps_cleanup(self);
 }
 
 UCS_CLASS_DEFINE(gdr_iface_t, uct_base_iface_t);

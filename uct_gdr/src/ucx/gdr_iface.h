@@ -21,7 +21,6 @@
 
 #include <uct/base/uct_iface.h>
 #include <ucs/datastruct/arbiter.h>
-#include <ucs/datastruct/khash.h>
 #include <ucs/datastruct/mpool.h>
 #include <ucs/datastruct/queue.h>
 #include <ucs/sys/string.h> /* UCS_ULUNITS_AUTO and the like, in the config */
@@ -48,6 +47,7 @@ typedef struct gdr_iface_config {
     unsigned traffic_class;
     unsigned hop_limit;
     unsigned max_rd_atomic;
+    int wr_api; /* ucs_ternary_auto_value_t: post with ibv_wr_* builders */
 } gdr_iface_config_t;
 
 extern ucs_config_field_t gdr_iface_config_table[];
@@ -91,7 +91,12 @@ typedef struct gdr_rx_desc {
     uct_recv_desc_t *release; /* must be last: see uct_recv_desc() */
 } gdr_rx_desc_t;
 
-KHASH_MAP_INIT_INT(gdr_qp_ep, gdr_ep_t *)
+/* qp_num -> ep for send completions: a two-level table of 2^12 x 2^12 entries
+ * over the 24-bit QP number, blocks allocated as QPs land in them, as UCX's rc
+ * iface does (uct_rc_iface_lookup_ep): a lookup is two loads, where a hash was
+ * a probe loop per completion */
+#define GDR_QP_TABLE_ORDER 12
+#define GDR_QP_TABLE_MASK  (UCS_BIT(GDR_QP_TABLE_ORDER) - 1)
 
 typedef struct gdr_iface {
     uct_base_iface_t super;
@@ -104,7 +109,7 @@ typedef struct gdr_iface {
     struct ibv_cq *send_cq;
     struct ibv_cq *recv_cq;
     struct ibv_srq *srq;
-    khash_t(gdr_qp_ep) eps; /* qp_num -> ep, for completions */
+    gdr_ep_t **eps[UCS_BIT(24 - GDR_QP_TABLE_ORDER)]; /* by qp_num: above */
     ucs_list_link_t ep_list;
 
     struct {
@@ -112,12 +117,14 @@ typedef struct gdr_iface {
         ucs_mpool_t op_mp; /* ops without buffers */
         ucs_arbiter_t arbiter; /* pending requests */
         int cq_available;
+        int cq_len; /* cq_available with no WR in flight */
         unsigned queue_len;
         unsigned max_inline;
         unsigned max_sge;
         unsigned moderation;
         unsigned max_poll;
         uint32_t fence_beat; /* iface fence generation */
+        uint64_t send_ops_flags; /* asked of each QP: ibv_wr_* builders (0: none) */
     } tx;
 
     struct {
@@ -125,6 +132,7 @@ typedef struct gdr_iface {
         uct_recv_desc_t release_desc;
         unsigned queue_len;
         unsigned available; /* SRQ slots not posted */
+        unsigned post_batch; /* refill once this many are free */
         int starved; /* the pool ran dry while refilling */
         unsigned max_poll;
         unsigned headroom;
@@ -180,6 +188,20 @@ ucs_status_t gdr_iface_mpools_init(gdr_iface_t *iface,
                                    const uct_iface_params_t *params,
                                    const gdr_iface_config_t *config);
 void gdr_iface_mpools_cleanup(gdr_iface_t *iface, int leak_check);
+
+/* The endpoint table (gdr_iface.c): an ep's QP number is added when its QP is
+ * created (UCS_ERR_ALREADY_EXISTS if taken) and removed when it is destroyed */
+ucs_status_t
+gdr_iface_ep_add(gdr_iface_t *iface, gdr_ep_t *ep, uint32_t qp_num);
+void gdr_iface_ep_remove(gdr_iface_t *iface, uint32_t qp_num);
+
+/* The endpoint of a completion's QP; NULL when it is gone.  Every CQE on this
+ * iface's CQs is of a QP that was added, so its block exists. */
+static UCS_F_ALWAYS_INLINE gdr_ep_t *
+gdr_iface_ep_lookup(gdr_iface_t *iface, uint32_t qp_num)
+{
+    return iface->eps[qp_num >> GDR_QP_TABLE_ORDER][qp_num & GDR_QP_TABLE_MASK];
+}
 
 /* Refills the SRQ from the receive pool (gdr_iface_progress.c) */
 void gdr_iface_post_recv(gdr_iface_t *iface);

@@ -102,6 +102,16 @@ ucs_config_field_t gdr_iface_config_table[] = {
          "Outstanding RDMA reads and atomics per QP, as initiator and target.",
          ucs_offsetof(gdr_iface_config_t, max_rd_atomic), UCS_CONFIG_TYPE_UINT},
 
+        {"WR_API", "try",
+         "Post send work requests with the verbs ibv_wr_* builders "
+         "(ibv_wr_post(3))\n"
+         "instead of ibv_post_send: fewer instructions per operation where "
+         "the\n"
+         "provider has them. 'try': where it has them; 'yes': fail the iface "
+         "where\n"
+         "it does not; 'no': ibv_post_send only.",
+         ucs_offsetof(gdr_iface_config_t, wr_api), UCS_CONFIG_TYPE_TERNARY},
+
         {NULL}};
 
 #define GDR_CHECK_RANGE(_name, _value, _min, _max)                \

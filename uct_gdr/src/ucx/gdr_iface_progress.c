@@ -113,6 +113,9 @@ static unsigned gdr_iface_progress_rx(gdr_iface_t *iface)
             ucs_mpool_put_inline(desc);
             continue;
         }
+        uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, am_id,
+                           gdr_rx_desc_payload(iface, desc), wc[i].byte_len,
+                           "gdr_rc: QP 0x%x RX", wc[i].qp_num);
         status = uct_iface_invoke_am(&iface->super, am_id,
                                      gdr_rx_desc_payload(iface, desc),
                                      wc[i].byte_len, UCT_CB_PARAM_FLAG_DESC);
@@ -120,7 +123,8 @@ static unsigned gdr_iface_progress_rx(gdr_iface_t *iface)
             ucs_mpool_put_inline(desc);
         } /* else UCS_INPROGRESS: the user releases it with uct_iface_release_desc */
     }
-    if ((count > 0) || ucs_unlikely(iface->rx.starved)) {
+    if ((iface->rx.available >= iface->rx.post_batch) ||
+        ucs_unlikely(iface->rx.starved)) {
         gdr_iface_post_recv(iface);
     }
     return count;
@@ -149,14 +153,24 @@ static ucs_status_t gdr_wc_status(enum ibv_wc_status status)
 static unsigned gdr_iface_progress_tx(gdr_iface_t *iface)
 {
     struct ibv_wc wc[16];
-    khiter_t it;
     int i, count;
+    gdr_ep_t *ep;
 
-    count = gdr_iface_poll(iface->send_cq, wc, iface->tx.max_poll,
-                           iface->stash_tx.wc, &iface->stash_tx.count);
+    if ((iface->tx.cq_available == iface->tx.cq_len) &&
+        (iface->stash_tx.count == 0)) {
+        /* no WR in flight: no CQE can come, and the poll (a lock and an
+         * indirect call into the provider) is all an idle progress would do */
+        count = 0;
+    } else {
+        count = gdr_iface_poll(iface->send_cq, wc, iface->tx.max_poll,
+                               iface->stash_tx.wc, &iface->stash_tx.count);
+    }
     for (i = 0; i < count; ++i) {
-        it = kh_get(gdr_qp_ep, &iface->eps, wc[i].qp_num);
-        if (ucs_unlikely(it == kh_end(&iface->eps))) {
+        if (gdr_trace_data_on()) {
+            gdr_iface_trace_send_completion(&wc[i]);
+        }
+        ep = gdr_iface_ep_lookup(iface, wc[i].qp_num);
+        if (ucs_unlikely(ep == NULL)) {
             continue; /* endpoint already destroyed */
         }
         if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS) &&
@@ -167,7 +181,7 @@ static unsigned gdr_iface_progress_tx(gdr_iface_t *iface)
                     ibv_wc_status_str(wc[i].status), wc[i].qp_num,
                     (unsigned)wc[i].wr_id, wc[i].vendor_err);
         }
-        gdr_ep_tx_completed(kh_value(&iface->eps, it), (uint16_t)wc[i].wr_id,
+        gdr_ep_tx_completed(ep, (uint16_t)wc[i].wr_id,
                             gdr_wc_status(wc[i].status));
         /* pending requests go before sends of the next CQE's callbacks */
         ucs_arbiter_dispatch(&iface->tx.arbiter, 1, gdr_ep_arbiter_dispatch_cb,

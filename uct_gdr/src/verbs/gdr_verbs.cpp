@@ -342,25 +342,47 @@ ucs_status_t gdr_verbs_port_gid(const gdr_device_t *dev, uint8_t port_num, int f
 
 ucs_status_t gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq, struct ibv_cq *recv_cq,
                                  struct ibv_srq *srq, uint32_t max_send_wr, uint32_t max_send_sge,
-                                 uint32_t *max_inline, struct ibv_qp **qp_p, gdr_reason_t *reason)
+                                 uint64_t send_ops_flags, uint32_t *max_inline,
+                                 struct ibv_qp **qp_p, struct ibv_qp_ex **qpx_p,
+                                 gdr_reason_t *reason)
 {
     return gdr::guard(reason, [&] {
-        ibv_qp_init_attr attr{};
-        attr.send_cq             = send_cq;
-        attr.recv_cq             = recv_cq;
-        attr.srq                 = srq;
-        attr.qp_type             = IBV_QPT_RC;
-        attr.sq_sig_all          = 0;  // selective signalling
-        attr.cap.max_send_wr     = max_send_wr;
-        attr.cap.max_recv_wr     = srq ? 0 : 1;
-        attr.cap.max_send_sge    = max_send_sge;
-        attr.cap.max_recv_sge    = 1;
-        attr.cap.max_inline_data = *max_inline;
-        ibv_qp *qp               = ibv_create_qp(pd, &attr);
-        if (qp == nullptr && *max_inline > 0) {
-            // Some providers refuse large inline sizes instead of clamping.
-            attr.cap.max_inline_data = 0;
-            qp                       = ibv_create_qp(pd, &attr);
+        auto create = [&](uint64_t ops, uint32_t inline_size, ibv_qp_init_attr_ex *attr) {
+            *attr                     = {};
+            attr->send_cq             = send_cq;
+            attr->recv_cq             = recv_cq;
+            attr->srq                 = srq;
+            attr->qp_type             = IBV_QPT_RC;
+            attr->sq_sig_all          = 0;  // selective signalling
+            attr->cap.max_send_wr     = max_send_wr;
+            attr->cap.max_recv_wr     = srq ? 0 : 1;
+            attr->cap.max_send_sge    = max_send_sge;
+            attr->cap.max_recv_sge    = 1;
+            attr->cap.max_inline_data = inline_size;
+            attr->comp_mask           = IBV_QP_INIT_ATTR_PD;
+            attr->pd                  = pd;
+            if (ops != 0) {
+                attr->comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+                attr->send_ops_flags = ops;
+            }
+            return ibv_create_qp_ex(pd->context, attr);
+        };
+        // The ibv_wr_* interface where the provider has it (ibv_create_qp_ex
+        // fails with EOPNOTSUPP, or EINVAL, where it does not), and some
+        // providers refuse large inline sizes instead of clamping: so up to
+        // four tries, the preferred first.
+        ibv_qp_init_attr_ex attr;
+        ibv_qp *qp = nullptr;
+        for (uint64_t ops : {send_ops_flags, uint64_t{0}}) {
+            for (uint32_t inline_size : {*max_inline, uint32_t{0}}) {
+                qp = create(ops, inline_size, &attr);
+                if (qp != nullptr || inline_size == 0) {
+                    break;
+                }
+            }
+            if (qp != nullptr || ops == 0) {
+                break;
+            }
         }
         if (qp == nullptr) {
             return gdr_reason_set(reason, UCS_ERR_IO_ERROR,
@@ -369,6 +391,10 @@ ucs_status_t gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq, stru
         }
         *max_inline = attr.cap.max_inline_data;
         *qp_p       = qp;
+        if (qpx_p != nullptr) {
+            *qpx_p = (attr.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ? ibv_qp_to_qp_ex(qp)
+                                                                        : nullptr;
+        }
         return UCS_OK;
     });
 }

@@ -78,11 +78,22 @@ const gdr_port_info_t *gdr_verbs_port(const gdr_device_t *dev, uint8_t port_num)
 ucs_status_t gdr_verbs_port_gid(const gdr_device_t *dev, uint8_t port_num, int forced_index,
                                 union ibv_gid *gid, int *index_p, gdr_reason_t *reason);
 
+/** The work requests gdr_rc builds with the ibv_wr_* interface (ibv_wr_post(3)). */
+#define GDR_VERBS_WR_API_SEND_OPS                                                          \
+    (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_SEND_WITH_IMM | \
+     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+
 /** RC QP creation. @a max_inline is in/out: asked for, then what the QP gives.
- *  UCS_ERR_IO_ERROR when the device refuses the QP. */
+ *  With @a send_ops_flags (IBV_QP_EX_WITH_*), the QP is asked for the ibv_wr_*
+ *  builders of those operations first; *qpx_p is then the QP's ibv_qp_ex, or NULL
+ *  when the provider has no such interface (the QP is created without it: posting
+ *  goes through ibv_post_send, which every provider has).  @a qpx_p may be NULL
+ *  when @a send_ops_flags is 0.  UCS_ERR_IO_ERROR when the device refuses the QP. */
 ucs_status_t gdr_verbs_qp_create(struct ibv_pd *pd, struct ibv_cq *send_cq, struct ibv_cq *recv_cq,
                                  struct ibv_srq *srq, uint32_t max_send_wr, uint32_t max_send_sge,
-                                 uint32_t *max_inline, struct ibv_qp **qp_p, gdr_reason_t *reason);
+                                 uint64_t send_ops_flags, uint32_t *max_inline,
+                                 struct ibv_qp **qp_p, struct ibv_qp_ex **qpx_p,
+                                 gdr_reason_t *reason);
 
 /** What a peer tells us to connect an RC QP to it. */
 typedef struct gdr_qp_remote {
