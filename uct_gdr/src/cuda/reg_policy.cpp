@@ -78,6 +78,13 @@ RegOutcome register_one(const RegBackend &backend, const gdr_cuda_config_t &conf
 {
     RegOutcome outcome;
     std::vector<std::string> tried;  // one "<method>: <why not>" per method that did not work
+    auto registered = [&](ibv_mr *mr, gdr_cuda_reg_method_t method) {
+        outcome.status = UCS_OK;
+        outcome.mr     = mr;
+        outcome.method = method;
+        outcome.reason = join(tried, "; ");  // what failed before, worth a debug line
+        return outcome;
+    };
 
     if (methods == 0) {
         methods = GDR_CUDA_METHODS_ALL;
@@ -105,11 +112,7 @@ RegOutcome register_one(const RegBackend &backend, const gdr_cuda_config_t &conf
                                            reinterpret_cast<uintptr_t>(addr), dmabuf->fd, access);
         int err    = errno;
         if (mr != nullptr) {
-            outcome.status = UCS_OK;
-            outcome.mr     = mr;
-            outcome.method = GDR_CUDA_REG_DMABUF;
-            outcome.reason = join(tried, "; ");
-            return outcome;
+            return registered(mr, GDR_CUDA_REG_DMABUF);
         }
         tried.push_back("dma-buf: ibv_reg_dmabuf_mr(offset " + std::to_string(dmabuf->offset) +
                         ", length " + std::to_string(length) + ") failed: " + errno_text(err));
@@ -129,11 +132,7 @@ RegOutcome register_one(const RegBackend &backend, const gdr_cuda_config_t &conf
             ibv_mr *mr = backend.reg_mr(backend.ctx, pd, const_cast<void *>(addr), length, access);
             int err    = errno;
             if (mr != nullptr) {
-                outcome.status = UCS_OK;
-                outcome.mr     = mr;
-                outcome.method = GDR_CUDA_REG_PEERMEM;
-                outcome.reason = join(tried, "; ");
-                return outcome;
+                return registered(mr, GDR_CUDA_REG_PEERMEM);
             }
             tried.push_back("peermem: ibv_reg_mr on the device pointer failed with " + module +
                             " loaded: " + errno_text(err));
