@@ -554,6 +554,10 @@ class RegistrationSection(unittest.TestCase):
         out = ("phase=reg_miss calls=50 size=65536 devices=2 ns_per_call=81234.5\n"
                "phase=reg_hit calls=50 size=65536 devices=2 ns_per_call=410.0\nnoise\n")
         self.assertEqual(registration.timed(out), {"reg_miss": 81234.5, "reg_hit": 410.0})
+        out = "phase=reg_hit unavailable: uct_md_open(gdr, RCACHE=y): Unsupported operation\n"
+        self.assertEqual(registration.timed(out), {})
+        self.assertEqual(registration.unavailable(out),
+                         {"reg_hit": "uct_md_open(gdr, RCACHE=y): Unsupported operation"})
 
     def test_a_dump_is_its_phase_total_over_the_calls(self):
         dump = ("version: 1\ncreator: callgrind-3.19.0\npid: 42\ncmd: gdr_reg_bench -c\n"

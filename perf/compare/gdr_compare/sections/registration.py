@@ -31,6 +31,7 @@ COUNT = 50
 INSTR, TIME = "instr_per_op", "time_ns_per_op"
 UNIT.setdefault(TIME, "ns/op")  # this section's own metric (units.py lists the shared ones)
 PHASE_LINE = re.compile(r"phase=(\w+) calls=(\d+) size=(\d+) devices=(\d+) ns_per_call=([\d.]+)")
+UNAVAILABLE = re.compile(r"phase=(\w+) unavailable: (.*)")
 DUMP_TRIGGER = re.compile(r"^desc: Trigger: Client Request: phase-(\w+)", re.M)
 
 
@@ -42,6 +43,11 @@ def md_spec(s, transport):
 def timed(output):
     """gdr_reg_bench -c's lines -> {phase: ns per call}."""
     return {m.group(1): float(m.group(5)) for m in PHASE_LINE.finditer(output)}
+
+
+def unavailable(output):
+    """gdr_reg_bench -c's lines -> {phase: why it did not run} (no cache under valgrind)."""
+    return {m.group(1): m.group(2).strip() for m in UNAVAILABLE.finditer(output)}
 
 
 def counted(paths):
@@ -57,7 +63,7 @@ def counted(paths):
 
 
 def run_tool(s, transport, name, callgrind):
-    """One gdr_reg_bench -c run -> ({phase: value}, reason or None, wall)."""
+    """One gdr_reg_bench -c run -> ({phase: value}, {phase: why not}, reason or None, wall)."""
     cmd = [s.reg_bench, "-c", "-k", str(COUNT), "-s", str(SIZE), "-m", md_spec(s, transport)]
     out_base = os.path.join(s.logdir, f"{name}.callgrind.out")
     if callgrind:
@@ -71,18 +77,18 @@ def run_tool(s, transport, name, callgrind):
         proc = subprocess.run(cmd, env=s.base_env("rc_verbs"), text=True, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, timeout=s.timeout)
     except subprocess.TimeoutExpired:
-        return {}, f"gdr_reg_bench timed out after {s.timeout} s", time.monotonic() - t0
+        return {}, {}, f"gdr_reg_bench timed out after {s.timeout} s", time.monotonic() - t0
     wall = time.monotonic() - t0
     with open(os.path.join(s.logdir, name + ".log"), "w") as f:
         f.write(proc.stdout)
     if proc.returncode != 0:
         lines = proc.stdout.strip().splitlines()
-        return {}, f"gdr_reg_bench exited {proc.returncode}: {lines[-1] if lines else ''}", wall
+        return {}, {}, f"gdr_reg_bench exited {proc.returncode}: {lines[-1] if lines else ''}", wall
     if not callgrind:
-        return timed(proc.stdout), None, wall
+        return timed(proc.stdout), unavailable(proc.stdout), None, wall
     dumps = [os.path.join(s.logdir, f) for f in sorted(os.listdir(s.logdir))
              if f.startswith(os.path.basename(out_base) + ".")]
-    return counted(dumps), None, wall
+    return counted(dumps), unavailable(proc.stdout), None, wall
 
 
 def run_registration(s):
@@ -94,11 +100,12 @@ def run_registration(s):
             why = why_all or (callgrind and not shutil.which("valgrind")
                               and "valgrind not installed (apt-get install valgrind)")
             name = f"cost-registration-{transport}-{'callgrind' if callgrind else 'time'}"
-            values, wall = {}, 0.0
+            values, not_run, wall = {}, {}, 0.0
             if not why:
-                values, why, wall = run_tool(s, transport, name, callgrind)
+                values, not_run, why, wall = run_tool(s, transport, name, callgrind)
             for phase in PHASES:
                 value = values.get(phase)
-                s.results.record("cost", phase, SIZE, metric, transport, value,
-                                 None if value is not None else (why or f"no {phase} phase"),
-                                 wall, name, tool="callgrind" if callgrind else "gdr_reg_bench")
+                reason = None if value is not None else \
+                    (why or not_run.get(phase) or f"no {phase} phase")
+                s.results.record("cost", phase, SIZE, metric, transport, value, reason, wall,
+                                 name, tool="callgrind" if callgrind else "gdr_reg_bench")
