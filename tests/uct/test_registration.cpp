@@ -42,8 +42,7 @@ struct UnpackedKey {
 
     UnpackedKey(uct_component_h c, const Bytes &packed)
         : component(c), status(uct_rkey_unpack(c, packed.data(), &bundle))
-    {
-    }
+    {}
     ~UnpackedKey()
     {
         if (status == UCS_OK) {
@@ -70,15 +69,15 @@ std::vector<std::string> verbs_device_ports()
 }
 
 void transfer_whole(Op op, Entity &a, Entity &b, uct_ep_h ab, RegisteredBuffer &local,
-          RegisteredBuffer &remote, uct_rkey_t rkey)
+                    RegisteredBuffer &remote, uct_rkey_t rkey)
 {
     Transfer transfer(a, ab);
-    ucs_status_t st = transfer.post_retry(op, local, 0, local.size(), remote.address(), rkey,
-                                          0, {&a, &b});
-    ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << op_info(op).name << ": "
-                                                      << status_name(st);
-    ASSERT_TRUE(progress_until([&] { return transfer.completion().done(); }, {&a, &b},
-                               op_info(op).name));
+    ucs_status_t st = transfer.post_retry(op, local, 0, local.size(), remote.address(), rkey, 0,
+                                          {&a, &b});
+    ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS)
+        << op_info(op).name << ": " << status_name(st);
+    ASSERT_TRUE(
+        progress_until([&] { return transfer.completion().done(); }, {&a, &b}, op_info(op).name));
     ASSERT_EQ(UCS_OK, transfer.completion().status());
     ASSERT_EQ(UCS_OK, flush_and_wait(a, ab, {&a, &b}));
 }
@@ -114,8 +113,11 @@ protected:
 TEST_F(Registration, UnpackAllocatesNothingForOneOrTwoDevices)
 {
     const uct_component_h component = a_->md().component();
-    for (const auto &keys : std::vector<std::vector<uint32_t>>{
-             {0x1234}, {0}, {0xffffffff}, {0x1234, 0x5678}, {0xffffffff, (1u << 29) - 1}}) {
+    for (const auto &keys : std::vector<std::vector<uint32_t>>{{0x1234},
+                                                               {0},
+                                                               {0xffffffff},
+                                                               {0x1234, 0x5678},
+                                                               {0xffffffff, (1u << 29) - 1}}) {
         SCOPED_TRACE(::testing::PrintToString(keys));
         UnpackedKey key(component, packed_rkey(keys));
         ASSERT_EQ(UCS_OK, key.status);
@@ -125,8 +127,9 @@ TEST_F(Registration, UnpackAllocatesNothingForOneOrTwoDevices)
         EXPECT_NE(UCT_INVALID_RKEY, key.bundle.rkey);
     }
     // what 64 bits cannot hold: the one allocating form, freed by uct_rkey_release
-    for (const auto &keys :
-         std::vector<std::vector<uint32_t>>{{1, 2, 3}, {1, 1u << 29}, std::vector<uint32_t>(32, 7)}) {
+    for (const auto &keys : std::vector<std::vector<uint32_t>>{{1, 2, 3},
+                                                               {1, 1u << 29},
+                                                               std::vector<uint32_t>(32, 7)}) {
         SCOPED_TRACE(::testing::PrintToString(keys));
         UnpackedKey key(component, packed_rkey(keys));
         ASSERT_EQ(UCS_OK, key.status);
@@ -146,14 +149,15 @@ TEST_F(Registration, UnpackRejectsForeignOrEmptyBuffers)
 TEST_F(Registration, EveryRkeyFormReachesTheRightKey)
 {
     RegisteredBuffer remote(b_->md(), 64 << 10, 4096);
-    const Bytes real = remote.registration().packed_rkey();
+    const Bytes real                 = remote.registration().packed_rkey();
     const std::vector<uint32_t> keys = keys_of(real);
     ASSERT_FALSE(keys.empty());
 
     std::vector<uint32_t> more = keys;  // keys of devices b's md does not have: unused
     more.insert(more.end(), {0xdead0001, 0xdead0002});
     std::vector<std::pair<const char *, Bytes>> forms = {{"as packed", real},
-                                                         {"indirect (3 or more keys)", packed_rkey(more)}};
+                                                         {"indirect (3 or more keys)",
+                                                          packed_rkey(more)}};
     if (keys.size() == 1) {
         forms.push_back({"indirect (second key >= 2^29)", packed_rkey({keys[0], 0xffffffff})});
     }
@@ -175,7 +179,8 @@ TEST(RegistrationMultiDevice, OneRegistrationServesEveryDevice)
     }
     const std::vector<std::string> ports = verbs_device_ports();
     if (ports.size() < 2) {
-        GTEST_SKIP() << ports.size() << " verbs device(s): run with RXE_VM_DEVICES=2 tests/rxe-vm/run";
+        GTEST_SKIP() << ports.size()
+                     << " verbs device(s): run with RXE_VM_DEVICES=2 tests/rxe-vm/run";
     }
     uint32_t seed = 101;
     for (size_t d = 0; d < ports.size(); ++d) {
