@@ -1,13 +1,34 @@
 // gdr_reg_bench: what a registration through the gdr md costs, with the
 // registration cache (UCX_GDR_RCACHE=yes) and without it, in the same run.
 //
-//   gdr_reg_bench [-n ITERATIONS] [-p PLUGIN] [-m host|cuda]
+//   gdr_reg_bench [-n ITERATIONS] [-p PLUGIN]
+//   gdr_reg_bench -c [-k COUNT] [-s SIZE] [-p PLUGIN]
 //
 // Each iteration registers and deregisters the same buffer, as UCP's
 // rendezvous protocol does for a user buffer that is sent repeatedly. Prints
 // one line per size: uncached and cached cost per registration and the ratio.
+//
+// -c: the cost phases (issue 14's registration cost) of md gdr, or with -m ib:rxe0
+// of UCX's ib md on rxe0, each COUNT calls on COUNT
+// distinct SIZE-byte buffers, one line each: "phase=NAME calls=COUNT
+// size=SIZE devices=N ns_per_call=T".  Phases: reg_uncached, dereg_uncached
+// (UCX_GDR_RCACHE=n), reg_miss (a range the cache has not seen), reg_hit (the
+// same ranges again), dereg_cached (a put: the region stays cached),
+// rkey_unpack (uct_rkey_unpack + uct_rkey_release of a packed rkey).  Under
+// valgrind --tool=callgrind --collect-atstart=no, each phase is collected
+// alone and dumped as "phase-NAME" (the instructions of its COUNT calls: the
+// registration section, perf/compare/gdr_compare/sections/registration.py).
+//
 // Needs a verbs device (run it in the Soft-RoCE VM: tests/rxe-vm/run).
 #include <uct/api/uct.h>
+
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else  // no valgrind headers: the phases are timed only
+#define CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_DUMP_STATS_AT(name) ((void)(name))
+#endif
 
 #include <chrono>
 #include <cstdio>
@@ -31,7 +52,7 @@ namespace {
     std::exit(1);
 }
 
-uct_component_h find_gdr_component()
+uct_component_h find_component(const std::string &name)
 {
     uct_component_h *components;
     unsigned count;
@@ -43,36 +64,51 @@ uct_component_h find_gdr_component()
     for (unsigned i = 0; i < count; ++i) {
         uct_component_attr_t attr{};
         attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        if (uct_component_query(components[i], &attr) == UCS_OK &&
-            std::strcmp(attr.name, "gdr") == 0) {
+        if (uct_component_query(components[i], &attr) == UCS_OK && name == attr.name) {
             found = components[i];
         }
     }
     uct_release_component_list(components);
     if (found == nullptr) {
-        die("component 'gdr' is not registered (is the plugin loaded into this UCX?)");
+        die("component '" + name + "' is not registered" +
+            (name == "gdr" ? " (is the plugin loaded into this UCX?)" : ""));
     }
     return found;
 }
 
-uct_md_h open_md(uct_component_h component, const char *rcache)
+/// Opens md_name with its registration cache on ("y") or off ("n"): md gdr's RCACHE, the ib
+/// md's REG_METHODS (rcache / direct).  `may_fail`: returns nullptr and says why in *why_not.
+uct_md_h open_md(uct_component_h component, const std::string &md_name, const char *rcache,
+                 bool may_fail = false, std::string *why_not = nullptr)
 {
     uct_md_config_t *config;
     ucs_status_t status = uct_md_config_read(component, nullptr, nullptr, &config);
     if (status != UCS_OK) {
         die("uct_md_config_read", status);
     }
-    uct_config_modify(config, "RCACHE", rcache);
+    const bool gdr          = md_name == "gdr";
+    const bool on           = std::strcmp(rcache, "y") == 0;
+    const char *key         = gdr ? "RCACHE" : "REG_METHODS";
+    const char *value       = gdr ? rcache : (on ? "rcache" : "direct");
+    const std::string label = "uct_md_open(" + md_name + ", " + key + "=" + value + ")";
+    status                  = uct_config_modify(config, key, value);
+    if (status != UCS_OK) {
+        die(std::string("uct_config_modify(") + key + "=" + value + ")", status);
+    }
     uct_md_h md;
-    status = uct_md_open(component, "gdr", config, &md);
+    status = uct_md_open(component, md_name.c_str(), config, &md);
     uct_config_release(config);
     if (status != UCS_OK) {
-        die(std::string("uct_md_open(gdr, RCACHE=") + rcache + ")", status);
+        if (!may_fail) {
+            die(label, status);
+        }
+        *why_not = label + ": " + ucs_status_string(status);
+        return nullptr;
     }
     uct_md_attr_t attr;
     uct_md_query(md, &attr);
     if (!(attr.cap.flags & UCT_MD_FLAG_REG)) {
-        die("md gdr cannot register memory here (no verbs device)");
+        die("md " + md_name + " cannot register memory here (no verbs device)");
     }
     return md;
 }
@@ -100,15 +136,123 @@ double measure(uct_md_h md, void *buffer, size_t size, int iterations)
     return std::chrono::duration<double>(t1 - t0).count() / iterations;
 }
 
+/// One phase of -c: `body(i)` for i < count, collected alone under callgrind, timed outside it.
+template <typename Body>
+void phase(const char *name, int count, size_t size, unsigned devices, Body &&body)
+{
+    CALLGRIND_ZERO_STATS;
+    CALLGRIND_TOGGLE_COLLECT;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < count; ++i) {
+        body(i);
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    CALLGRIND_TOGGLE_COLLECT;
+    // a named string: the client request reads the name after the statement that passes it
+    const std::string dump_name = std::string("phase-") + name;
+    CALLGRIND_DUMP_STATS_AT(dump_name.c_str());
+    std::printf("phase=%s calls=%d size=%zu devices=%u ns_per_call=%.1f\n", name, count, size,
+                devices, std::chrono::duration<double, std::nano>(t1 - t0).count() / count);
+    std::fflush(stdout);
+}
+
+void check(ucs_status_t status, const char *what)
+{
+    if (status != UCS_OK) {
+        die(what, status);
+    }
+}
+
+/// -c: the registration cost phases.
+void cost_phases(uct_component_h component, const std::string &md_name, int count, size_t size)
+{
+    uct_md_h uncached = open_md(component, md_name, "n");
+    // No cache under valgrind: UCX's memory hooks, which the cache needs, do not work there
+    std::string no_cache;
+    uct_md_h cached = open_md(component, md_name, "y", true, &no_cache);
+    uct_md_attr_t attr;
+    check(uct_md_query(uncached, &attr), "uct_md_query");
+    // md gdr: one packed key per device, 2 bytes of header and 4 per device (gdr_md.h); an ib
+    // md is one device
+    const unsigned devices = md_name == "gdr"
+                                 ? static_cast<unsigned>((attr.rkey_packed_size - 2) / 4)
+                                 : 1;
+
+    const size_t stride = (size + 4095) / 4096 * 4096 + 4096;  // a gap: no two ranges merge
+    void *arena         = nullptr;
+    if (posix_memalign(&arena, 4096, stride * count) != 0) {
+        die("out of memory");
+    }
+    std::memset(arena, 1, stride * count);
+    auto buffer = [&](int i) { return static_cast<char *>(arena) + stride * size_t(i); };
+    std::vector<uct_mem_h> memh(2 * size_t(count));
+    const unsigned access = UCT_MD_MEM_ACCESS_ALL;
+
+    phase("reg_uncached", count, size, devices, [&](int i) {
+        check(uct_md_mem_reg(uncached, buffer(i), size, access, &memh[i]), "uct_md_mem_reg");
+    });
+    phase("dereg_uncached", count, size, devices,
+          [&](int i) { check(uct_md_mem_dereg(uncached, memh[i]), "uct_md_mem_dereg"); });
+    if (cached != nullptr) {
+        phase("reg_miss", count, size, devices, [&](int i) {
+            check(uct_md_mem_reg(cached, buffer(i), size, access, &memh[i]), "uct_md_mem_reg");
+        });
+        phase("reg_hit", count, size, devices, [&](int i) {
+            check(uct_md_mem_reg(cached, buffer(i), size, access, &memh[count + i]),
+                  "uct_md_mem_reg");
+        });
+        phase("dereg_cached", count, size, devices, [&](int i) {
+            check(uct_md_mem_dereg(cached, memh[i]), "uct_md_mem_dereg");
+            check(uct_md_mem_dereg(cached, memh[count + i]), "uct_md_mem_dereg");
+        });
+    } else {
+        for (const char *name : {"reg_miss", "reg_hit", "dereg_cached"}) {
+            std::printf("phase=%s unavailable: %s\n", name, no_cache.c_str());
+        }
+    }
+
+    uct_mem_h key_memh;
+    check(uct_md_mem_reg(uncached, buffer(0), size, access, &key_memh), "uct_md_mem_reg");
+    std::vector<uint8_t> packed(attr.rkey_packed_size);
+    check(uct_md_mkey_pack(uncached, key_memh, packed.data()), "uct_md_mkey_pack");
+    phase("rkey_unpack", count, size, devices, [&](int) {
+        uct_rkey_bundle_t bundle;
+        check(uct_rkey_unpack(component, packed.data(), &bundle), "uct_rkey_unpack");
+        check(uct_rkey_release(component, &bundle), "uct_rkey_release");
+    });
+    check(uct_md_mem_dereg(uncached, key_memh), "uct_md_mem_dereg");
+    std::free(arena);
+    if (cached != nullptr) {
+        uct_md_close(cached);
+    }
+    uct_md_close(uncached);
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
 {
-    int iterations     = 200;
+    int iterations      = 200;
+    bool cost           = false;
+    int count           = 100;
+    std::string md_spec = "gdr";
+    size_t cost_size    = 65536;
     std::string plugin = std::getenv("GDR_PLUGIN") ? std::getenv("GDR_PLUGIN") : GDR_PLUGIN_DEFAULT;
     int opt;
-    while ((opt = getopt(argc, argv, "n:p:h")) != -1) {
+    while ((opt = getopt(argc, argv, "n:p:ck:s:m:h")) != -1) {
         switch (opt) {
+        case 'c':
+            cost = true;
+            break;
+        case 'm':
+            md_spec = optarg;
+            break;
+        case 'k':
+            count = std::atoi(optarg);
+            break;
+        case 's':
+            cost_size = std::strtoull(optarg, nullptr, 0);
+            break;
         case 'n':
             iterations = std::atoi(optarg);
             break;
@@ -116,20 +260,32 @@ int main(int argc, char **argv)
             plugin = optarg;
             break;
         default:
-            std::fprintf(stderr, "usage: %s [-n ITERATIONS] [-p PLUGIN]\n", argv[0]);
+            std::fprintf(stderr,
+                         "usage: %s [-n ITERATIONS] [-p PLUGIN]\n"
+                         "       %s -c [-k COUNT] [-s SIZE] [-m COMPONENT:MD] [-p PLUGIN]\n",
+                         argv[0], argv[0]);
             return opt == 'h' ? 0 : 2;
         }
     }
-    if (iterations <= 0) {
-        die("-n must be positive");
+    if (iterations <= 0 || count <= 0 || cost_size == 0) {
+        die("-n, -k and -s must be positive");
     }
     if (!plugin.empty() && dlopen(plugin.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
         die(std::string("cannot load plugin: ") + dlerror());
     }
 
-    uct_component_h component = find_gdr_component();
-    uct_md_h uncached         = open_md(component, "n");
-    uct_md_h cached           = open_md(component, "y");
+    if (cost) {
+        // "gdr" or "ib:rxe0": the same phases on UCX's own ib md, for the comparison
+        const size_t colon               = md_spec.find(':');
+        const std::string component_name = md_spec.substr(0, colon);
+        const std::string md_name        = colon == std::string::npos ? md_spec
+                                                                      : md_spec.substr(colon + 1);
+        cost_phases(find_component(component_name), md_name, count, cost_size);
+        return 0;
+    }
+    uct_component_h component = find_component("gdr");
+    uct_md_h uncached         = open_md(component, "gdr", "n");
+    uct_md_h cached           = open_md(component, "gdr", "y");
 
     std::printf(
         "# gdr md registration cost, register+deregister of the same buffer, %d iterations\n",

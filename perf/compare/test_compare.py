@@ -23,7 +23,7 @@ sys.path.insert(0, HERE)
 from gdr_compare import callgrind, cli, devices, launch, parsers, plan  # noqa: E402
 from gdr_compare import interleave, measure, report, tables, tools  # noqa: E402
 from gdr_compare.measure import Results  # noqa: E402
-from gdr_compare.sections import coll, cost, raw, ucx, wrapper  # noqa: E402
+from gdr_compare.sections import coll, cost, raw, registration, ucx, wrapper  # noqa: E402
 from gdr_compare.units import BUSBW, BW, LAT, MR, MiB, TIME  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "fixtures")
@@ -747,6 +747,39 @@ class PairRunner(unittest.TestCase):
         self.assertTrue(ok, why)
         self.assertIn("1,2", cout)
 
+
+
+class RegistrationSection(unittest.TestCase):
+    """gdr_reg_bench -c's phase lines and its per-phase callgrind dumps -> values per call."""
+
+    def test_phase_lines_are_ns_per_call(self):
+        out = ("phase=reg_miss calls=50 size=65536 devices=2 ns_per_call=81234.5\n"
+               "phase=reg_hit calls=50 size=65536 devices=2 ns_per_call=410.0\nnoise\n")
+        self.assertEqual(registration.timed(out), {"reg_miss": 81234.5, "reg_hit": 410.0})
+        out = "phase=reg_hit unavailable: uct_md_open(gdr, RCACHE=y): Unsupported operation\n"
+        self.assertEqual(registration.timed(out), {})
+        self.assertEqual(registration.unavailable(out),
+                         {"reg_hit": "uct_md_open(gdr, RCACHE=y): Unsupported operation"})
+
+    def test_a_dump_is_its_phase_total_over_the_calls(self):
+        dump = ("version: 1\ncreator: callgrind-3.19.0\npid: 42\ncmd: gdr_reg_bench -c\n"
+                "part: 3\n\ndesc: I1 cache:\ndesc: Trigger: Client Request: phase-reg_hit\n"
+                "\npositions: line\nevents: Ir\n\nob=(1) /usr/lib/libucs.so.0\n"
+                "fn=(1) ucs_rcache_get\n0 3000\ncfn=(2) memcpy\ncalls=50 0\n0 500\n"
+                "ob=(2) /usr/lib/libc.so.6\nfn=(2)\n0 500\n\ntotals: 3500\n")
+        with tempfile.TemporaryDirectory() as d:
+            paths = [os.path.join(d, "x.out.1"), os.path.join(d, "x.out.2")]
+            with open(paths[0], "w") as f:
+                f.write(dump)
+            with open(paths[1], "w") as f:  # the dump at exit has no phase: not a row
+                f.write(dump.replace("Client Request: phase-reg_hit", "Program termination"))
+            self.assertEqual(registration.counted(paths),
+                             {"reg_hit": 3500 / registration.COUNT})
+
+    def test_md_of_each_transport(self):
+        s = types.SimpleNamespace(port=types.SimpleNamespace(device="rxe0"))
+        self.assertEqual(registration.md_spec(s, "gdr_rc"), "gdr")
+        self.assertEqual(registration.md_spec(s, "rc_verbs"), "ib:rxe0")
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -86,6 +86,11 @@ struct ScriptedWorld {
             errno = w->reg_mr_errno;
             return w->reg_mr_errno == 0 ? w->fake_mr : nullptr;
         };
+        b.dereg_mr = [](void *ctx, ibv_mr *mr) {
+            auto *w = static_cast<ScriptedWorld *>(ctx);
+            w->calls.push_back("dereg_mr");
+            EXPECT_EQ(mr, w->fake_mr);
+        };
         return b;
     }
 
@@ -129,14 +134,14 @@ TEST(RegisterInOrder, ExportFailureFallsBackToPeermemAndSaysWhy)
     EXPECT_EQ(out.reason, "dma-buf: export failed: CUDA_ERROR_NOT_SUPPORTED (scripted)");
 }
 
-TEST(RegisterInOrder, DmabufMrFailureClosesFdThenPeermem)
+TEST(RegisterInOrder, DmabufMrFailureFallsBackToPeermemAndClosesFd)
 {
     ScriptedWorld world;
     world.reg_dmabuf_errno = EOPNOTSUPP;
     RegOutcome out         = world.run({TRY, TRY});
     EXPECT_EQ(out.status, UCS_OK);
     EXPECT_EQ(out.method, GDR_CUDA_REG_PEERMEM);
-    EXPECT_EQ(world.calls, (Calls{"export", "reg_dmabuf_mr", "close", "peermem_module", "reg_mr"}));
+    EXPECT_EQ(world.calls, (Calls{"export", "reg_dmabuf_mr", "peermem_module", "reg_mr", "close"}));
     EXPECT_EQ(world.open_fds, 0);
     EXPECT_NE(out.reason.find("ibv_reg_dmabuf_mr(offset 123, length 4096) failed"),
               std::string::npos)
@@ -234,6 +239,97 @@ TEST(RegisterInOrder, BadArgumentsAreInvalidParam)
     EXPECT_TRUE(world.calls.empty());
 }
 
+/* Several devices (one md over N HCAs): one export for all, fallback per device, all or nothing */
+static std::vector<RegTarget> targets(std::initializer_list<unsigned> methods)
+{
+    std::vector<RegTarget> out;
+    for (unsigned m : methods) {
+        out.push_back({ScriptedWorld::fake_pd(), m});
+    }
+    return out;
+}
+
+constexpr unsigned kDmabuf  = GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_DMABUF);
+constexpr unsigned kPeermem = GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_PEERMEM);
+
+TEST(RegisterOnDevices, OneExportServesEveryDevice)
+{
+    ScriptedWorld world;
+    MultiRegOutcome out = register_on_devices(world.backend(), {TRY, TRY}, targets({0, 0, 0}),
+                                              ScriptedWorld::buffer(), 4096, 7);
+    ASSERT_EQ(out.status, UCS_OK) << out.reason;
+    ASSERT_EQ(out.devices.size(), 3u);
+    for (const RegOutcome &device : out.devices) {
+        EXPECT_EQ(device.method, GDR_CUDA_REG_DMABUF);
+        EXPECT_EQ(device.mr, world.fake_mr);
+    }
+    EXPECT_EQ(out.exports, 1u);
+    EXPECT_EQ(world.calls,
+              (Calls{"export", "reg_dmabuf_mr", "reg_dmabuf_mr", "reg_dmabuf_mr", "close"}));
+    EXPECT_EQ(world.open_fds, 0);
+}
+
+TEST(RegisterOnDevices, ExportIsMadeOnlyWhereADeviceMayUseIt)
+{
+    ScriptedWorld world;
+    MultiRegOutcome out = register_on_devices(world.backend(), {TRY, TRY},
+                                              targets({kPeermem, kDmabuf, kDmabuf | kPeermem}),
+                                              ScriptedWorld::buffer(), 4096, 7);
+    ASSERT_EQ(out.status, UCS_OK) << out.reason;
+    EXPECT_EQ(out.devices[0].method, GDR_CUDA_REG_PEERMEM);
+    EXPECT_EQ(out.devices[1].method, GDR_CUDA_REG_DMABUF);
+    EXPECT_EQ(out.devices[2].method, GDR_CUDA_REG_DMABUF);
+    EXPECT_EQ(world.calls, (Calls{"peermem_module", "reg_mr", "export", "reg_dmabuf_mr",
+                                  "reg_dmabuf_mr", "close"}));
+
+    ScriptedWorld peermem_only;
+    out = register_on_devices(peermem_only.backend(), {TRY, TRY}, targets({kPeermem, kPeermem}),
+                              ScriptedWorld::buffer(), 4096, 7);
+    EXPECT_EQ(out.status, UCS_OK);
+    EXPECT_EQ(out.exports, 0u);
+    EXPECT_EQ(peermem_only.calls, (Calls{"peermem_module", "reg_mr", "peermem_module", "reg_mr"}));
+}
+
+TEST(RegisterOnDevices, FailedExportIsNotRetriedPerDevice)
+{
+    ScriptedWorld world;
+    world.export_status = UCS_ERR_UNSUPPORTED;
+    MultiRegOutcome out = register_on_devices(world.backend(), {TRY, TRY}, targets({0, 0}),
+                                              ScriptedWorld::buffer(), 4096, 7);
+    ASSERT_EQ(out.status, UCS_OK) << out.reason;
+    EXPECT_EQ(out.exports, 0u);
+    EXPECT_EQ(world.calls,
+              (Calls{"export", "peermem_module", "reg_mr", "peermem_module", "reg_mr"}));
+    EXPECT_EQ(out.devices[1].reason, "dma-buf: export failed: CUDA_ERROR_NOT_SUPPORTED (scripted)");
+}
+
+TEST(RegisterOnDevices, LaterFailureUndoesEarlierDevicesAndClosesFd)
+{
+    ScriptedWorld failing;
+    failing.peermem     = "";  // the third device can only use peermem, which is not loaded
+    MultiRegOutcome out = register_on_devices(failing.backend(), {TRY, TRY},
+                                              targets({kDmabuf, kDmabuf, kPeermem}),
+                                              ScriptedWorld::buffer(), 4096, 7);
+    EXPECT_EQ(out.status, UCS_ERR_UNSUPPORTED);
+    EXPECT_EQ(out.failed_index, 2u);
+    EXPECT_TRUE(out.devices.empty());
+    EXPECT_EQ(failing.calls, (Calls{"export", "reg_dmabuf_mr", "reg_dmabuf_mr", "peermem_module",
+                                    "dereg_mr", "dereg_mr", "close"}));
+    EXPECT_EQ(failing.open_fds, 0);
+    EXPECT_NE(out.reason.find("peermem: neither nvidia_peermem nor nv_peer_mem is loaded"),
+              std::string::npos)
+        << out.reason;
+}
+
+TEST(RegisterOnDevices, NoTargetIsInvalidParam)
+{
+    ScriptedWorld world;
+    MultiRegOutcome out = register_on_devices(world.backend(), {TRY, TRY}, {},
+                                              ScriptedWorld::buffer(), 4096, 7);
+    EXPECT_EQ(out.status, UCS_ERR_INVALID_PARAM);
+    EXPECT_TRUE(world.calls.empty());
+}
+
 TEST(Config, OnlyDmabufYesWithGpuDirectNoIsContradictory)
 {
     gdr_reason_t reason;
@@ -293,8 +389,6 @@ ProbeInput without_cuda()
     return input;
 }
 
-constexpr unsigned kDmabuf  = GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_DMABUF);
-constexpr unsigned kPeermem = GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_PEERMEM);
 
 }  // namespace
 

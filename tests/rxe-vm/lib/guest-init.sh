@@ -1,7 +1,7 @@
 #!/bin/bash
 # PID 1 of the rxe-vm guest, started by the initramfs after switch_root into the host's root
 # (read-only virtio-9p).  /run/rxevm is this run's control directory, shared read-write with the host:
-#   in:  params (RXE_CWD RXE_NETDEV RXE_ADDR RXE_MTU RXE_VERBOSE), env (caller's `export -p`), cmd
+#   in:  params (RXE_CWD RXE_NETDEV RXE_ADDR RXE_MTU RXE_DEVICES RXE_VERBOSE), env (caller's `export -p`), cmd
 #   out: uptime.init, ready (guest uptime when rxe0 was usable), rc (the command's exit status),
 #        error (why the guest could not run the command; the host then exits 125)
 # Whatever happens, this script ends by powering the VM off; if it died instead, the kernel would
@@ -9,7 +9,6 @@
 R=/run/rxevm
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8
-GIDS=/sys/class/infiniband/rxe0/ports/1/gids
 
 poweroff_now() {
   cat /proc/uptime > $R/uptime.end 2>/dev/null
@@ -75,26 +74,49 @@ case "${RXE_NETDEV:-dummy}" in
 esac
 rdma link add rxe0 type rxe netdev "$dev" 2> $R/rdma.err || fail "rdma link add rxe0 netdev $dev: $(cat $R/rdma.err)"
 
-# devtmpfs creates /dev/infiniband/uverbs0 by itself (no udev needed).  GIDs are filled in
-# asynchronously after `rdma link add`: wait for the port to be ACTIVE and for the IPv4-mapped
-# RoCE v2 GID, and export its index (perftest -x, ibv_*_pingpong -g, UCX_IB_GID_INDEX).
-stage "rxe0 on $dev created; waiting for ACTIVE and the IPv4 RoCE v2 GID"
-RXE_GID_INDEX=
-for _ in $(seq 300); do
-  if [ -e /dev/infiniband/uverbs0 ] && grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null; then
-    for g in $GIDS/*; do
-      i=${g##*/}
-      case "$(cat $g 2>/dev/null)" in
-        0000:0000:0000:0000:0000:ffff:*)
-          [ "$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] \
-            && { RXE_GID_INDEX=$i; break; } ;;
-      esac
-    done
-  fi
-  [ -n "$RXE_GID_INDEX" ] && break
-  sleep 0.1
+# RXE_DEVICES=N (default 1): rxe1.. on dummy netdevs of their own (rxenet1.., 198.51.100.1/24,
+# 203.0.113.1/24: other subnets), so that one md can span several devices.  Each device talks to
+# itself only (rxe loops back its own address; traffic between two rxe devices of one guest would
+# go through lo, which has no rxe).
+RXE_DEVICE_NAMES=rxe0
+case "${RXE_DEVICES:-1}" in 1|2|3) ;; *) fail "RXE_DEVICES=$RXE_DEVICES: use 1, 2 or 3" ;; esac
+[ "${RXE_DEVICES:-1}" = 1 ] || [ "${RXE_NETDEV:-dummy}" = dummy ] || fail "RXE_DEVICES>1 needs RXE_NETDEV=dummy"
+for i in $(seq 1 $((${RXE_DEVICES:-1} - 1))); do
+  addr=$(echo "198.51.100.1/24 203.0.113.1/24" | cut -d' ' -f$i)
+  ip link add rxenet$i type dummy || fail "cannot create the dummy netdev rxenet$i"
+  ip link set rxenet$i mtu "${RXE_MTU:-1500}" up || fail "cannot set MTU ${RXE_MTU:-1500} on rxenet$i"
+  ip addr add "$addr" dev rxenet$i || fail "cannot add address $addr to rxenet$i"
+  rdma link add rxe$i type rxe netdev rxenet$i 2> $R/rdma.err || fail "rdma link add rxe$i: $(cat $R/rdma.err)"
+  RXE_DEVICE_NAMES="$RXE_DEVICE_NAMES rxe$i"
 done
-[ -n "$RXE_GID_INDEX" ] || fail "rxe0 did not become ACTIVE with an IPv4 RoCE v2 GID within 30 s ($(cat /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null))"
+
+# devtmpfs creates /dev/infiniband/uverbsN by itself (no udev needed).  GIDs are filled in
+# asynchronously after `rdma link add`: wait for each port to be ACTIVE and for its IPv4-mapped
+# RoCE v2 GID, and export rxe0's index (perftest -x, ibv_*_pingpong -g, UCX_IB_GID_INDEX).
+# gid_index DEV: prints DEV's IPv4 RoCE v2 GID index once DEV is ACTIVE, else nothing
+gid_index() {
+  local port=/sys/class/infiniband/$1/ports/1 g i
+  grep -q ACTIVE $port/state 2>/dev/null || return 0
+  for g in $port/gids/*; do
+    i=${g##*/}
+    case "$(cat $g 2>/dev/null)" in
+      0000:0000:0000:0000:0000:ffff:*)
+        [ "$(cat $port/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] && { echo $i; return 0; } ;;
+    esac
+  done
+}
+stage "$RXE_DEVICE_NAMES created; waiting for ACTIVE and the IPv4 RoCE v2 GIDs"
+for d in $RXE_DEVICE_NAMES; do
+  gid=
+  for _ in $(seq 300); do
+    uverbs=$(grep -lx $d /sys/class/infiniband_verbs/uverbs*/ibdev 2>/dev/null | head -n1)
+    [ -n "$uverbs" ] && uverbs=${uverbs%/ibdev} && [ -e /dev/infiniband/${uverbs##*/} ] && gid=$(gid_index $d)
+    [ -n "$gid" ] && break
+    sleep 0.1
+  done
+  [ -n "$gid" ] || fail "$d did not become ACTIVE with an IPv4 RoCE v2 GID within 30 s ($(cat /sys/class/infiniband/$d/ports/1/state 2>/dev/null))"
+  [ $d = rxe0 ] && RXE_GID_INDEX=$gid
+done
 RXE_IP=$(ip -4 -o addr show dev "$dev" | awk '{split($4, a, "/"); print a[1]; exit}')
 
 # Name resolution for the guest's own hostname: the host's /etc/hosts plus rxe-vm -> RXE_IP,
@@ -132,7 +154,7 @@ if [ "${RXE_VERBOSE:-0}" = 1 ]; then
 fi
 (
   set -a; . $R/env; set +a   # the caller's exported environment, then ours on top
-  export RXE_DEV=rxe0 RXE_IF=$dev RXE_IP RXE_GID_INDEX RXE_VM=1
+  export RXE_DEV=rxe0 RXE_IF=$dev RXE_IP RXE_GID_INDEX RXE_VM=1 RXE_DEVICE_NAMES
   cd "$RXE_CWD" || exit 125
   exec bash $R/cmd
 ) < /dev/null > $OUT 2> $ERR

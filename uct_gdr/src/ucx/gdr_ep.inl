@@ -75,15 +75,13 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rkey(const gdr_ep_t *ep,
                                                     size_t length,
                                                     uint32_t *rkey_p)
 {
-    const gdr_rkey_t *rkey = (const gdr_rkey_t *)uct_rkey;
-
     /* 0 and UCT_INVALID_RKEY (all ones) both wrap to <= 1: one comparison */
     UCS_STATIC_ASSERT(UCT_INVALID_RKEY == (uct_rkey_t)-1);
     if (ucs_unlikely(((uct_rkey_t)(uct_rkey + 1) <= 1) ||
-                     (ep->remote_dev_index >= rkey->count))) {
+                     (ep->remote_dev_index >= gdr_rkey_count(uct_rkey)))) {
         return gdr_ep_rkey_unusable(ep, uct_rkey, length, rkey_p);
     }
-    *rkey_p = rkey->rkeys[ep->remote_dev_index];
+    *rkey_p = gdr_rkey_at(uct_rkey, ep->remote_dev_index);
     return UCS_OK;
 }
 

@@ -94,16 +94,19 @@ static void gdr_memh_deregister(gdr_memh_t *memh)
     }
 }
 
-static ucs_memory_type_t
-gdr_md_mem_type(gdr_md_t *md, const void *address, size_t length)
+/* What a buffer is, asked of the driver once per registration: the same answer
+ * (kind, and buffer id for the rcache) serves every device */
+static ucs_memory_type_t gdr_md_classify(gdr_md_t *md, const void *address,
+                                         size_t length,
+                                         gdr_cuda_mem_info_t *info)
 {
-    gdr_cuda_mem_info_t info;
-
+    info->kind      = GDR_CUDA_MEM_HOST;
+    info->buffer_id = 0;
     if (!(md->reg_mem_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) ||
-        (gdr_cuda_mem_query(address, length, &info) != UCS_OK)) {
+        (gdr_cuda_mem_query(address, length, info) != UCS_OK)) {
         return UCS_MEMORY_TYPE_HOST;
     }
-    switch (info.kind) {
+    switch (info->kind) {
     case GDR_CUDA_MEM_DEVICE:
         return UCS_MEMORY_TYPE_CUDA;
     case GDR_CUDA_MEM_MANAGED:
@@ -113,69 +116,92 @@ gdr_md_mem_type(gdr_md_t *md, const void *address, size_t length)
     }
 }
 
-/* One MR on one device: host memory by ibv_reg_mr, CUDA memory by dma-buf or
- * peermem in the order the policy allows (gdr_cuda_reg_mr) */
-static struct ibv_mr *gdr_md_reg_one(gdr_md_t *md, unsigned dev_index,
-                                     ucs_memory_type_t mem_type, void *address,
-                                     size_t length, int access, uint64_t flags)
+/* Host memory: one ibv_reg_mr per device */
+static ucs_status_t
+gdr_md_reg_host(gdr_md_t *md, gdr_memh_t *memh, ucs_log_level_t level)
+{
+    gdr_device_t *dev;
+    unsigned i;
+
+    for (i = 0; i < md->num_devices; ++i) {
+        dev          = &md->devices[i];
+        memh->mrs[i] = ibv_reg_mr(dev->pd, memh->address, memh->length,
+                                  memh->access);
+        if (memh->mrs[i] == NULL) {
+            ucs_log(level,
+                    "gdr: ibv_reg_mr(%s, address=%p, length=%zu, access=0x%x) "
+                    "failed: %m",
+                    dev->name, memh->address, memh->length, memh->access);
+            memh->num_mrs = i;
+            gdr_memh_deregister(memh);
+            return UCS_ERR_IO_ERROR;
+        }
+    }
+    return UCS_OK;
+}
+
+/* CUDA memory: every device at once (gdr_cuda_reg_mrs), so that one dma-buf
+ * export serves them all, by dma-buf or peermem as each device's probe allows */
+static ucs_status_t gdr_md_reg_cuda(gdr_md_t *md, gdr_memh_t *memh,
+                                    const gdr_cuda_mem_info_t *info,
+                                    ucs_log_level_t level)
+{
+    struct ibv_pd *pds[GDR_VERBS_MAX_DEVICES];
+    gdr_cuda_reg_result_t results[GDR_VERBS_MAX_DEVICES];
+    unsigned i, failed = 0;
+    gdr_reason_t reason;
+
+    for (i = 0; i < md->num_devices; ++i) {
+        pds[i] = md->devices[i].pd;
+    }
+    if (gdr_cuda_reg_mrs(pds, md->cuda_methods, md->num_devices, info,
+                         memh->address, memh->length, memh->access,
+                         &md->cuda_config, results, &failed,
+                         &reason) != UCS_OK) {
+        ucs_log(level, "gdr: cannot register %s memory %p..%p with %s: %s",
+                ucs_memory_type_names[memh->mem_type], memh->address,
+                UCS_PTR_BYTE_OFFSET(memh->address, memh->length),
+                md->devices[ucs_min(failed, md->num_devices - 1)].name,
+                reason.text);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (reason.text[0] != '\0') {
+        ucs_debug("gdr: %p..%p registered after: %s", memh->address,
+                  UCS_PTR_BYTE_OFFSET(memh->address, memh->length),
+                  reason.text);
+    }
+    for (i = 0; i < md->num_devices; ++i) {
+        memh->mrs[i] = results[i].mr;
+    }
+    return UCS_OK;
+}
+
+/* Register [address, address+length) on every device into @a memh; the CUDA
+ * buffer id (0 for host memory) comes back for the rcache's staleness check */
+static ucs_status_t gdr_md_memh_register(gdr_md_t *md, gdr_memh_t *memh,
+                                         void *address, size_t length,
+                                         int access, uint64_t flags,
+                                         uint64_t *buffer_id_p)
 {
     ucs_log_level_t level = (flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ?
                                     UCS_LOG_LEVEL_DEBUG :
                                     UCS_LOG_LEVEL_ERROR;
-    gdr_device_t *dev     = &md->devices[dev_index];
-    gdr_cuda_reg_result_t result;
-    gdr_reason_t reason;
-    struct ibv_mr *mr;
-
-    if (mem_type == UCS_MEMORY_TYPE_HOST) {
-        mr = ibv_reg_mr(dev->pd, address, length, access);
-        if (mr == NULL) {
-            ucs_log(level,
-                    "gdr: ibv_reg_mr(%s, address=%p, length=%zu, access=0x%x) "
-                    "failed: %m",
-                    dev->name, address, length, access);
-        }
-        return mr;
-    }
-
-    if (gdr_cuda_reg_mr(dev->pd, address, length, access, &md->cuda_config,
-                        md->cuda_methods[dev_index], &result,
-                        &reason) != UCS_OK) {
-        ucs_log(level, "gdr: cannot register %s memory %p..%p with %s: %s",
-                ucs_memory_type_names[mem_type], address,
-                UCS_PTR_BYTE_OFFSET(address, length), dev->name, reason.text);
-        return NULL;
-    }
-    if (reason.text[0] != '\0') {
-        ucs_debug("gdr: %s registered by %s after: %s", dev->name,
-                  gdr_cuda_reg_method_name(result.method), reason.text);
-    }
-    return result.mr;
-}
-
-/* Register [address, address+length) on every device into @a memh */
-static ucs_status_t gdr_md_memh_register(gdr_md_t *md, gdr_memh_t *memh,
-                                         void *address, size_t length,
-                                         int access, uint64_t flags)
-{
-    ucs_memory_type_t mem_type = gdr_md_mem_type(md, address, length);
-    unsigned i;
+    gdr_cuda_mem_info_t info;
+    ucs_status_t status;
 
     memh->address  = address;
     memh->length   = length;
-    memh->mem_type = mem_type;
+    memh->mem_type = gdr_md_classify(md, address, length, &info);
     memh->access   = access;
-    for (i = 0; i < md->num_devices; ++i) {
-        memh->mrs[i] = gdr_md_reg_one(md, i, mem_type, address, length, access,
-                                      flags);
-        if (memh->mrs[i] == NULL) {
-            memh->num_mrs = i;
-            gdr_memh_deregister(memh);
-            return (mem_type == UCS_MEMORY_TYPE_HOST) ? UCS_ERR_IO_ERROR :
-                                                        UCS_ERR_UNSUPPORTED;
-        }
+    status         = (memh->mem_type == UCS_MEMORY_TYPE_HOST) ?
+                             gdr_md_reg_host(md, memh, level) :
+                             gdr_md_reg_cuda(md, memh, &info, level);
+    if (status != UCS_OK) {
+        return status;
     }
     memh->num_mrs = md->num_devices;
+    *buffer_id_p  = (memh->mem_type == UCS_MEMORY_TYPE_HOST) ? 0 :
+                                                               info.buffer_id;
     return UCS_OK;
 }
 
@@ -183,6 +209,7 @@ static ucs_status_t gdr_md_mem_reg_direct(gdr_md_t *md, void *address,
                                           size_t length, uint64_t flags,
                                           uct_mem_h *memh_p)
 {
+    uint64_t buffer_id; /* uncached: nothing to check it against later */
     gdr_memh_t *memh;
     ucs_status_t status;
 
@@ -192,7 +219,8 @@ static ucs_status_t gdr_md_mem_reg_direct(gdr_md_t *md, void *address,
         return UCS_ERR_NO_MEMORY;
     }
     status = gdr_md_memh_register(md, memh, address, length,
-                                  gdr_md_access_flags(flags), flags);
+                                  gdr_md_access_flags(flags), flags,
+                                  &buffer_id);
     if (status != UCS_OK) {
         ucs_free(memh);
         return status;
@@ -308,16 +336,13 @@ gdr_rcache_mem_reg_cb(void *context, ucs_rcache_t *rcache, void *arg,
     status = gdr_md_memh_register(md, &region->memh, start,
                                   region->super.super.end -
                                           region->super.super.start,
-                                  reg_arg->access, flags);
+                                  reg_arg->access, flags,
+                                  &region->cuda_buffer_id);
     if (status != UCS_OK) {
         return status;
     }
     region->memh.cached    = 1;
     region->memh.allocated = 0;
-    region->cuda_buffer_id = 0;
-    if (region->memh.mem_type != UCS_MEMORY_TYPE_HOST) {
-        gdr_cuda_buffer_id(start, &region->cuda_buffer_id);
-    }
     return UCS_OK;
 }
 
@@ -512,9 +537,10 @@ ucs_status_t gdr_md_rkey_unpack(uct_component_t *component,
     gdr_rkey_t *rkey;
     unsigned i;
 
-    if (packed->magic != GDR_RKEY_MAGIC) {
-        ucs_error("gdr: invalid remote key buffer (magic 0x%x, expected 0x%x)",
-                  packed->magic, GDR_RKEY_MAGIC);
+    if ((packed->magic != GDR_RKEY_MAGIC) || (packed->count == 0)) {
+        ucs_error("gdr: invalid remote key buffer (magic 0x%x, expected 0x%x, "
+                  "%u keys)",
+                  packed->magic, GDR_RKEY_MAGIC, packed->count);
         return UCS_ERR_INVALID_PARAM;
     }
     /* the packer writes one key per device of its md, at least one */
@@ -524,6 +550,19 @@ ucs_status_t gdr_md_rkey_unpack(uct_component_t *component,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    if (packed->count == 1) {
+        *rkey_p   = GDR_RKEY_INLINE | packed->rkeys[0];
+        *handle_p = NULL;
+        return UCS_OK;
+    }
+    if ((packed->count == 2) && (packed->rkeys[1] <= GDR_RKEY_SECOND_MAX)) {
+        *rkey_p = GDR_RKEY_INLINE | GDR_RKEY_SECOND |
+                  ((uint64_t)packed->rkeys[1] << 32) | packed->rkeys[0];
+        *handle_p = NULL;
+        return UCS_OK;
+    }
+
+    /* more keys than 64 bits hold: the one case that allocates */
     rkey = ucs_malloc(sizeof(*rkey) + packed->count * sizeof(rkey->rkeys[0]),
                       "gdr_rkey");
     if (rkey == NULL) {
@@ -533,30 +572,34 @@ ucs_status_t gdr_md_rkey_unpack(uct_component_t *component,
     for (i = 0; i < packed->count; ++i) {
         rkey->rkeys[i] = packed->rkeys[i];
     }
-    *rkey_p   = (uintptr_t)rkey;
-    *handle_p = NULL;
+    *rkey_p   = GDR_RKEY_INDIRECT | (uintptr_t)rkey;
+    *handle_p = rkey;
     return UCS_OK;
 }
 
 ucs_status_t
 gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey, void *handle)
 {
-    ucs_free((void *)rkey);
+    ucs_free(handle); /* NULL for inline keys */
     return UCS_OK;
 }
 
+/* By keys, not by encoding: equal keys compare equal whichever form holds them */
 int gdr_md_rkey_compare(uct_rkey_t rkey1, uct_rkey_t rkey2)
 {
-    const gdr_rkey_t *key1 = (const gdr_rkey_t *)rkey1;
-    const gdr_rkey_t *key2 = (const gdr_rkey_t *)rkey2;
+    unsigned count1 = gdr_rkey_count(rkey1);
+    unsigned count2 = gdr_rkey_count(rkey2);
+    uint32_t key1, key2;
     unsigned i;
 
-    if (key1->count != key2->count) {
-        return (key1->count < key2->count) ? -1 : 1;
+    if (count1 != count2) {
+        return (count1 < count2) ? -1 : 1;
     }
-    for (i = 0; i < key1->count; ++i) {
-        if (key1->rkeys[i] != key2->rkeys[i]) {
-            return (key1->rkeys[i] < key2->rkeys[i]) ? -1 : 1;
+    for (i = 0; i < count1; ++i) {
+        key1 = gdr_rkey_at(rkey1, i);
+        key2 = gdr_rkey_at(rkey2, i);
+        if (key1 != key2) {
+            return (key1 < key2) ? -1 : 1;
         }
     }
     return 0;

@@ -69,11 +69,48 @@ typedef struct UCS_S_PACKED gdr_packed_rkey {
 #define GDR_RKEY_MAX_COUNT \
     ((UINT8_MAX - sizeof(gdr_packed_rkey_t)) / sizeof(uint32_t))
 
-/** Unpacked rkey (uct_rkey_t points here). */
+/** Unpacked rkey of more devices than uct_rkey_t holds (GDR_RKEY_INDIRECT). */
 typedef struct gdr_rkey {
     uint32_t count;
     uint32_t rkeys[];
 } gdr_rkey_t;
+
+/*
+ * uct_rkey_t of md "gdr".  As UCX's rc_verbs puts the rkey itself into
+ * uct_rkey_t, rkey_unpack allocates nothing when the rkeys fit in 64 bits:
+ *   bit 63 clear (inline): bit 62 set (never 0 nor UCT_INVALID_RKEY), bit 61:
+ *     a second device, bits 32..60 its rkey (< 2^29), bits 0..31 device 0's;
+ *   bit 63 set: bits 0..62 point to a gdr_rkey_t (more than two devices, or a
+ *     second rkey too large), which rkey_release frees.
+ * User-space pointers are below 2^63 on every Linux ABI, so bit 63 is free.
+ */
+#define GDR_RKEY_INDIRECT   UCS_BIT(63)
+#define GDR_RKEY_INLINE     UCS_BIT(62)
+#define GDR_RKEY_SECOND     UCS_BIT(61)
+#define GDR_RKEY_SECOND_MAX UCS_MASK(29)
+
+/* Number of devices an unpacked rkey has keys for */
+static UCS_F_ALWAYS_INLINE unsigned gdr_rkey_count(uct_rkey_t rkey)
+{
+    if (rkey & GDR_RKEY_INDIRECT) {
+        return ((const gdr_rkey_t *)(uintptr_t)(rkey & ~GDR_RKEY_INDIRECT))
+                ->count;
+    }
+    return (rkey & GDR_RKEY_SECOND) ? 2 : 1;
+}
+
+/* The rkey of device @a dev_index (< gdr_rkey_count) */
+static UCS_F_ALWAYS_INLINE uint32_t gdr_rkey_at(uct_rkey_t rkey,
+                                                unsigned dev_index)
+{
+    if (ucs_likely(!(rkey & GDR_RKEY_INDIRECT))) {
+        return (dev_index == 0) ?
+                       (uint32_t)rkey :
+                       (uint32_t)((rkey >> 32) & GDR_RKEY_SECOND_MAX);
+    }
+    return ((const gdr_rkey_t *)(uintptr_t)(rkey & ~GDR_RKEY_INDIRECT))
+            ->rkeys[dev_index];
+}
 
 extern ucs_config_field_t gdr_md_config_table[];
 

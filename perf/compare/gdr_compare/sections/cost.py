@@ -23,6 +23,7 @@ from ..callgrind import parse, split_by_class
 from ..launch import run_pair
 from ..tools import missing_ucx_tools
 from ..units import KiB
+from . import registration
 
 # (row name, perftest test, data layout, size, {transport: op function})
 COST_ROWS = [
@@ -142,3 +143,4 @@ def run_cost(s):
                          if k.startswith(SPLIT_PREFIX)}
                 s.results.rows[-len(METRICS)]["split"] = split
                 print(f"    {transport} {row}: instructions by object {split}", flush=True)
+    registration.run_registration(s)  # registration rows (sections/registration.py)
