@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 from ..callgrind import object_class, parse, split_by_class
 from ..launch import run_pair
@@ -200,10 +201,18 @@ def profile_row(s, r, transport, provider, name, port):
     """One server/client pair with the client under callgrind, 2N operations, the collection
     dumped before each call of the op function -> (per operation or None, reason, wall)."""
     fn = r.functions[transport]
-    outdir = os.path.join(s.logdir, f"{name}.callgrind")
-    shutil.rmtree(outdir, ignore_errors=True)
-    os.makedirs(outdir)
-    out = os.path.join(outdir, "callgrind.out")
+    # callgrind writes a file per call: on the local disk (the guest's tmpfs), not on the VM's
+    # 9p share of the results, where each costs a second under TCG; what is kept goes to logs
+    scratch = tempfile.mkdtemp(prefix=f"{name}.")
+    try:
+        return measure_calls(s, r, transport, provider, name, port, fn, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def measure_calls(s, r, transport, provider, name, port, fn, scratch):
+    """profile_row with callgrind's files in `scratch`."""
+    out = os.path.join(scratch, "callgrind.out")
     server = ["ucx_perftest", "-p", str(port)]
     window = [f"--toggle-collect={fn}", f"--dump-before={fn}"] if fn else []
     client = ["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"] + \
@@ -213,6 +222,8 @@ def profile_row(s, r, transport, provider, name, port):
                                       s.timeout, s.logdir)
     if not ok:
         return None, reason, wall
+    if os.path.exists(out):  # the profile at exit: the last call, or the whole program
+        shutil.copy(out, os.path.join(s.logdir, f"{name}.callgrind.out"))
     if r.method == PROGRESS:
         with open(out) as fh:
             per_op, fn = progress_per_call(parse(fh.read()))
@@ -226,6 +237,9 @@ def profile_row(s, r, transport, provider, name, port):
     calls, why = calls_of_run(dumps, fn)
     if calls is None:
         return None, why, wall
+    with open(os.path.join(s.logdir, f"{name}.calls"), "w") as f:
+        f.write("# instructions of each call of %s, in order\n" % fn)
+        f.write("".join("%d\n" % c[INSTR] for c in calls))
     per_op = calls[0] if r.method == FIRST_CALL else per_operation(calls)
     return per_op, None if per_op else f"too few calls of {fn}", wall
 
@@ -260,7 +274,11 @@ def run_cost(s):
         why = why_all or (transport == "gdr_rc" and s.gdr_unavailable)
         if why:
             return None, why, 0.0
-        return profile_row(s, r, transport, provider, f"cost-{transport}-{r.name}", port)
+        per_op, why, wall = profile_row(s, r, transport, provider, f"cost-{transport}-{r.name}",
+                                        port)
+        print(f"    {transport} {r.name}: " + (f"{per_op[INSTR]:.2f} instructions per operation"
+              if per_op else f"n/a ({why})") + f", {wall:.0f} s", flush=True)
+        return per_op, why, wall
 
     ports = [s.ports.take() for _ in jobs]  # taken here: PortAllocator is not thread-safe
     with concurrent.futures.ThreadPoolExecutor(max(1, getattr(s.args, "cost_jobs", 1))) as pool:
