@@ -76,7 +76,7 @@ def print_transports(table, rows, notes):
               "faster)")
         if any(t["section"] == "cost" for t in table):
             print("cost: exact counts per operation, posting side (callgrind; ratio < 1: "
-                  "cheaper)")
+                  "cheaper); iface_progress: per call, an upper bound of the idle cost")
 
 
 def print_wrapper(wrapper, notes):
