@@ -69,9 +69,11 @@ COST_ROWS = [
         args=ONE_OUTSTANDING),
     row("fetch_add64", "fadd", None, 8, "uct_rc_verbs_ep_atomic64_fetch",
         "gdr_ep_atomic64_fetch", args=ONE_OUTSTANDING),
-    # ucx_perftest flushes once, at the end of a run, and calls the flush again until it is
-    # done (how often depends on timing): the row is the first call, the one that starts it
-    row("ep_flush", "put_lat", "short", 8, "uct_rc_verbs_ep_flush", "gdr_ep_flush",
+    # ucx_perftest flushes once, at the end of a run, through the iface's flush, which flushes
+    # the one ep (gdr_rc's compiler inlines gdr_ep_flush there: no call of it to count), and
+    # calls it again until it is done, a timing-dependent number of times: the row is the first
+    # call, the one that starts the flush
+    row("ep_flush", "put_lat", "short", 8, "uct_rc_iface_flush", "gdr_iface_flush",
         method=FIRST_CALL),
     # iface_progress with nothing to do: the client of put_lat 8 B spins in progress while it
     # waits for the reply; its function is found in the profile (rc_verbs' is static, nameless)
