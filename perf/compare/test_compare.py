@@ -548,6 +548,12 @@ class ToolDiscovery(unittest.TestCase):
         self.assertTrue(cli.ours(row("ucp", "tag_bw", 8, BW, "gdr_rc", None)))
         self.assertFalse(cli.ours(row("ucp", "tag_bw", 8, BW, "rc_verbs", None)))
 
+    def test_na_by_method_is_no_failure(self):
+        by_method = row("cost", "iface_progress", 8, "poll_cq_per_op", "rc_verbs", None, "x")
+        by_method["by_method"] = True
+        broken = row("cost", "put_short", 8, "instr_per_op", "rc_verbs", None, "timed out")
+        self.assertEqual(cli.baseline_failures([by_method, broken]), [broken])
+
 
 class Repetitions(unittest.TestCase):
     def test_median_of_repetitions(self):
