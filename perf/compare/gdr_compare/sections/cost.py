@@ -26,9 +26,10 @@ import tempfile
 
 from ..callgrind import object_class, parse, split_by_class
 from ..launch import run_pair
-from ..tools import missing_ucx_tools
 from ..plan import UCP_TLS
+from ..tools import missing_ucx_tools
 from ..units import KiB, MiB
+
 
 class Row(collections.namedtuple("Row", "name test layout size functions args env method api")):
     """One row: ucx_perftest's test, data layout (None: the test has none) and size, the op
