@@ -122,29 +122,85 @@ class CostSection(unittest.TestCase):
         self.assertEqual(dict(callgrind.split_by_class(p)),
                          {"transport": 13400, "provider": 38800, "libc": 14200})
 
-    def test_per_operation_is_the_difference_of_two_runs(self):
+    def test_totals_of_a_profile(self):
         provider = cost.provider_functions(self.OPS)
         self.assertEqual(provider["post_send"], (self.RXE, "0x0000000000003cc0"))
-        large = cost.totals(self.profile(), "uct_rc_verbs_ep_put_short", provider)
-        self.assertEqual(large["ops"], 200)
-        self.assertEqual(large["syscalls_per_op"], 200)  # rxe's doorbell: one write() per post
-        # the n=100 run of the same op, as callgrind's totals would be plus one-time work (1000
-        # instructions) that the difference cancels
-        small = {k: v / 2 for k, v in large.items()}
-        small["instr_per_op"] += 1000
-        large["instr_per_op"] += 1000
-        per_op = cost.per_operation(small, large)
-        self.assertEqual(per_op["instr_per_op"], 332)
-        self.assertEqual(per_op["syscalls_per_op"], 1)
-        self.assertEqual(per_op["post_send_per_op"], 1)
-        self.assertEqual(per_op["post_recv_per_op"], 0)
-        self.assertEqual(per_op["poll_cq_per_op"], 0)
-        self.assertEqual(per_op["split_provider"], 194)
-        self.assertNotIn("ops", per_op)
+        t = cost.totals(self.profile(), "uct_rc_verbs_ep_put_short", provider)
+        self.assertEqual(t["ops"], 200)
+        self.assertEqual(t["instr_per_op"], 66400)
+        self.assertEqual(t["syscalls_per_op"], 200)  # rxe's doorbell: one write() per post
+        self.assertEqual(t["post_send_per_op"], 200)
+        self.assertEqual(t["post_recv_per_op"], 0)
+        self.assertEqual(t["split_provider"], 38800)
+        self.assertEqual(cost.totals(self.profile(), "gdr_ep_put_short", {})["ops"], 0)
 
-    def test_no_call_of_the_op_function_is_no_row(self):
-        empty = cost.totals(self.profile(), "gdr_ep_put_short", {})
-        self.assertIsNone(cost.per_operation(empty, empty))
+    @staticmethod
+    def call(instr, ops=1, post_send=1):
+        return {"ops": ops, "instr_per_op": instr, "post_send_per_op": post_send}
+
+    def test_per_operation_is_the_last_half_of_the_calls(self):
+        # the dump before the first call, then one dump per call; the first calls pay one-time
+        # work (a pool grows), and the edge into the op function lands a dump late at times
+        dumps = [self.call(0, ops=0, post_send=0), self.call(1500), self.call(1400, ops=2),
+                 self.call(332, ops=0), self.call(332), self.call(332), self.call(334)]
+        calls, why = cost.calls_of_run(dumps, "op")
+        self.assertIsNone(why)
+        self.assertEqual(len(calls), 6)
+        self.assertNotIn("ops", calls[0])
+        per_op = cost.per_operation(calls)
+        self.assertAlmostEqual(per_op["instr_per_op"], 332.666, places=2)
+        self.assertEqual(per_op["post_send_per_op"], 1)
+        self.assertEqual(calls[0]["instr_per_op"], 1500)  # FIRST_CALL rows take this one
+
+    def test_dumps_that_do_not_match_the_calls_are_no_row(self):
+        self.assertIn("no call", cost.calls_of_run([self.call(0, ops=0)], "op")[1])
+        _, why = cost.calls_of_run([self.call(0, ops=0), self.call(5, ops=2)], "op")
+        self.assertIn("1 dumps, 2 calls", why)
+        _, why = cost.calls_of_run([self.call(7, ops=0), self.call(5)], "op")
+        self.assertIn("7 instructions before the first", why)
+        self.assertIsNone(cost.per_operation([]))
+
+    PROGRESS_PROFILE = """events: Ir
+ob=(1) /usr/bin/ucx_perftest
+fn=(1) 0x0000000000012340
+5 100
+cob=(2) /usr/lib/x86_64-linux-gnu/ucx/libuct_ib.so.0.0.0
+cfn=(2) 0x000000000002d500
+calls=1000 0
+5 52000
+cob=(3) /usr/lib/x86_64-linux-gnu/libucs.so.0
+cfn=(3) ucs_debug_init
+calls=1 0
+5 90000
+ob=(2)
+fn=(2)
+7 40000
+cob=(4) /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
+cfn=(4) 0x0000000000002ca0
+calls=2000 0
+7 12000
+"""
+
+    def test_progress_is_what_the_executable_calls_most(self):
+        p = callgrind.parse(self.PROGRESS_PROFILE)
+        self.assertEqual(p.edges[("/usr/bin/ucx_perftest",
+                                  "/usr/lib/x86_64-linux-gnu/ucx/libuct_ib.so.0.0.0",
+                                  "0x000000000002d500")], [1000, 52000])
+        self.assertEqual(p.total, 40100)  # the inclusive lines of calls are not self cost
+        per_call, fn = cost.progress_per_call(p)
+        self.assertEqual(fn, "0x000000000002d500")
+        self.assertEqual(per_call["instr_per_op"], 52)
+        self.assertIsNone(per_call["poll_cq_per_op"])
+        self.assertIsNone(cost.progress_per_call(callgrind.parse("events: Ir\n"))[0])
+
+    def test_dump_files_in_order_with_the_final_one_last(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "callgrind.out")
+            for suffix in ("", ".1", ".2", ".10", ".tmp"):
+                open(out + suffix, "w").close()
+            self.assertEqual([os.path.basename(f) for f in cost.dump_files(out)],
+                             ["callgrind.out.1", "callgrind.out.2", "callgrind.out.10",
+                              "callgrind.out"])
 
     def test_object_classes(self):
         for path, cls in (("/usr/lib/x86_64-linux-gnu/ucx/libuct_ib.so.0.0.0", "transport"),
@@ -163,6 +219,49 @@ class CostSection(unittest.TestCase):
         table = {t["metric"]: t for t in tables.comparison_rows(rows)}
         self.assertAlmostEqual(table["instr_per_op"]["gdr_over_rc"]["median"], 343 / 332)
         self.assertAlmostEqual(table["syscalls_per_op"]["gdr_over_rc"]["median"], 1.0)
+
+
+    def test_perftest_arguments_per_api(self):
+        rows = {r.name: r for r in cost.COST_ROWS}
+        self.assertEqual(cost.perftest_args(rows["get_bcopy"], "gdr_rc", 1024),
+                         ["-t", "get", "-s", "1024", "-x", "gdr_rc", "-D", "bcopy", "-O", "1",
+                          "-w", "0"])
+        self.assertEqual(cost.perftest_args(rows["fetch_add64"], "rc_verbs", 8),
+                         ["-t", "fadd", "-s", "8", "-x", "rc_verbs", "-O", "1", "-w", "0"])
+        # UCP: UCX_TLS picks the transport, no -x
+        self.assertEqual(cost.perftest_args(rows["ucp_tag_rndv"], "gdr_rc", MiB),
+                         ["-t", "tag_lat", "-s", str(MiB), "-w", "0"])
+        self.assertEqual([r.name for r in cost.selected_rows(["am_short", "put_short"])],
+                         ["put_short", "am_short"])  # the table's order, not the caller's
+
+    def test_regression_fails_on_a_dearer_or_unmeasured_row(self):
+        rows = [row("cost", "put_short", 8, "instr_per_op", "rc_verbs", 332.0),
+                row("cost", "put_short", 8, "instr_per_op", "gdr_rc", 343.12),
+                row("cost", "am_short", 8, "instr_per_op", "rc_verbs", 382.0),
+                row("cost", "am_short", 8, "instr_per_op", "gdr_rc", 339.12),
+                row("cost", "put_bcopy", 1024, "instr_per_op", "rc_verbs", 524.0),
+                row("cost", "put_bcopy", 1024, "instr_per_op", "gdr_rc", 524.0),
+                row("cost", "am_bcopy", 1024, "instr_per_op", "rc_verbs", 534.88),
+                row("cost", "am_bcopy", 1024, "instr_per_op", "gdr_rc", None, "timed out"),
+                row("cost", "am_short", 8, "syscalls_per_op", "gdr_rc", 9.0)]
+        bad = cost.regressions(rows, ["put_short", "am_short", "put_bcopy", "am_bcopy",
+                                      "put_zcopy"])
+        self.assertEqual([b[0] for b in bad], ["put_short", "am_bcopy", "put_zcopy"])
+        self.assertIn("1.033x", bad[0][3])
+        self.assertIn("gdr_rc: timed out", bad[1][3])  # equal is no regression, n/a is
+        self.assertIn("no row", bad[2][3])
+        self.assertEqual(cost.regressions(rows, ["am_short", "put_bcopy"]), [])
+
+    def test_cost_plot_has_the_ratio_under_each_row(self):
+        from gdr_compare import plots
+        plt = plots.pyplot()
+        if plt is None:
+            self.skipTest("no matplotlib")
+        rows = [row("cost", "put_short", 8, "instr_per_op", "rc_verbs", 332.0),
+                row("cost", "put_short", 8, "instr_per_op", "gdr_rc", 343.12)]
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(plots.cost_plot(plt, d, tables.comparison_rows(rows)), ["cost.png"])
+            self.assertGreater(os.path.getsize(os.path.join(d, "cost.png")), 1000)
 
 
 class ToolParsers(unittest.TestCase):
@@ -530,6 +629,12 @@ class ToolDiscovery(unittest.TestCase):
         self.assertTrue(cli.ours(trow("coll", "bcast", 8, TIME, "rc_verbs", None, "mpi")))
         self.assertTrue(cli.ours(row("ucp", "tag_bw", 8, BW, "gdr_rc", None)))
         self.assertFalse(cli.ours(row("ucp", "tag_bw", 8, BW, "rc_verbs", None)))
+
+    def test_na_by_method_is_no_failure(self):
+        by_method = row("cost", "iface_progress", 8, "poll_cq_per_op", "rc_verbs", None, "x")
+        by_method["by_method"] = True
+        broken = row("cost", "put_short", 8, "instr_per_op", "rc_verbs", None, "timed out")
+        self.assertEqual(cli.baseline_failures([by_method, broken]), [broken])
 
 
 class Repetitions(unittest.TestCase):

@@ -19,6 +19,8 @@ class Profile:
         self.self_by_object = collections.Counter()  # object path -> Ir, self cost only
         self.self_by_function = collections.Counter()  # (object, function) -> Ir
         self.calls = collections.Counter()  # (callee object, callee function) -> calls
+        # (caller object, callee object, callee function) -> [calls, inclusive Ir]
+        self.edges = collections.defaultdict(lambda: [0, 0])
 
     @property
     def total(self):
@@ -61,12 +63,17 @@ def parse(text):
             elif key == "cfn":
                 cfn = _name(functions, value)
             elif key == "calls":
-                p.calls[(cob or ob, cfn)] += int(value.split()[0])
-                call_pending = True
+                n = int(value.split()[0])
+                p.calls[(cob or ob, cfn)] += n
+                call_pending = (ob, cob or ob, cfn)
+                p.edges[call_pending][0] += n
             continue
         if not (line[0].isdigit() or line[0] in "+-*"):
             continue  # headers: version, cmd, events, summary, totals...
         if call_pending:
+            fields = line.split()
+            if len(fields) >= 2:
+                p.edges[call_pending][1] += int(fields[1])
             call_pending = False
             cob = None
             continue

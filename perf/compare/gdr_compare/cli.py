@@ -13,9 +13,19 @@ from . import __doc__ as PACKAGE_DOC
 from .devices import DOCTOR, DeviceError, device_names, doctor_report
 from .plan import NOT_QUICK, SECTIONS
 from .render import render
+from .sections.cost import ROW_NAMES
 from .session import Session
 from .tools import find_tool
 from .vm import measure_in_vm
+
+
+def cost_rows(text):
+    names = [n for n in text.split(",") if n]
+    unknown = [n for n in names if n not in ROW_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown cost row(s) {','.join(unknown) or text!r}; "
+                                         f"known: {','.join(ROW_NAMES)}")
+    return names
 
 
 def parse_args():
@@ -59,6 +69,10 @@ def parse_args():
     p.add_argument("--provider-ops", metavar="PATH",
                    help="perf/cost/provider_ops for the cost section (default: next to the"
                    " plugin's build, or on PATH)")
+    p.add_argument("--cost-rows", type=cost_rows, metavar="ROW[,ROW...]",
+                   help="rows of the cost section (default: all: " + ",".join(ROW_NAMES) + ")")
+    p.add_argument("--cost-jobs", type=int, default=2, metavar="J",
+                   help="cost section: pairs measured at a time (default 2: the VM's 2 CPUs)")
     p.add_argument("--coll-bench", metavar="PATH",
                    help="coll_bench for coll (default: <build>/perf/coll_bench/coll_bench, else "
                         "PATH)")
@@ -87,6 +101,12 @@ def ours(row):
     """Rows whose n/a fails the run only with --require-gdr: gdr_rc's, and the wrapper and coll
     sections' (the project's own tools, which a build may lack)."""
     return row["transport"] == "gdr_rc" or row["section"] in ("wrapper", "coll")
+
+
+def baseline_failures(rows):
+    """The n/a rows that fail a run: not ours, and not n/a by the method in every run (the cost
+    section's progress row has no verbs-call counts)."""
+    return [r for r in rows if r["value"] is None and not ours(r) and not r.get("by_method")]
 
 
 def update_results(path, **meta):
@@ -139,7 +159,7 @@ def main():
                          host_loadavg_start=load_start, host_loadavg_end=os.getloadavg())
     render(args.out)
     print(f"compare: total wall {wall} s")
-    failed = [r for r in doc["rows"] if r["value"] is None and not ours(r)]
+    failed = baseline_failures(doc["rows"])
     gdr_missing = [r for r in doc["rows"] if r["value"] is None and ours(r)]
     if failed:
         print(f"compare: {len(failed)} baseline measurement(s) failed (see the n/a notes)",

@@ -1,10 +1,11 @@
 """The plots: grouped bars per test and size, n/a marked (never drawn as a bar), log scale when
 the values span more than 50x.  latency.png and bandwidth.png (transports), wrapper.png
-(gdr_perftest vs ucx_perftest), coll.png (ours vs MPI).  Without python3-matplotlib: none."""
+(gdr_perftest vs ucx_perftest), coll.png (ours vs MPI), cost.png (instructions per operation).
+Without python3-matplotlib: none."""
 
 import os
 
-from .units import BW, LAT, size_label
+from .units import BW, COST_METRICS, LAT, size_label
 
 # Type sizes: a transport figure has one panel, the section figures have two and smaller type.
 ONE_PANEL = dict(bar=7, ticks=8, legend=8, title={})
@@ -114,11 +115,26 @@ def coll_plot(plt, outdir, colls):
     return [save(plt, fig, outdir, "coll.png")]
 
 
+def cost_plot(plt, outdir, table):
+    """cost.png: exact instructions per operation, rc_verbs and gdr_rc per row, with the ratio."""
+    groups = [t for t in table if t["section"] == "cost" and t["metric"] == COST_METRICS[0]]
+    if not groups:
+        return []
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(groups) + 2), 4.5))
+    grouped_bars(ax, groups, [("rc_verbs", "rc_verbs", "C0"), ("gdr_rc", "gdr_rc", "C1")],
+                 [f"{t['test']}\n{size_label(t['size'])}\n"
+                  f"{'n/a' if t['gdr_over_rc'] is None else format(t['gdr_over_rc'], '.3f')}"
+                  for t in groups],
+                 "Instructions per operation, posting side (callgrind), lower is better;\n"
+                 "under each row: gdr_rc / rc_verbs", ONE_PANEL)
+    return [save(plt, fig, outdir, "cost.png")]
+
+
 def write_plots(outdir, table, wrapper, colls):
     """Every plot the tables allow; returns the file names written."""
     plt = pyplot()
     if plt is None:
         return []
-    return (transport_plots(plt, outdir, table) +
+    return (transport_plots(plt, outdir, table) + cost_plot(plt, outdir, table) +
             (wrapper_plot(plt, outdir, wrapper) if wrapper else []) +
             (coll_plot(plt, outdir, colls) if colls else []))

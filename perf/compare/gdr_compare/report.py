@@ -89,7 +89,7 @@ def print_transports(table, rows, notes):
               "msg/s (ratio > 1: faster)")
         if any(t["section"] == "cost" for t in table):
             print("cost: exact counts per operation, posting side (callgrind; ratio < 1: "
-                  "cheaper)")
+                  "cheaper); iface_progress: per call, an upper bound of the idle cost")
 
 
 def print_wrapper(wrapper, notes):

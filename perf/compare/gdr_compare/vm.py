@@ -35,7 +35,9 @@ def measure_in_vm(args, sections):
                      ("--coll-bench", args.coll_bench and os.path.abspath(args.coll_bench)),
                      ("--provider-ops",
                       args.provider_ops and os.path.abspath(args.provider_ops)),
-                     ("--coll-ranks", args.coll_ranks and ",".join(map(str, args.coll_ranks)))):
+                     ("--coll-ranks", args.coll_ranks and ",".join(map(str, args.coll_ranks))),
+                     ("--cost-rows", args.cost_rows and ",".join(args.cost_rows)),
+                     ("--cost-jobs", args.cost_jobs)):
         if val is not None:
             cmd += [opt, str(val)]
     env = dict(os.environ)
