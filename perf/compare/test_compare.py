@@ -449,6 +449,18 @@ class ToolDiscovery(unittest.TestCase):
         self.assertTrue(cli.ours(row("ucp", "tag_bw", 8, BW, "gdr_rc", None)))
         self.assertFalse(cli.ours(row("ucp", "tag_bw", 8, BW, "rc_verbs", None)))
 
+    def test_wrong_data_fails_in_any_section(self):
+        # what parsers write for a failed data check (gdr_perftest, coll_bench): a failure even
+        # for rows whose n/a passes without --require-gdr
+        _, why = parsers.gdr_perftest_value(parsers.parse_gdr_perftest(GP_COLL), "alltoall",
+                                            4096, TIME)
+        self.assertTrue(cli.wrong(trow("coll", "alltoall", 4096, TIME, "gdr_rc", None, "ours",
+                                       reason=why)))
+        self.assertTrue(cli.wrong(row("wrapper", "tag_bw", 8, BW, "gdr_rc", None,
+                                      "result check WRONG")))
+        self.assertFalse(cli.wrong(row("ucp", "tag_bw", 8, BW, "gdr_rc", None, "timed out")))
+        self.assertFalse(cli.wrong(row("ucp", "tag_bw", 8, BW, "gdr_rc", 1.0)))
+
 
 class Repetitions(unittest.TestCase):
     def test_median_of_repetitions(self):
