@@ -52,6 +52,24 @@ function(gdr_sanitize_executables dir)
       set_property(TARGET ${_t} APPEND PROPERTY LINK_LIBRARIES gdr_sanitize_defaults)
     endif()
   endforeach()
+  # GCC 12's null checks make a comparison of a function pointer with nullptr non-constant,
+  # which breaks ucp_cpp::coll's constexpr algorithm table (a static_assert): its users are built
+  # without the three null-pointer checks, everything else with them.
+  if(dir STREQUAL PROJECT_SOURCE_DIR AND TARGET ucp_cpp AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    set(_no_null -fno-sanitize=null,nonnull-attribute,returns-nonnull-attribute)
+    target_compile_options(ucp_cpp INTERFACE $<$<COMPILE_LANGUAGE:CXX>:${_no_null}>)
+  endif()
+  # UCX's ucs_mpool keeps its element header (a pointer) right before each object, and the
+  # receive pool places objects where the iface params' am_alignment/am_align_offset put the
+  # payload: the header can be misaligned (UBSan, in UCX's inline ucs_mpool_get_inline, as UCX's
+  # own ib receive pool would be). Only the two files that inline the receive pool's get/put
+  # skip the alignment check.
+  if(dir STREQUAL PROJECT_SOURCE_DIR AND TARGET uct_gdr_impl)
+    set_source_files_properties(${PROJECT_SOURCE_DIR}/uct_gdr/src/ucx/gdr_iface_progress.c
+                                ${PROJECT_SOURCE_DIR}/uct_gdr/src/ucx/gdr_iface_mpool.c
+                                DIRECTORY ${PROJECT_SOURCE_DIR}/uct_gdr
+                                PROPERTIES COMPILE_OPTIONS -fno-sanitize=alignment)
+  endif()
   get_property(_subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
   foreach(_d IN LISTS _subdirs)
     gdr_sanitize_executables(${_d})
