@@ -85,10 +85,8 @@ struct gdr_tx_op {
 
 #define gdr_tx_op_data(_op) ((void *)((_op) + 1))
 
-/** Receive buffer header; payload follows after rx_headroom bytes. Packed, as UCX's
- *  uct_ib_iface_recv_desc_t: the iface params' am_alignment/am_align_offset place the payload,
- *  which can leave the header at any address (UBSan: misaligned member access). */
-typedef struct UCS_S_PACKED gdr_rx_desc {
+/** Receive buffer header; payload follows after rx_headroom bytes. */
+typedef struct gdr_rx_desc {
     uint32_t lkey;
     uct_recv_desc_t *release; /* must be last: see uct_recv_desc() */
 } gdr_rx_desc_t;
