@@ -636,6 +636,18 @@ class ToolDiscovery(unittest.TestCase):
         broken = row("cost", "put_short", 8, "instr_per_op", "rc_verbs", None, "timed out")
         self.assertEqual(cli.baseline_failures([by_method, broken]), [broken])
 
+    def test_wrong_data_fails_in_any_section(self):
+        # what parsers write for a failed data check (gdr_perftest, coll_bench): a failure even
+        # for rows whose n/a passes without --require-gdr
+        _, why = parsers.gdr_perftest_value(parsers.parse_gdr_perftest(GP_COLL), "alltoall",
+                                            4096, TIME)
+        self.assertTrue(cli.wrong(trow("coll", "alltoall", 4096, TIME, "gdr_rc", None, "ours",
+                                       reason=why)))
+        self.assertTrue(cli.wrong(row("wrapper", "tag_bw", 8, BW, "gdr_rc", None,
+                                      "result check WRONG")))
+        self.assertFalse(cli.wrong(row("ucp", "tag_bw", 8, BW, "gdr_rc", None, "timed out")))
+        self.assertFalse(cli.wrong(row("ucp", "tag_bw", 8, BW, "gdr_rc", 1.0)))
+
 
 class Repetitions(unittest.TestCase):
     def test_median_of_repetitions(self):

@@ -80,10 +80,15 @@ TEST_F(CollRdma, BcastAndAlltoallThreeRanks)
     world.run([&](int r) {
         return world.comm(r).ialltoall(send[size_t(r)].data(), recv[size_t(r)].data(), 1000);
     });
+    // every element: block `from` of rank r's output is block r of rank from's input
     for (int r = 0; r < 3; ++r) {
+        std::vector<int64_t> expected;
         for (int from = 0; from < 3; ++from) {
-            EXPECT_EQ(recv[size_t(r)][size_t(from) * 1000 + 5], from * 100000 + r * 1000 + 5);
+            for (int i = 0; i < 1000; ++i)
+                expected.push_back(from * 100000 + r * 1000 + i);
         }
+        ASSERT_TRUE(equal_elements(recv[size_t(r)].data(), expected.data(), expected.size(),
+                                   "alltoall rank " + std::to_string(r)));
     }
 }
 

@@ -29,6 +29,7 @@ inline CommandResult run_command(const std::string &cmd)
 
 inline std::string with_plugin(const char *plugin, const std::string &cmd)
 {
-    // env after timeout: only the command under test loads the plugin
-    return std::string("timeout 60 env LD_PRELOAD=") + plugin + " " + cmd;
+    // env after timeout: only the command under test loads the plugin. tests/sanitize/preload
+    // puts the sanitizer runtimes first when the plugin is from ./configure --sanitize.
+    return std::string("timeout 60 env LD_PRELOAD=$(" GDR_PRELOAD_TOOL " ") + plugin + ") " + cmd;
 }

@@ -1,5 +1,6 @@
 // ucp_cpp across two processes: every operation, sizes 0 B..16 MiB with data checks, sockaddr
 // connection through a listener, and a peer killed mid-operation.  Each test forks its peer.
+#include "../common/ucp_lanes.hpp"
 #include "peer_harness.hpp"
 
 #include <atomic>
@@ -44,6 +45,15 @@ protected:
     const std::string &tls() const { return GetParam(); }
 };
 
+/// rdma suite: every lane of `ep` is on gdr_rc, so that a UCP_CPP_RDMA_TLS that lets UCP choose
+/// another transport (tcp) fails instead of passing over it. The host suite runs over any.
+void expect_lanes_under_test([[maybe_unused]] const ucp_cpp::endpoint &ep)
+{
+#ifdef UCP_CPP_TEST_RDMA
+    EXPECT_TRUE(gdr_test::ucp_lanes_all_on(ep.handle(), "gdr_rc"));
+#endif
+}
+
 /// Where the listener test listens: loopback, or (rdma suite) the RDMA netdev's address, which
 /// RDMA-CM needs (it refuses loopback): UCP_CPP_TEST_LISTEN_ADDR, else the VM's RXE_IP.
 std::string listen_address()
@@ -78,6 +88,7 @@ TEST_P(UcpCppTwoProcess, TagEchoAllSizes)
         ucp_cpp::blocking::flush(*s.ep, op_timeout);
     });
     side s = connect_by_address(peer.control(), transports);
+    expect_lanes_under_test(*s.ep);
     for (size_t size : transfer_sizes()) {
         std::vector<uint8_t> out(size), in(size, 0xee);
         fill_pattern(out.data(), size, size);
@@ -303,7 +314,8 @@ TEST_P(UcpCppTwoProcess, RmaPutGetAndAtomicsWithRkeyExchange)
         PEER_CHECK(word64 == 0xabcdefull);
         PEER_CHECK(word32 == 46u);
     });
-    side s        = connect_by_address(peer.control(), transports);
+    side s = connect_by_address(peer.control(), transports);
+    expect_lanes_under_test(*s.ep);
     uint64_t base = peer.control().recv_value();
     ucp_cpp::packed_rkey packed{peer.control().recv()};
     ucp_cpp::remote_key rkey = s.ep->unpack_rkey(packed);

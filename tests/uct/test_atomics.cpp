@@ -3,6 +3,7 @@
 #include "pair_fixture.h"
 
 #include <cinttypes>
+#include <memory>
 
 namespace uctest {
 namespace {
@@ -161,6 +162,64 @@ TEST_F(Atomics, Every64BitOp)
 TEST_F(Atomics, Every32BitOp)
 {
     run_advertised<uint32_t>(a_->attr().cap.atomic32.op_flags, a_->attr().cap.atomic32.fop_flags);
+}
+
+// and/or/xor/swap are compare-and-swap loops on gdr_rc (fetch, compute, cswap, retry on a miss):
+// correct alone, they are atomic only if a loop that lost the race retries. Three initiators
+// (interfaces of their own, one QP each) set and then clear disjoint bits of one word, every op
+// posted before any completes, so the loops interleave on the target; a lost update leaves a bit
+// wrong. Transports that do these ops natively pass the same way.
+TEST(AtomicsContended, CasLoopOpsFromThreeInitiatorsLoseNoUpdate)
+{
+    TlResource res;
+    UCTEST_REQUIRE_TARGET(res);
+    constexpr int kInitiators = 3, kBitsEach = 16;
+    Entity target(res);
+    std::vector<std::unique_ptr<Entity>> from;
+    std::vector<EpPair> pairs;
+    for (int i = 0; i < kInitiators; ++i) {
+        from.push_back(std::make_unique<Entity>(res));
+        pairs.push_back(connect_pair(*from.back(), target));
+    }
+    const uint64_t needed = UCS_BIT(UCT_ATOMIC_OP_OR) | UCS_BIT(UCT_ATOMIC_OP_AND);
+    if ((from[0]->attr().cap.atomic64.op_flags & needed) != needed) {
+        GTEST_SKIP() << res.tl_name << " does not advertise 64-bit atomic or/and";
+    }
+    RegisteredBuffer word(target.md(), 64, 4096);
+    auto *remote        = reinterpret_cast<uint64_t *>(word.data() + 8);
+    const uint64_t addr = word.address() + 8;
+    std::vector<std::unique_ptr<RemoteKey>> rkeys;
+    std::initializer_list<Entity *> all = {from[0].get(), from[1].get(), from[2].get(), &target};
+    for (auto &e : from) {
+        rkeys.push_back(
+            std::make_unique<RemoteKey>(e->md().component(), word.registration().packed_rkey()));
+    }
+    auto bit = [](int initiator, int k) { return 1ull << (initiator * kBitsEach + k); };
+    // post every op of a phase round-robin, then flush every initiator
+    auto phase = [&](uct_atomic_op_t op, bool set) {
+        for (int k = 0; k < kBitsEach; ++k) {
+            for (int i = 0; i < kInitiators; ++i) {
+                const uint64_t operand = set ? bit(i, k) : ~bit(i, k);
+                ASSERT_EQ(UCS_OK, post_with_retry(
+                                      [&] {
+                                          return uct_ep_atomic64_post(pairs[i].ab, op, operand,
+                                                                      addr, rkeys[i]->rkey());
+                                      },
+                                      all));
+            }
+        }
+        for (int i = 0; i < kInitiators; ++i) {
+            ASSERT_EQ(UCS_OK, flush_and_wait(*from[i], pairs[i].ab, all));
+        }
+    };
+    const uint64_t every_bit = (1ull << (kInitiators * kBitsEach)) - 1;
+    *remote                  = 0;
+    phase(UCT_ATOMIC_OP_OR, true);
+    EXPECT_EQ(every_bit, *remote) << "or from " << kInitiators << " initiators lost bits 0x"
+                                  << std::hex << (every_bit & ~*remote);
+    phase(UCT_ATOMIC_OP_AND, false);
+    EXPECT_EQ(0u, *remote) << "and from " << kInitiators << " initiators left bits 0x" << std::hex
+                           << *remote;
 }
 
 }  // namespace

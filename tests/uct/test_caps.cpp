@@ -188,5 +188,59 @@ TEST_F(Capabilities, ErrorHandlingIsAdvertised)
     EXPECT_TRUE(a_->has_flag(UCT_IFACE_FLAG_EP_CHECK));
 }
 
+/// What a transport must advertise, exactly: with a capability dropped, its tests would turn into
+/// skips and the suite would stay green, so losing one (or gaining one) must fail here.
+struct PinnedCaps {
+    uint64_t flags, event_flags;
+    uint64_t atomic32_op, atomic32_fop, atomic64_op, atomic64_fop;
+};
+
+/// gdr_rc on a port with HCA atomics and inline sends (rxe, every ConnectX): uct_gdr's
+/// gdr_iface_query.c. and/or/xor/swap are compare-and-swap loops, advertised so that UCP puts
+/// its atomics on gdr_rc; 32-bit atomics are not offered (verbs has none).
+const PinnedCaps *pinned_caps(const std::string &tl)
+{
+    static const PinnedCaps gdr_rc = {
+        UCT_IFACE_FLAG_CONNECT_TO_EP | UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY |
+            UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
+            UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_AM_ZCOPY |
+            UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK |
+            UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE | UCT_IFACE_FLAG_ATOMIC_DEVICE,
+        UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_FD,
+        0,
+        0,
+        UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) | UCS_BIT(UCT_ATOMIC_OP_OR) |
+            UCS_BIT(UCT_ATOMIC_OP_XOR),
+        UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) | UCS_BIT(UCT_ATOMIC_OP_OR) |
+            UCS_BIT(UCT_ATOMIC_OP_XOR) | UCS_BIT(UCT_ATOMIC_OP_SWAP) | UCS_BIT(UCT_ATOMIC_OP_CSWAP),
+    };
+    return tl == "gdr_rc" ? &gdr_rc : nullptr;
+}
+
+TEST_F(Capabilities, AdvertisesExactlyThePinnedSet)
+{
+    const PinnedCaps *want = pinned_caps(res_.tl_name);
+    if (want == nullptr) {
+        GTEST_SKIP() << "no pinned capability set for " << res_.tl_name << " (only gdr_rc's)";
+    }
+    const auto &c = a_->attr().cap;
+    const struct {
+        const char *what;
+        uint64_t have, want;
+    } fields[] = {
+        {"cap.flags", c.flags, want->flags},
+        {"cap.event_flags", c.event_flags, want->event_flags},
+        {"cap.atomic32.op_flags", c.atomic32.op_flags, want->atomic32_op},
+        {"cap.atomic32.fop_flags", c.atomic32.fop_flags, want->atomic32_fop},
+        {"cap.atomic64.op_flags", c.atomic64.op_flags, want->atomic64_op},
+        {"cap.atomic64.fop_flags", c.atomic64.fop_flags, want->atomic64_fop},
+    };
+    for (const auto &f : fields) {
+        EXPECT_EQ(f.want, f.have) << res_.tl_name << " " << f.what << ": missing bits 0x"
+                                  << std::hex << (f.want & ~f.have) << ", unexpected bits 0x"
+                                  << (f.have & ~f.want);
+    }
+}
+
 }  // namespace
 }  // namespace uctest

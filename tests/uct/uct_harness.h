@@ -60,13 +60,18 @@ std::optional<TlResource> find_tl(const std::string &tl, const std::string &dev,
 /// The resource of target(), or a skip reason naming what is missing ("" when found).
 std::pair<std::optional<TlResource>, std::string> target_resource();
 
-/// Skips the current test (GTEST_SKIP) when there is no verbs device or the target transport is
-/// absent; otherwise stores the resource in `out`. Use at the top of SetUp().
+/// Skips the current test (GTEST_SKIP) when there is no verbs device; fails it when there is one
+/// but the requested transport is absent (a plugin that stopped registering gdr_rc, a wrong
+/// GDR_TEST_TL: a run that tests nothing must not pass); otherwise stores the resource in `out`.
+/// Use at the top of SetUp().
 #define UCTEST_REQUIRE_TARGET(out)                 \
     do {                                           \
         auto found_ = ::uctest::target_resource(); \
         if (!found_.first) {                       \
-            GTEST_SKIP() << found_.second;         \
+            if (::uctest::target().dev.empty()) {  \
+                GTEST_SKIP() << found_.second;     \
+            }                                      \
+            GTEST_FAIL() << found_.second;         \
         }                                          \
         (out) = *found_.first;                     \
     } while (0)

@@ -34,12 +34,15 @@ select_target() {
   fi
   if [[ -n "$plugin" ]]; then
     [[ -r "$plugin" ]] || die "GDR_PLUGIN=$plugin is not readable"
-    export LD_PRELOAD="$plugin${LD_PRELOAD:+:$LD_PRELOAD}"
+    # a sanitized plugin (./configure --sanitize) brings its runtimes, which must come first
+    export LD_PRELOAD="$("$(dirname "${BASH_SOURCE[0]}")/../sanitize/preload" "$plugin")${LD_PRELOAD:+:$LD_PRELOAD}"
   fi
   # -t: only this transport's interfaces are opened (a full -d takes ~10 s in the emulated VM)
   UCX_INFO_D=$(timeout 60 ucx_info -d -t "$TL" 2>&1) || die "ucx_info -d -t $TL failed: $UCX_INFO_D"
+  # a device but not the transport: a plugin that stopped registering it, or a wrong GDR_TEST_TL --
+  # a failure, since a run that tests nothing must not pass
   if ! tl_block >/dev/null; then
-    skip "transport '$TL' on device '$DEV' is not offered by UCX (GDR_TEST_TL/GDR_TEST_DEV; plugin: ${plugin:-none}); available: $(timeout 60 ucx_info -d 2>&1 | grep -Eo 'Transport: \S+' | sort -u | awk '{print $2}' | tr '\n' ' ')"
+    die "transport '$TL' on device '$DEV' is not offered by UCX (GDR_TEST_TL/GDR_TEST_DEV; plugin: ${plugin:-none}); available: $(timeout 60 ucx_info -d 2>&1 | grep -Eo 'Transport: \S+' | sort -u | awk '{print $2}' | tr '\n' ' ')"
   fi
   export UCX_UD_VERBS_ETH_DGID_CHECK=${UCX_UD_VERBS_ETH_DGID_CHECK:-n}  # rxe: see docs/testing.md
 }

@@ -109,6 +109,12 @@ def baseline_failures(rows):
     return [r for r in rows if r["value"] is None and not ours(r) and not r.get("by_method")]
 
 
+def wrong(row):
+    """A data check that said WRONG (a transfer that moved the wrong bytes): a failure of the run
+    in any section, never an n/a to read past."""
+    return "WRONG" in (row.get("reason") or "")
+
+
 def update_results(path, **meta):
     with open(path) as f:
         doc = json.load(f)
@@ -167,4 +173,8 @@ def main():
     if gdr_missing and args.require_gdr:
         print(f"compare: {len(gdr_missing)} gdr_rc/wrapper/coll result(s) n/a and --require-gdr "
               "given", file=sys.stderr)
-    return 1 if failed or (gdr_missing and args.require_gdr) else 0
+    wrong_rows = [r for r in doc["rows"] if wrong(r)]
+    for r in wrong_rows:
+        print(f"compare: WRONG data: {r['section']} {r['transport']} {r.get('test', '')} "
+              f"{r.get('size', '')}: {r['reason']}", file=sys.stderr)
+    return 1 if failed or wrong_rows or (gdr_missing and args.require_gdr) else 0
