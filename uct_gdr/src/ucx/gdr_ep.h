@@ -17,7 +17,7 @@
  *   gdr_ep_completion.c  send completions: finishing ops, failing the endpoint
  *   gdr_ep_flush.c       flush, fence and keepalive check (of an endpoint and of the iface)
  *   gdr_ep_pending.c     the pending queue
- *   gdr_ep_trace.c       data tracing (UCX_LOG_LEVEL=trace_data) of posts and completions
+ *   gdr_ep_trace.c       data tracing (UCX_LOG_LEVEL=data) of posts and completions
  */
 #ifndef GDR_EP_H_
 #define GDR_EP_H_

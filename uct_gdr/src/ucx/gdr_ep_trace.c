@@ -1,5 +1,5 @@
 /**
- * gdr_ep_trace.c - data tracing (UCX_LOG_LEVEL=trace_data): a line per work request posted and
+ * gdr_ep_trace.c - data tracing (UCX_LOG_LEVEL=data): a line per work request posted and
  * per send completion, as UCX's ib transports log theirs (uct_ib_log_post_send); active
  * messages are traced where they are sent and received, with UCX's own uct_iface_trace_am.
  *
