@@ -23,7 +23,7 @@ Bytes packed_rkey(const std::vector<uint32_t> &keys, uint8_t magic = kRkeyMagic)
     Bytes out(2 + keys.size() * sizeof(uint32_t));
     out[0] = magic;
     out[1] = static_cast<uint8_t>(keys.size());
-    if (!keys.empty()) { // memcpy from keys.data() == NULL is undefined even for 0 bytes
+    if (!keys.empty()) {  // memcpy from keys.data() == NULL is undefined even for 0 bytes
         std::memcpy(out.data() + 2, keys.data(), keys.size() * sizeof(uint32_t));
     }
     return out;
