@@ -14,6 +14,32 @@
 
 namespace {
 
+// RC loopback: @a qp (RESET) connected to itself on @a port, RESET -> INIT -> RTR -> RTS
+ucs_status_t connect_to_itself(struct ibv_qp *qp, const gdr_port_info_t &port, uint32_t psn,
+                               gdr_reason_t *why)
+{
+    gdr_qp_local_t local{};
+    local.port_num      = port.port_num;
+    local.gid_index     = (port.gid_index >= 0) ? port.gid_index : 0;
+    local.mtu           = port.active_mtu;
+    local.psn           = psn;
+    local.sl            = port.sm_sl;
+    local.hop_limit     = 64;
+    local.timeout       = 14;
+    local.retry_count   = 7;
+    local.rnr_retry     = 7;
+    local.min_rnr_timer = 12;
+    local.max_rd_atomic = 1;
+    gdr_qp_remote_t self{};
+    self.qp_num    = qp->qp_num;
+    self.psn       = local.psn;
+    self.lid       = port.lid;
+    self.is_global = (port.link_layer == IBV_LINK_LAYER_ETHERNET);
+    self.mtu       = port.active_mtu;
+    self.gid       = port.gid;
+    return gdr_verbs_qp_connect(qp, &local, &self, why);
+}
+
 class Verbs : public ::testing::Test {
 protected:
     void SetUp() override
@@ -79,26 +105,7 @@ TEST_F(Verbs, QpCreateConnectAndErrorState)
               UCS_OK)
         << why.text;
 
-    gdr_qp_local_t local{};
-    local.port_num      = port.port_num;
-    local.gid_index     = (port.gid_index >= 0) ? port.gid_index : 0;
-    local.mtu           = port.active_mtu;
-    local.psn           = 0x123;
-    local.sl            = port.sm_sl;
-    local.hop_limit     = 64;
-    local.timeout       = 14;
-    local.retry_count   = 7;
-    local.rnr_retry     = 7;
-    local.min_rnr_timer = 12;
-    local.max_rd_atomic = 1;
-    gdr_qp_remote_t self{};
-    self.qp_num    = qp->qp_num;
-    self.psn       = local.psn;
-    self.lid       = port.lid;
-    self.is_global = (port.link_layer == IBV_LINK_LAYER_ETHERNET);
-    self.mtu       = port.active_mtu;
-    self.gid       = port.gid;
-    EXPECT_EQ(gdr_verbs_qp_connect(qp, &local, &self, &why), UCS_OK) << why.text;
+    EXPECT_EQ(connect_to_itself(qp, port, 0x123, &why), UCS_OK) << why.text;
     EXPECT_EQ(gdr_verbs_qp_to_error(qp, &why), UCS_OK) << why.text;
     EXPECT_STREQ(why.text, "");
     ibv_destroy_qp(qp);
@@ -142,26 +149,7 @@ protected:
                              IBV_ACCESS_REMOTE_ATOMIC);
         ASSERT_NE(mr_, nullptr);
 
-        gdr_qp_local_t local{};
-        local.port_num      = port.port_num;
-        local.gid_index     = (port.gid_index >= 0) ? port.gid_index : 0;
-        local.mtu           = port.active_mtu;
-        local.psn           = 0x42;
-        local.sl            = port.sm_sl;
-        local.hop_limit     = 64;
-        local.timeout       = 14;
-        local.retry_count   = 7;
-        local.rnr_retry     = 7;
-        local.min_rnr_timer = 12;
-        local.max_rd_atomic = 1;
-        gdr_qp_remote_t self{};
-        self.qp_num    = qp_->qp_num;
-        self.psn       = local.psn;
-        self.lid       = port.lid;
-        self.is_global = (port.link_layer == IBV_LINK_LAYER_ETHERNET);
-        self.mtu       = port.active_mtu;
-        self.gid       = port.gid;
-        ASSERT_EQ(gdr_verbs_qp_connect(qp_, &local, &self, &why), UCS_OK) << why.text;
+        ASSERT_EQ(connect_to_itself(qp_, port, 0x42, &why), UCS_OK) << why.text;
     }
 
     void TearDown() override
