@@ -1,10 +1,10 @@
-// GPU test: UCX's own registration cache (ucs_rcache, as the md glue uses it) over CUDA memory,
-// with the staleness check gdr_cuda provides.  No HCA is needed: the cached "registration" is
-// the dma-buf export half of the real one, and what is checked is which registration a lookup
+// GPU test: md gdr's registration-cache lookup (gdr_rcache_get_usable(), gdr_md_rcache.c: the
+// md's own code, linked here) over CUDA memory.  No HCA is needed: the rcache's registration is
+// the dma-buf export half of the md's real one, and what is checked is which region a lookup
 // returns.  Shows (1) hits, (2) that ucs_rcache alone returns a stale region after cuMemFree +
-// cuMemAlloc at the same address (no UCM CUDA hooks in Debian's UCX), and (3) that the recipe
-// documented in docs/gpu-memory.md — check gdr_cuda_region_is_stale() on every hit, invalidate
-// and look up again — registers the new allocation.
+// cuMemAlloc at the same address (no UCM CUDA hooks in Debian's UCX), and (3) that the md's
+// lookup — gdr_cuda_region_is_stale() on every hit, invalidate and look up again
+// (docs/gpu-memory.md) — registers the new allocation.
 #include "gdr_cuda.h"
 
 #include <gdr_cuda_driver/driver.hpp>
@@ -12,8 +12,7 @@
 #include <gtest/gtest.h>
 
 extern "C" {
-#include <ucs/memory/rcache.h>
-#include "compat/gdr_compat_ucs.h"  // ucs_rcache as it changed between UCX releases
+#include "gdr_md.h"  // gdr_rcache_region_t, gdr_rcache_get_usable()
 }
 
 #include <sys/mman.h>
@@ -31,20 +30,15 @@ const driver_api &cu()
     return driver::instance().api();
 }
 
-struct CudaRegion {
-    ucs_rcache_region_t super;
-    uint64_t buffer_id;  ///< of the allocation at super.start when registered
-};
-
 struct Registrations {
     int registered   = 0;
     int deregistered = 0;
 };
 
-ucs_status_t register_region(void *context, ucs_rcache_t *, void *, ucs_rcache_region_t *region,
+ucs_status_t register_region(void *context, ucs_rcache_t *, void *arg, ucs_rcache_region_t *region,
                              uint16_t)
 {
-    auto *cuda    = reinterpret_cast<CudaRegion *>(region);
+    auto *cuda    = ucs_derived_of(region, gdr_rcache_region_t);
     void *start   = reinterpret_cast<void *>(region->super.start);
     size_t length = region->super.end - region->super.start;
     gdr_cuda_mem_info_t info;
@@ -57,7 +51,9 @@ ucs_status_t register_region(void *context, ucs_rcache_t *, void *, ucs_rcache_r
         return UCS_ERR_IO_ERROR;
     }
     close(fd);
-    cuda->buffer_id = info.buffer_id;
+    cuda->cuda_buffer_id = info.buffer_id;
+    // the raw ucs_rcache_get() below passes no arg; it only ever hits
+    cuda->memh.access = (arg != nullptr) ? static_cast<gdr_rcache_reg_arg_t *>(arg)->access : 0;
     ++static_cast<Registrations *>(context)->registered;
     return UCS_OK;
 }
@@ -70,7 +66,7 @@ void deregister_region(void *context, ucs_rcache_t *, ucs_rcache_region_t *)
 void dump_region(void *, ucs_rcache_t *, ucs_rcache_region_t *region, char *buf, size_t max)
 {
     snprintf(buf, max, "buffer_id %llu",
-             (unsigned long long)reinterpret_cast<CudaRegion *>(region)->buffer_id);
+             (unsigned long long)ucs_derived_of(region, gdr_rcache_region_t)->cuda_buffer_id);
 }
 
 void merge_region(void *, ucs_rcache_t *, void *, ucs_rcache_region_t *) {}
@@ -85,24 +81,13 @@ const ucs_rcache_ops_t kOps = [] {
 }();
 const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 
-/** The glue's lookup: a hit whose allocation is gone or replaced is invalidated, then missed. */
-CudaRegion *get_fresh(ucs_rcache_t *rcache, void *address, size_t length)
+/** The md's lookup: a hit whose allocation is gone or replaced is invalidated, then missed. */
+gdr_rcache_region_t *get_fresh(ucs_rcache_t *rcache, void *address, size_t length)
 {
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        ucs_rcache_region_t *region = nullptr;
-        if (gdr_compat_rcache_get(rcache, address, length, kPage, PROT_READ | PROT_WRITE, nullptr,
-                                  &region) != UCS_OK) {
-            return nullptr;
-        }
-        auto *cuda = reinterpret_cast<CudaRegion *>(region);
-        if (!gdr_cuda_region_is_stale(reinterpret_cast<void *>(region->super.start),
-                                      cuda->buffer_id)) {
-            return cuda;
-        }
-        ucs_rcache_region_invalidate(rcache, region, [](void *) {}, nullptr);
-        ucs_rcache_region_put(rcache, region);
-    }
-    return nullptr;
+    gdr_rcache_reg_arg_t arg{0, IBV_ACCESS_LOCAL_WRITE};
+    gdr_rcache_region_t *region = nullptr;
+    return (gdr_rcache_get_usable(rcache, address, length, &arg, &region) == UCS_OK) ? region
+                                                                                     : nullptr;
 }
 
 class CudaRcache : public ::testing::Test {
@@ -118,7 +103,7 @@ protected:
         ASSERT_EQ(cu().cuCtxSetCurrent(context_), CUDA_SUCCESS);
 
         ucs_rcache_params_t params{};
-        params.region_struct_size = sizeof(CudaRegion);
+        params.region_struct_size = sizeof(gdr_rcache_region_t);
         gdr_compat_rcache_params_align(&params, kPage, kPage);
         params.ucm_events     = 0;  // CUDA frees raise no UCM event without UCM's CUDA hooks
         params.ops            = &kOps;
@@ -157,13 +142,13 @@ TEST_F(CudaRcache, HitsThenInvalidatesOnFreeAndReallocationAtTheSameAddress)
     ASSERT_EQ(cu().cuMemAlloc_v2(&first, size), CUDA_SUCCESS);
     void *address = reinterpret_cast<void *>(first);
 
-    CudaRegion *region = get_fresh(rcache_, address, length);
+    gdr_rcache_region_t *region = get_fresh(rcache_, address, length);
     ASSERT_NE(region, nullptr);
     EXPECT_EQ(registrations_.registered, 1);
-    const uint64_t first_id = region->buffer_id;
+    const uint64_t first_id = region->cuda_buffer_id;
     ucs_rcache_region_put(rcache_, &region->super);
 
-    CudaRegion *hit = get_fresh(rcache_, address, length);  // cache hit, still valid
+    gdr_rcache_region_t *hit = get_fresh(rcache_, address, length);  // cache hit, still valid
     ASSERT_EQ(hit, region);
     EXPECT_EQ(registrations_.registered, 1);
     ucs_rcache_region_put(rcache_, &hit->super);
@@ -181,21 +166,21 @@ TEST_F(CudaRcache, HitsThenInvalidatesOnFreeAndReallocationAtTheSameAddress)
     ASSERT_EQ(gdr_compat_rcache_get(rcache_, address, length, kPage, PROT_READ | PROT_WRITE,
                                     nullptr, &raw),
               UCS_OK);
-    EXPECT_EQ(reinterpret_cast<CudaRegion *>(raw)->buffer_id, first_id);
+    EXPECT_EQ(ucs_derived_of(raw, gdr_rcache_region_t)->cuda_buffer_id, first_id);
     uint64_t current_id = 0;
     ASSERT_EQ(gdr_cuda_buffer_id(address, &current_id), UCS_OK);
     EXPECT_NE(current_id, first_id);
     ucs_rcache_region_put(rcache_, raw);
 
     // The recipe: stale hit -> invalidate -> fresh registration of the new allocation.
-    CudaRegion *fresh = get_fresh(rcache_, address, length);
+    gdr_rcache_region_t *fresh = get_fresh(rcache_, address, length);
     ASSERT_NE(fresh, nullptr);
-    EXPECT_EQ(fresh->buffer_id, current_id);
+    EXPECT_EQ(fresh->cuda_buffer_id, current_id);
     EXPECT_EQ(registrations_.registered, 2);
     EXPECT_EQ(registrations_.deregistered, 1);  // the stale one is gone once unreferenced
     ucs_rcache_region_put(rcache_, &fresh->super);
 
-    CudaRegion *hit_again = get_fresh(rcache_, address, length);
+    gdr_rcache_region_t *hit_again = get_fresh(rcache_, address, length);
     EXPECT_EQ(hit_again, fresh);
     EXPECT_EQ(registrations_.registered, 2);
     if (hit_again != nullptr)

@@ -314,11 +314,6 @@ ucs_status_t gdr_md_mem_advise(uct_md_h uct_md, uct_mem_h uct_memh, void *addr,
 
 /* --------------------------------------------------------- rcache ----- */
 
-typedef struct {
-    uint64_t flags; /* UCT_MD_MEM_* of the request */
-    int access; /* what the new registration must allow */
-} gdr_rcache_reg_arg_t;
-
 static ucs_status_t
 gdr_rcache_mem_reg_cb(void *context, ucs_rcache_t *rcache, void *arg,
                       ucs_rcache_region_t *rregion, uint16_t rcache_flags)
@@ -380,58 +375,19 @@ static ucs_rcache_ops_t gdr_rcache_ops = {
         GDR_COMPAT_RCACHE_OPS_MERGE(gdr_rcache_merge_cb).dump_region =
                 gdr_rcache_dump_region_cb};
 
-/* A cached region can't be used when it allows less than asked, or when its
- * CUDA allocation was freed (and maybe reallocated at the same address): no
- * memory event tells us about cudaFree, the buffer id does. */
-static int gdr_rcache_region_usable(gdr_rcache_region_t *region, int access)
-{
-    if ((region->memh.access & access) != access) {
-        return 0;
-    }
-    return (region->cuda_buffer_id == 0) ||
-           !gdr_cuda_region_is_stale((void *)region->super.super.start,
-                                     region->cuda_buffer_id);
-}
-
 static ucs_status_t gdr_md_mem_reg_cached(gdr_md_t *md, void *address,
                                           size_t length, uint64_t flags,
                                           uct_mem_h *memh_p)
 {
     gdr_rcache_reg_arg_t arg = {flags, gdr_md_access_flags(flags)};
     gdr_rcache_region_t *region;
-    ucs_rcache_region_t *rregion;
     ucs_status_t status;
-    int attempt;
 
-    for (attempt = 0; attempt < 3; ++attempt) {
-        status = gdr_compat_rcache_get(md->rcache, address, length,
-                                       ucs_get_page_size(),
-                                       PROT_READ | PROT_WRITE, &arg, &rregion);
-        if (status != UCS_OK) {
-            return status;
-        }
-        region = ucs_derived_of(rregion, gdr_rcache_region_t);
-        if (gdr_rcache_region_usable(region, arg.access)) {
-            *memh_p = &region->memh;
-            return UCS_OK;
-        }
-        /* drop it from the cache (holders keep their MRs until they put) */
-        ucs_debug("gdr: rcache region %p..%p %s, registering again",
-                  (void *)region->super.super.start,
-                  (void *)region->super.super.end,
-                  ((region->memh.access & arg.access) != arg.access) ?
-                          "lacks access rights" :
-                          "belongs to a freed CUDA allocation");
-        arg.access |= region->memh.access;
-        ucs_rcache_region_invalidate(
-                md->rcache, rregion,
-                (ucs_rcache_invalidate_comp_func_t)ucs_empty_function, NULL);
-        ucs_rcache_region_put(md->rcache, rregion);
+    status = gdr_rcache_get_usable(md->rcache, address, length, &arg, &region);
+    if (status == UCS_OK) {
+        *memh_p = &region->memh;
     }
-    ucs_error("gdr: registration cache keeps returning unusable regions for "
-              "%p..%p",
-              address, UCS_PTR_BYTE_OFFSET(address, length));
-    return UCS_ERR_IO_ERROR;
+    return status;
 }
 
 ucs_status_t gdr_md_mem_reg(uct_md_h uct_md, void *address, size_t length,

@@ -54,6 +54,26 @@ typedef struct gdr_rcache_region {
 } gdr_rcache_region_t;
 
 /** Packed rkey on the wire: the rkeys of every device of the packing md. */
+/* What a registration through the rcache asks for: ucs_rcache_get()'s `arg`,
+ * handed to the md's mem_reg and merge callbacks */
+typedef struct gdr_rcache_reg_arg {
+    uint64_t flags; /* UCT_MD_MEM_* of the request */
+    int access; /* what the new registration must allow */
+} gdr_rcache_reg_arg_t;
+
+/* gdr_md_rcache.c: a cached region serves a request that asks for @a access
+ * unless it allows less, or its CUDA allocation was freed (and maybe
+ * reallocated at the same address) */
+int gdr_rcache_region_usable(const gdr_rcache_region_t *region, int access);
+
+/* The region of @a rcache for [address, address+length) that is usable for
+ * arg->access, registering (again) where the cached one is not; the caller puts
+ * it with ucs_rcache_region_put().  @a arg->access may grow (a replaced region's
+ * rights are kept). */
+ucs_status_t gdr_rcache_get_usable(ucs_rcache_t *rcache, void *address,
+                                   size_t length, gdr_rcache_reg_arg_t *arg,
+                                   gdr_rcache_region_t **region_p);
+
 typedef struct UCS_S_PACKED gdr_packed_rkey {
     uint8_t magic; /* GDR_RKEY_MAGIC: reject foreign buffers */
     uint8_t count;

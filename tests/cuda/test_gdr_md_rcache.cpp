@@ -1,0 +1,158 @@
+// Host test of md gdr's registration-cache lookup (gdr_rcache_get_usable(), gdr_md_rcache.c, the
+// md's own code linked here) on host memory, where what decides is the access rule: a cached
+// region that allows less than a request asks is dropped and registered again with the rights of
+// both, and a cache that keeps returning unusable regions ends in an error, not a loop.  The
+// rcache's registration is counted, not made (no HCA is needed); the CUDA half of the rule runs
+// on the GPU machine (test_gdr_cuda_rcache).
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "gdr_md.h"
+}
+
+#include <infiniband/verbs.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdint>
+
+namespace {
+
+struct Registrar {
+    int registered   = 0;
+    int deregistered = 0;
+    bool ignore_arg  = false;  ///< register without the rights asked: a cache that never serves
+};
+
+ucs_status_t register_region(void *context, ucs_rcache_t *, void *arg, ucs_rcache_region_t *region,
+                             uint16_t)
+{
+    auto *registrar        = static_cast<Registrar *>(context);
+    auto *gdr              = ucs_derived_of(region, gdr_rcache_region_t);
+    gdr->cuda_buffer_id    = 0;  // host memory
+    gdr->memh.access       = registrar->ignore_arg ? 0 : static_cast<gdr_rcache_reg_arg_t *>(arg)->access;
+    ++registrar->registered;
+    return UCS_OK;
+}
+
+void deregister_region(void *context, ucs_rcache_t *, ucs_rcache_region_t *)
+{
+    ++static_cast<Registrar *>(context)->deregistered;
+}
+
+void dump_region(void *, ucs_rcache_t *, ucs_rcache_region_t *region, char *buf, size_t max)
+{
+    snprintf(buf, max, "access 0x%x", ucs_derived_of(region, gdr_rcache_region_t)->memh.access);
+}
+
+void merge_region(void *, ucs_rcache_t *, void *, ucs_rcache_region_t *) {}
+
+const ucs_rcache_ops_t kOps = [] {
+    ucs_rcache_ops_t ops{};
+    ops.mem_reg     = register_region;
+    ops.mem_dereg   = deregister_region;
+    ops.dump_region = dump_region;
+    gdr_compat_rcache_ops_merge(&ops, merge_region);
+    return ops;
+}();
+
+class MdRcache : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        page_   = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+        buffer_ = mmap(nullptr, 4 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        ASSERT_NE(buffer_, MAP_FAILED);
+
+        ucs_rcache_params_t params{};
+        params.region_struct_size = sizeof(gdr_rcache_region_t);
+        gdr_compat_rcache_params_align(&params, page_, page_);
+        params.ucm_events     = 0;
+        params.ops            = &kOps;
+        params.context        = &registrar_;
+        params.flags          = UCS_RCACHE_FLAG_NO_PFN_CHECK;
+        params.max_regions    = ULONG_MAX;
+        params.max_size       = SIZE_MAX;
+        params.max_unreleased = SIZE_MAX;
+        ASSERT_EQ(ucs_rcache_create(&params, "gdr_md_rcache_test", nullptr, &rcache_), UCS_OK);
+    }
+
+    void TearDown() override
+    {
+        if (rcache_ != nullptr) {
+            ucs_rcache_destroy(rcache_);
+            EXPECT_EQ(registrar_.registered, registrar_.deregistered);
+        }
+        if (buffer_ != MAP_FAILED) {
+            munmap(buffer_, 4 * page_);
+        }
+    }
+
+    /// the md's lookup of the buffer's first two pages asking for @a access; nullptr on error
+    gdr_rcache_region_t *get(int access, ucs_status_t *status_p = nullptr)
+    {
+        gdr_rcache_reg_arg_t arg{0, access};
+        gdr_rcache_region_t *region = nullptr;
+        ucs_status_t status = gdr_rcache_get_usable(rcache_, buffer_, 2 * page_, &arg, &region);
+        if (status_p != nullptr) {
+            *status_p = status;
+        }
+        return (status == UCS_OK) ? region : nullptr;
+    }
+
+    size_t page_         = 0;
+    void *buffer_        = MAP_FAILED;
+    ucs_rcache_t *rcache_ = nullptr;
+    Registrar registrar_;
+};
+
+}  // namespace
+
+TEST_F(MdRcache, HitServesTheSameOrFewerRights)
+{
+    gdr_rcache_region_t *first = get(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    ASSERT_NE(first, nullptr);
+    ucs_rcache_region_put(rcache_, &first->super);
+    gdr_rcache_region_t *hit = get(IBV_ACCESS_LOCAL_WRITE);
+    EXPECT_EQ(hit, first);
+    EXPECT_EQ(registrar_.registered, 1);
+    if (hit != nullptr) {
+        ucs_rcache_region_put(rcache_, &hit->super);
+    }
+}
+
+TEST_F(MdRcache, RegionLackingRightsIsReplacedByOneWithTheRightsOfBoth)
+{
+    gdr_rcache_region_t *write_only = get(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    ASSERT_NE(write_only, nullptr);
+    ucs_rcache_region_put(rcache_, &write_only->super);
+
+    gdr_rcache_region_t *both = get(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+    ASSERT_NE(both, nullptr);
+    EXPECT_EQ(registrar_.registered, 2);  // (the new region may reuse the freed one's address)
+    EXPECT_EQ(registrar_.deregistered, 1);  // the dropped one had no holder left
+    EXPECT_EQ(both->memh.access,
+              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    ucs_rcache_region_put(rcache_, &both->super);
+
+    // the old region's users asking again are served by the new one
+    gdr_rcache_region_t *again = get(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    EXPECT_EQ(again, both);
+    EXPECT_EQ(registrar_.registered, 2);
+    if (again != nullptr) {
+        ucs_rcache_region_put(rcache_, &again->super);
+    }
+}
+
+TEST_F(MdRcache, CacheThatNeverServesEndsInAnErrorNotALoop)
+{
+    registrar_.ignore_arg = true;
+    ucs_status_t status   = UCS_OK;
+    EXPECT_EQ(get(IBV_ACCESS_LOCAL_WRITE, &status), nullptr);
+    EXPECT_EQ(status, UCS_ERR_IO_ERROR);
+    EXPECT_EQ(registrar_.registered, 3);  // GDR_RCACHE_GET_ATTEMPTS, every one dropped
+    EXPECT_EQ(registrar_.deregistered, 3);
+}
