@@ -28,19 +28,20 @@
 // -c 0: fail unless every rank holds at least 1 and at most as many RC QPs as it has peers.
 //
 // Needs a verbs device and the `rdma` tool (iproute2): run it in the Soft-RoCE VM
-// (tests/rxe-vm/run). Output: one `key=value` line per point, then a summary.
-#include <ucp/api/ucp.h>
+// (tests/rxe-vm/run). Output: one `key=value` line per point (UCT) or rank (UCP), then the
+// checks. Exit status: 0 ok, 1 a check failed, 2 an error (said on stderr).
 #include "bench_util.hpp"
 
+#include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <getopt.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -581,6 +582,7 @@ int run_ucp(int ranks, bool ring, const std::string &plugin, bool check_qps)
         pids.push_back(pid);
     }
     int failures = 0;
+    bool errors  = false;
     for (int r = 0; r < ranks; ++r) {
         UcpRank result{};
         const bool got = read(pipes[size_t(r)], &result, sizeof(result)) == ssize_t(sizeof(result));
@@ -589,7 +591,7 @@ int run_ucp(int ranks, bool ring, const std::string &plugin, bool check_qps)
         waitpid(pids[size_t(r)], &wstatus, 0);
         if (!got || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
             std::fprintf(stderr, "gdr_ep_scale: rank %d failed\n", r);
-            ++failures;
+            errors = true;
             continue;
         }
         const Footprint &f = result.held;
@@ -609,7 +611,20 @@ int run_ucp(int ranks, bool ring, const std::string &plugin, bool check_qps)
         }
     }
     rmdir(dir.c_str());
-    return failures != 0;
+    return errors ? 2 : failures != 0;  // as UCT mode: 2 an error, 1 a failed check
+}
+
+/// The whole of @p text as a number in [min, max], or an error naming the option.
+long number(const char *option, const std::string &text, long min, long max)
+{
+    char *end        = nullptr;
+    errno            = 0;
+    const long value = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno != 0 || value < min || value > max) {
+        die(std::string(option) + ": a number " + std::to_string(min) + ".." + std::to_string(max) +
+            " is expected, not '" + text + "'");
+    }
+    return value;
 }
 
 void usage()
@@ -638,11 +653,7 @@ int main(int argc, char **argv)
         case 'n':
             ns.clear();
             for (const auto &n : split(optarg)) {
-                const long value = std::strtol(n.c_str(), nullptr, 10);
-                if (value < 1 || value > 65536) {
-                    die("-n: endpoint counts are 1..65536, not '" + n + "'");
-                }
-                ns.push_back(unsigned(value));
+                ns.push_back(unsigned(number("-n", n, 1, 65536)));
             }
             break;
         case 'd':
@@ -652,13 +663,11 @@ int main(int argc, char **argv)
             plugin = optarg;
             break;
         case 'c':
-            tolerance = std::strtol(optarg, nullptr, 10);
+            tolerance = number("-c", optarg, 0, 1L << 40);
             break;
         case 'u':
-            ranks = int(std::strtol(optarg, nullptr, 10));
-            if (ranks < 3 || ranks > 64) {
-                die("-u: 3..64 ranks (fewer have no ring distinct from the full mesh)");
-            }
+            // fewer than 3 ranks have no ring distinct from the full mesh
+            ranks = int(number("-u", optarg, 3, 64));
             break;
         case 'r':
             if (std::strcmp(optarg, "ring") != 0 && std::strcmp(optarg, "all") != 0) {
@@ -672,6 +681,9 @@ int main(int argc, char **argv)
     }
     if (optind != argc || tls.empty() || ns.empty()) {
         usage();
+    }
+    if (ranks == 0 && tolerance >= 0 && tls.size() != 2) {
+        die("-c compares two transports: give -t A,B");
     }
     return ranks != 0 ? run_ucp(ranks, ring, plugin, tolerance >= 0)
                       : run_uct(tls, ns, plugin, dev, tolerance);
