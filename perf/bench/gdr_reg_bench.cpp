@@ -20,6 +20,8 @@
 // registration section, perf/compare/gdr_compare/sections/registration.py).
 //
 // Needs a verbs device (run it in the Soft-RoCE VM: tests/rxe-vm/run).
+#include "bench_util.hpp"
+
 #include <uct/api/uct.h>
 
 #if __has_include(<valgrind/callgrind.h>)
@@ -41,15 +43,9 @@
 
 namespace {
 
-#ifndef GDR_PLUGIN_DEFAULT
-#define GDR_PLUGIN_DEFAULT "libuct_gdr.so"
-#endif
-
 [[noreturn]] void die(const std::string &what, ucs_status_t status = UCS_OK)
 {
-    std::fprintf(stderr, "gdr_reg_bench: %s%s%s\n", what.c_str(), status != UCS_OK ? ": " : "",
-                 status != UCS_OK ? ucs_status_string(status) : "");
-    std::exit(1);
+    gdr_bench::die("gdr_reg_bench", 1, what, status);
 }
 
 uct_component_h find_component(const std::string &name)
