@@ -208,8 +208,8 @@ std::vector<result_row> run_typed(session &s, const test_info &test,
     if (table != nullptr)
         table->begin(test, iters, warmup);
     if (s.opt.memory_of(s.rank) == mem_kind::cuda && table != nullptr && !s.opt.quiet) {
-        // The yardstick, measured in this run while the other ranks wait at the first sync():
-        // what one device-to-device copy stream of the largest size achieves here.
+        // The yardstick, measured in this run (the other ranks wait for rank 0 in the first
+        // warm-up call): what one device-to-device copy of the largest size achieves here.
         const size_t bytes = std::max<size_t>(size_t(64) << 20, plan.back());
         std::printf("# device copy rate (cuMemcpyAsync DtoD, %s, rank %d alone): %.1f GB/s\n",
                     size_text(bytes).c_str(), s.rank, device_copy_GBps(bytes));
