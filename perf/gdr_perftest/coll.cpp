@@ -58,6 +58,14 @@ public:
                 send_[0] = T(send_[0] + T(100));
             }
         }
+        if (s.opt.memory_of(s.rank) == mem_kind::cuda) {
+            // The collective works on device copies; send_/recv_ stay the host images of the
+            // inputs (written once) and of the results (read back by verify()).
+            dsend_ = std::make_unique<buffer>(mem_kind::cuda, send_.size() * sizeof(T));
+            drecv_ = std::make_unique<buffer>(mem_kind::cuda, recv_.size() * sizeof(T));
+            dsend_->write(0, send_.data(), send_.size() * sizeof(T));
+            drecv_->write(0, recv_.data(), recv_.size() * sizeof(T));
+        }
         opts_.timeout = s.timeout;
     }
 
@@ -79,18 +87,20 @@ public:
     {
         const auto &w  = s_.world;
         const int root = s_.opt.root;
+        const T *send  = dsend_ ? static_cast<const T *>(dsend_->data()) : send_.data();
+        T *recv        = drecv_ ? static_cast<T *>(drecv_->data()) : recv_.data();
         if (name_ == "allreduce")
-            w.allreduce(send_.data(), recv_.data(), count_, coll::sum, opts_);
+            w.allreduce(send, recv, count_, coll::sum, opts_);
         else if (name_ == "allgather")
-            w.allgather(send_.data(), recv_.data(), count_, opts_);
+            w.allgather(send, recv, count_, opts_);
         else if (name_ == "reduce_scatter")
-            w.reduce_scatter(send_.data(), recv_.data(), count_, coll::sum, opts_);
+            w.reduce_scatter(send, recv, count_, coll::sum, opts_);
         else if (name_ == "alltoall")
-            w.alltoall(send_.data(), recv_.data(), count_, opts_);
+            w.alltoall(send, recv, count_, opts_);
         else if (name_ == "bcast")
-            w.bcast(recv_.data(), count_, root, opts_);
+            w.bcast(recv, count_, root, opts_);
         else if (name_ == "reduce")
-            w.reduce(send_.data(), recv_.data(), count_, coll::sum, root, opts_);
+            w.reduce(send, recv, count_, coll::sum, root, opts_);
         else
             w.barrier(opts_);
     }
@@ -98,20 +108,34 @@ public:
     /// Clears what the call writes (bcast: the non-roots' buffer; the root's holds the input).
     void clear_output()
     {
-        if (name_ == "bcast") {
-            if (s_.rank != s_.opt.root)
-                std::fill(recv_.begin(), recv_.end(), T(0));
-        } else {
+        if (name_ == "bcast" && s_.rank == s_.opt.root)
+            return;
+        if (drecv_)
+            drecv_->clear(0, recv_.size() * sizeof(T));
+        else
             std::fill(recv_.begin(), recv_.end(), T(0));
-        }
     }
 
-    /// Bytes of correct results on this rank.
-    size_t verify() const
+    /// Bytes of correct results on this rank (device results are read back first).
+    size_t verify()
     {
+        if (drecv_)
+            drecv_->read(0, recv_.data(), recv_.size() * sizeof(T));
         const int p = int(p_), r = s_.rank;
         size_t good = 0;
-        auto expect = [&](size_t at, T value) { good += recv_[at] == value ? sizeof(T) : 0; };
+        auto expect = [&](size_t at, T value) {
+            if (recv_[at] == value) {
+                good += sizeof(T);
+            } else if (!reported_) {
+                // Once per size and rank: which rank went wrong, and where, is what a reader
+                // of a failed run needs first (the table has only the sum over ranks).
+                reported_ = true;
+                std::fprintf(stderr,
+                             "gdr_perftest: rank %d: %s of %zu bytes: element %zu is %g, "
+                             "expected %g\n",
+                             r, name_.c_str(), bytes_, at, double(recv_[at]), double(value));
+            }
+        };
         if (name_ == "allreduce" || (name_ == "reduce" && r == s_.opt.root)) {
             for (size_t k = 0; k < count_; ++k)
                 expect(k, sum_of_inputs(k));
@@ -160,6 +184,8 @@ private:
     size_t p_;
     size_t count_ = 0, bytes_ = 0;
     std::vector<T> send_, recv_;
+    std::unique_ptr<buffer> dsend_, drecv_;  // -m cuda: the buffers the collective works on
+    bool reported_ = false;  // a wrong element was printed
     coll::call_options opts_;
 };
 
@@ -181,6 +207,14 @@ std::vector<result_row> run_typed(session &s, const test_info &test,
     std::vector<size_t> plan = name == "barrier" ? std::vector<size_t>{0} : sizes;
     if (table != nullptr)
         table->begin(test, iters, warmup);
+    if (s.opt.memory_of(s.rank) == mem_kind::cuda && table != nullptr && !s.opt.quiet) {
+        // The yardstick, measured in this run (the other ranks wait for rank 0 in the first
+        // warm-up call): what one device-to-device copy of the largest size achieves here.
+        const size_t bytes = std::max<size_t>(size_t(64) << 20, plan.back());
+        std::printf("# device copy rate (cuMemcpyAsync DtoD, %s, rank %d alone): %.1f GB/s\n",
+                    size_text(bytes).c_str(), s.rank, device_copy_GBps(bytes));
+        std::fflush(stdout);
+    }
     std::vector<result_row> rows;
     for (size_t index = 0; index < plan.size(); ++index) {
         coll_case<T> c(s, name, plan[index]);
@@ -267,11 +301,6 @@ std::vector<result_row> run_coll(session &s, const test_info &test,
                                  const std::vector<size_t> &sizes, size_t iters, size_t warmup,
                                  table_printer *table)
 {
-    if (s.opt.memory_of(0) == mem_kind::cuda) {
-        throw usage_error(std::string(test.name) +
-                          ": -m cuda: the collectives of this ucp_cpp::coll copy and reduce "
-                          "on the CPU; use -m host");
-    }
     if (s.opt.root >= s.size) {
         throw usage_error("-r " + std::to_string(s.opt.root) + ": not a rank of " +
                           std::to_string(s.size));
@@ -284,6 +313,8 @@ std::vector<result_row> run_coll(session &s, const test_info &test,
         return run_typed<int32_t>(s, test, sizes, iters, warmup, table);
     if (s.opt.dtype == "int64")
         return run_typed<int64_t>(s, test, sizes, iters, warmup, table);
+    if (s.opt.dtype == "bfloat16")
+        return run_typed<coll::bfloat16_t>(s, test, sizes, iters, warmup, table);
     return run_typed<float>(s, test, sizes, iters, warmup, table);
 }
 

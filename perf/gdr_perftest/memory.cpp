@@ -91,8 +91,12 @@ buffer::~buffer()
 void buffer::write(size_t offset, const void *src, size_t n)
 {
     if (kind_ == mem_kind::cuda) {
+        // From pageable memory cuMemcpyHtoD may return before the DMA reached the device, and
+        // ucp_cpp::coll's non-blocking stream does not wait for the legacy one: without this a
+        // collective can read the bytes the buffer held before (seen: bcast sent zeros).
         cuda_check(cuda().cuMemcpyHtoD_v2(device_address(bytes() + offset), src, n),
                    "cuMemcpyHtoD");
+        cuda_check(cuda().cuStreamSynchronize(nullptr), "cuStreamSynchronize");
     } else {
         std::memcpy(bytes() + offset, src, n);
     }
@@ -111,10 +115,33 @@ void buffer::read(size_t offset, void *dst, size_t n) const
 void buffer::clear(size_t offset, size_t n)
 {
     if (kind_ == mem_kind::cuda) {
+        // cuMemsetD8 on device memory may return before it ran, and ucp_cpp::coll works on a
+        // non-blocking stream that does not wait for the legacy one: the buffer must be ready.
         cuda_check(cuda().cuMemsetD8_v2(device_address(bytes() + offset), 0, n), "cuMemsetD8");
+        cuda_check(cuda().cuStreamSynchronize(nullptr), "cuStreamSynchronize");
     } else {
         std::memset(bytes() + offset, 0, n);
     }
+}
+
+double device_copy_GBps(size_t bytes)
+{
+    const cu::driver_api &api = cuda();
+    buffer a(mem_kind::cuda, bytes), b(mem_kind::cuda, bytes);
+    auto copy = [&] {
+        cuda_check(api.cuMemcpyAsync(device_address(b.data()), device_address(a.data()), bytes,
+                                     nullptr),
+                   "cuMemcpyAsync");
+    };
+    copy();  // first touch and clocks up, untimed
+    cuda_check(api.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+    const int reps   = 20;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i)
+        copy();
+    cuda_check(api.cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return double(bytes) * reps / s / 1e9;
 }
 
 std::vector<std::byte> pattern(size_t size)

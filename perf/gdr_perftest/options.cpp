@@ -128,7 +128,7 @@ void print_help()
         "                        or with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set)\n"
         "  -p, --port PORT       bootstrap TCP port of rank 0 (default: a free port with -N;\n"
         "                        else MASTER_PORT, else 29517)\n"
-        "  -d, --datatype TYPE   collectives: float (default), double, int32, int64\n"
+        "  -d, --datatype TYPE   collectives: float (default), double, int32, int64, bfloat16\n"
         "  -r, --root R          bcast/reduce root (default 0)\n"
         "      --csv FILE        also write the results as CSV\n"
         "      --json FILE       also write the results as JSON\n"
@@ -299,8 +299,10 @@ std::optional<options> parse_options(int argc, char **argv)
             opt.port = int(parse_int(arg, "-p", 1, 65535));
             break;
         case 'd':
-            if (arg != "float" && arg != "double" && arg != "int32" && arg != "int64") {
-                throw usage_error("-d: '" + arg + "' is not one of float, double, int32, int64");
+            if (arg != "float" && arg != "double" && arg != "int32" && arg != "int64" &&
+                arg != "bfloat16") {
+                throw usage_error("-d: '" + arg +
+                                  "' is not one of float, double, int32, int64, bfloat16");
             }
             opt.dtype = arg;
             break;

@@ -140,6 +140,9 @@ inline std::byte pattern_byte(size_t size, size_t k)
     return std::byte(uint8_t(x >> 13) | 1);
 }
 std::vector<std::byte> pattern(size_t size);
+/// cuMemcpyAsync device to device of @p bytes, back to back on this rank's device: bytes copied
+/// per second (each byte is read once and written once), the yardstick of -m cuda collectives.
+double device_copy_GBps(size_t bytes);
 /// Number of bytes of buf[offset, offset+size) that equal the pattern.
 size_t pattern_matches(const buffer &buf, size_t offset, size_t size);
 

@@ -260,6 +260,23 @@ TEST(Perftest, CorruptedDataFailsTheRun)
     }
 }
 
+// -d bfloat16, the type of issue 17's GPU runs (those need a GPU: label gpu, tests/perf/CMakeLists.txt),
+// on host buffers: every result checked, and a wrong one names the rank and the element.
+TEST(Perftest, Bfloat16CollectivesAreCheckedAndAWrongResultNamesItsRank)
+{
+    auto ok = perftest({"-N", "3", "-d", "bfloat16", "-t",
+                        "allreduce,allgather,reduce_scatter,bcast", "-s", "96,6K", "-n", "3", "-w",
+                        "1", "-c", "1"});
+    ASSERT_EQ(ok.status, 0) << ok.describe();
+    EXPECT_TRUE(contains(ok.out, " bfloat16 ")) << ok.out;
+    auto bad = perftest({"-N", "3", "-d", "bfloat16", "-t", "allreduce", "-s", "96", "-n", "3",
+                         "-w", "1", "--inject", "corrupt"});
+    EXPECT_EQ(bad.status, 3) << bad.describe();
+    // Rank 0's element 0 is off by 100, so is the sum (1 + 2 + 3) on every rank.
+    EXPECT_TRUE(contains(bad.err, "rank 2: allreduce of 96 bytes: element 0 is 106, expected 6"))
+        << bad.err;
+}
+
 TEST(Perftest, ShortMessageFailsTheByteCount)
 {
     for (const std::string test : {"tag_bw", "am_bw", "get_bw"}) {
