@@ -962,6 +962,9 @@ void Soak::stop_children(bool orderly)
         RoundControl stop{0, UINT64_MAX};
         world_->bcast(reinterpret_cast<uint64_t *>(&stop), 2, 0, coll_bound());
         world_->barrier(coll_bound());
+        // leave before the ranks' exit is seen: our endpoints to them close now, not on errors
+        world_.reset();
+        wc_.reset();
     }
     int failed = 0;
     for (pid_t pid : children_) {
