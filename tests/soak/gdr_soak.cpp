@@ -233,59 +233,39 @@ constexpr uint8_t kStaleByte = 0x5A;  // what a get destination holds before the
 
 // ------------------------------------------------------------------------------ op mix
 
+/// What an operation is: the UCT data operations are tests/uct's Op values (Kind(op)), the
+/// other kinds follow them.
 enum class Kind {
-    PutShort,
-    PutBcopy,
-    PutZcopy,
-    GetShort,
-    GetBcopy,
-    GetZcopy,
-    AmShort,
-    AmShortIov,
-    AmBcopy,
-    AmZcopy,
-    Atomic,
+    Atomic = int(Op::AmZcopy) + 1,
     TagEager,
     TagRndv,
     Collective,  // counted, never drawn: a round comes every --coll-every operations
     Count
 };
 
-struct KindInfo {
-    const char *name;
-    unsigned weight;  // relative frequency in the mix (0: not drawn)
-    Op uct_op;  // for the UCT data kinds
-};
-
-const std::array<KindInfo, size_t(Kind::Count)> kKinds = {{
-    {"put_short", 8, Op::PutShort},
-    {"put_bcopy", 8, Op::PutBcopy},
-    {"put_zcopy", 8, Op::PutZcopy},
-    {"get_short", 4, Op::GetShort},
-    {"get_bcopy", 6, Op::GetBcopy},
-    {"get_zcopy", 8, Op::GetZcopy},
-    {"am_short", 8, Op::AmShort},
-    {"am_short_iov", 4, Op::AmShortIov},
-    {"am_bcopy", 8, Op::AmBcopy},
-    {"am_zcopy", 6, Op::AmZcopy},
-    {"atomic64", 10, Op::PutShort},
-    {"tag_eager", 6, Op::PutShort},
-    {"tag_rndv", 2, Op::PutShort},
-    {"collective", 0, Op::PutShort},
-}};
-
-const KindInfo &info(Kind k)
-{
-    return kKinds[size_t(k)];
-}
 bool is_uct_data(Kind k)
 {
-    return k <= Kind::AmZcopy;
+    return int(k) <= int(Op::AmZcopy);
+}
+Op uct_op(Kind k)
+{
+    return Op(int(k));
 }
 bool is_tag(Kind k)
 {
     return k == Kind::TagEager || k == Kind::TagRndv;
 }
+
+const char *kind_name(Kind k)
+{
+    static const char *const others[] = {"atomic64", "tag_eager", "tag_rndv", "collective"};
+    return is_uct_data(k) ? uctest::op_info(uct_op(k)).name : others[int(k) - int(Kind::Atomic)];
+}
+
+/// Relative frequency of each kind in the mix, in Kind order (put_short ... am_zcopy, then
+/// atomics, eager and rendezvous tags; collectives come by --coll-every instead).
+constexpr std::array<unsigned, size_t(Kind::Count)> kWeights = {8, 8, 8, 4,  6, 8, 8,
+                                                                4, 8, 6, 10, 6, 2, 0};
 
 struct Stats {
     std::array<uint64_t, size_t(Kind::Count)> ops{};
@@ -392,7 +372,7 @@ int run_coll_rank(const coll::bootstrap_params &params, uint64_t seed)
 /// One operation of a batch and what is needed to check it once the batch is flushed.
 struct Slot {
     uint64_t index      = 0;
-    Kind kind           = Kind::PutShort;
+    Kind kind           = Kind::Atomic;
     bool from_a         = true;  // initiator: a (toward b) or b (toward a)
     unsigned ep         = 0;
     size_t size         = 0;
@@ -412,7 +392,7 @@ struct Slot {
     {
         char buf[160];
         std::snprintf(buf, sizeof(buf), "op %" PRIu64 " (%s %s ep %u, %zu B)", index,
-                      info(kind).name, from_a ? "a->b" : "b->a", ep, size);
+                      kind_name(kind), from_a ? "a->b" : "b->a", ep, size);
         return buf;
     }
 };
@@ -566,7 +546,7 @@ void Soak::setup_uct(const uctest::TlResource &res)
         Kind kind    = Kind(k);
         bool offered = true;
         if (is_uct_data(kind)) {
-            const Op op = info(kind).uct_op;
+            const Op op = uct_op(kind);
             offered     = a_.entity->has_flag(uctest::op_info(op).cap_flag) &&
                       uctest::op_max_length(attr, op) >= uctest::op_min_length(attr, op) &&
                       (uctest::is_am(op) || wkey_b_);
@@ -574,10 +554,10 @@ void Soak::setup_uct(const uctest::TlResource &res)
             offered = (attr.cap.atomic64.op_flags | attr.cap.atomic64.fop_flags) != 0 && wkey_b_;
         }
         if (!offered) {
-            missing += std::string(" ") + info(kind).name;
+            missing += std::string(" ") + kind_name(kind);
             continue;
         }
-        mix_.insert(mix_.end(), info(kind).weight, kind);
+        mix_.insert(mix_.end(), kWeights[k], kind);
     }
     std::printf("gdr_soak: %s on %s, %u endpoint pairs, window %u; not in the mix (not advertised "
                 "or no keys):%s\n",
@@ -665,7 +645,7 @@ void Soak::prepare(Slot &s)
     s.recv_req.reset();
     const auto &attr = initiator(s).entity->attr();
     if (is_uct_data(s.kind)) {
-        Op op  = info(s.kind).uct_op;
+        Op op  = uct_op(s.kind);
         s.size = draw_size(uctest::op_min_length(attr, op), uctest::op_max_length(attr, op));
     } else if (s.kind == Kind::TagEager) {
         s.size = draw_size(0, o_.rndv_thresh - 1);
@@ -690,7 +670,7 @@ void Soak::start(Slot &s)
     size_t local_off = size_t(local - self.mem->data());
 
     if (is_uct_data(s.kind)) {
-        Op op = info(s.kind).uct_op;
+        Op op = uct_op(s.kind);
         if (uctest::is_am(op)) {
             payload.fill(local, s.size);
             uctest::Bytes msg;
@@ -1038,7 +1018,7 @@ int Soak::run(uint16_t port, std::vector<pid_t> children)
         }
         std::printf("gdr_soak: %-12s %12s %16s\n", "kind", "ops", "bytes");
         for (size_t k = 0; k < size_t(Kind::Count); ++k) {
-            std::printf("gdr_soak: %-12s %12" PRIu64 " %16" PRIu64 "\n", kKinds[k].name,
+            std::printf("gdr_soak: %-12s %12" PRIu64 " %16" PRIu64 "\n", kind_name(Kind(k)),
                         stats_.ops[k], stats_.bytes[k]);
         }
         std::printf("gdr_soak: PASS: %" PRIu64 " ops (%" PRIu64 " UCT/UCP + %" PRIu64
