@@ -34,6 +34,8 @@
 
 #include <array>
 #include <cinttypes>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -80,30 +82,45 @@ struct Options {
     std::exit(2);
 }
 
-/// Parses an unsigned number with an optional k/m/g suffix (powers of 1024 for sizes, 1000
-/// for counts: the caller says which); refuses anything else by name.
+/// Parses an unsigned integer with an optional k/m/g suffix (powers of 1024 for sizes, 1000
+/// for counts: the caller says which); refuses anything else by name. Integer arithmetic
+/// throughout: a 64-bit seed must replay exactly.
 uint64_t parse_number(const char *argv0, const std::string &name, const char *text,
                       uint64_t unit_base)
+{
+    if (!std::isdigit(static_cast<unsigned char>(text[0]))) {
+        usage(argv0, name + ": not a non-negative integer: '" + text + "'");
+    }
+    char *end            = nullptr;
+    errno                = 0;
+    unsigned long long v = std::strtoull(text, &end, 10);
+    std::string suffix(end);
+    for (char &c : suffix) {
+        c = char(std::tolower(static_cast<unsigned char>(c)));
+    }
+    const std::map<std::string, uint64_t> units = {{"", 1},
+                                                   {"k", unit_base},
+                                                   {"m", unit_base * unit_base},
+                                                   {"g", unit_base * unit_base * unit_base}};
+    auto unit                                   = units.find(suffix);
+    if (errno != 0 || unit == units.end() || v > UINT64_MAX / unit->second) {
+        usage(argv0, name + ": bad value '" + text + "'");
+    }
+    return uint64_t(v) * unit->second;
+}
+
+/// Parses a real number in [lo, hi], the whole text; refuses anything else by name.
+double parse_real(const char *argv0, const std::string &name, const char *text, double lo,
+                  double hi)
 {
     char *end = nullptr;
     errno     = 0;
     double v  = std::strtod(text, &end);
-    if (end == text || errno != 0 || !(v >= 0) || !std::isfinite(v)) {
-        usage(argv0, name + ": not a non-negative number: '" + text + "'");
+    if (end == text || *end != '\0' || errno != 0 || !(v >= lo && v <= hi)) {
+        usage(argv0, name + ": not a number in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                         "]: '" + text + "'");
     }
-    std::string suffix(end);
-    const std::map<std::string, double> units = {{"", 1},
-                                                 {"k", double(unit_base)},
-                                                 {"m", double(unit_base) * unit_base},
-                                                 {"g", double(unit_base) * unit_base * unit_base}};
-    for (char &c : suffix) {
-        c = char(std::tolower(static_cast<unsigned char>(c)));
-    }
-    auto unit = units.find(suffix);
-    if (unit == units.end() || v * unit->second > 1e18) {
-        usage(argv0, name + ": bad value '" + text + "'");
-    }
-    return uint64_t(v * unit->second);
+    return v;
 }
 
 Options parse(int argc, char **argv)
@@ -121,31 +138,28 @@ Options parse(int argc, char **argv)
         } else if (a == "--seconds") {
             o.seconds = double(parse_number(argv[0], a, v, 1000));
         } else if (a == "--hours") {
-            o.seconds = std::strtod(v, nullptr) * 3600;
+            o.seconds = parse_real(argv[0], a, v, 1.0 / 3600, 24 * 365) * 3600;
             o.ops     = UINT64_MAX;  // long mode: bounded by time only
-            if (!(o.seconds > 0)) {
-                usage(argv[0], "--hours: not a positive number: '" + std::string(v) + "'");
-            }
         } else if (a == "--seed") {
             o.seed = parse_number(argv[0], a, v, 1000);
         } else if (a == "--max-size") {
             o.max_size = parse_number(argv[0], a, v, 1024);
         } else if (a == "--size-bias") {
-            o.size_bias = std::strtod(v, nullptr);
-            if (!(o.size_bias >= 1 && o.size_bias <= 16)) {
-                usage(argv[0], "--size-bias: must be in [1, 16]");
-            }
+            o.size_bias = parse_real(argv[0], a, v, 1, 16);
         } else if (a == "--eps") {
-            o.eps = unsigned(parse_number(argv[0], a, v, 1000));
+            o.eps = unsigned(std::min<uint64_t>(parse_number(argv[0], a, v, 1000), 65));
         } else if (a == "--window") {
-            o.window = unsigned(parse_number(argv[0], a, v, 1000));
+            o.window = unsigned(std::min<uint64_t>(parse_number(argv[0], a, v, 1000), 65));
         } else if (a == "--coll-every") {
             o.coll_every = parse_number(argv[0], a, v, 1000);
         } else if (a == "--ranks") {
-            o.ranks = int(parse_number(argv[0], a, v, 1000));
+            o.ranks = int(std::min<uint64_t>(parse_number(argv[0], a, v, 1000), 17));
         } else {
             usage(argv[0], "unknown option " + a);
         }
+    }
+    if (o.ops == 0) {
+        usage(argv[0], "--ops must be at least 1");
     }
     if (o.eps < 1 || o.eps > 64 || o.window < 1 || o.window > 64) {
         usage(argv[0], "--eps and --window must be in [1, 64]");
