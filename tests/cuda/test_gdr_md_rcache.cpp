@@ -29,10 +29,10 @@ struct Registrar {
 ucs_status_t register_region(void *context, ucs_rcache_t *, void *arg, ucs_rcache_region_t *region,
                              uint16_t)
 {
-    auto *registrar        = static_cast<Registrar *>(context);
-    auto *gdr              = ucs_derived_of(region, gdr_rcache_region_t);
-    gdr->cuda_buffer_id    = 0;  // host memory
-    gdr->memh.access       = registrar->ignore_arg ? 0 : static_cast<gdr_rcache_reg_arg_t *>(arg)->access;
+    auto *registrar     = static_cast<Registrar *>(context);
+    auto *gdr           = ucs_derived_of(region, gdr_rcache_region_t);
+    gdr->cuda_buffer_id = 0;  // host memory
+    gdr->memh.access = registrar->ignore_arg ? 0 : static_cast<gdr_rcache_reg_arg_t *>(arg)->access;
     ++registrar->registered;
     return UCS_OK;
 }
@@ -63,8 +63,8 @@ protected:
     void SetUp() override
     {
         page_   = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-        buffer_ = mmap(nullptr, 4 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+        buffer_ = mmap(nullptr, 4 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                       0);
         ASSERT_NE(buffer_, MAP_FAILED);
 
         ucs_rcache_params_t params{};
@@ -103,8 +103,8 @@ protected:
         return (status == UCS_OK) ? region : nullptr;
     }
 
-    size_t page_         = 0;
-    void *buffer_        = MAP_FAILED;
+    size_t page_          = 0;
+    void *buffer_         = MAP_FAILED;
     ucs_rcache_t *rcache_ = nullptr;
     Registrar registrar_;
 };

@@ -3,6 +3,12 @@
 // every advertised flag must be one this suite exercises, so a new capability cannot ship untested.
 #include "pair_fixture.h"
 
+#include <infiniband/verbs.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
 
 namespace uctest {
 namespace {
@@ -178,6 +184,50 @@ TEST_F(Capabilities, AdvertisedLimitsAreConsistent)
     }
     EXPECT_GT(a_->attr().bandwidth.dedicated + a_->attr().bandwidth.shared, 0.0)
         << "bandwidth 0: UCP never selects it";
+}
+
+/// The port of a "dev:port" name, as libibverbs reports it (nullopt: no such device or port).
+std::optional<ibv_port_attr> query_port(const std::string &dev_port)
+{
+    const auto colon      = dev_port.rfind(':');
+    const std::string dev = dev_port.substr(0, colon);
+    const int port    = (colon == std::string::npos) ? 1 : std::stoi(dev_port.substr(colon + 1));
+    int count         = 0;
+    ibv_device **list = ibv_get_device_list(&count);
+    std::optional<ibv_port_attr> out;
+    for (int i = 0; list != nullptr && i < count && !out; ++i) {
+        if (dev != ibv_get_device_name(list[i])) {
+            continue;
+        }
+        if (ibv_context *ctx = ibv_open_device(list[i])) {
+            ibv_port_attr pa{};
+            if (ibv_query_port(ctx, static_cast<uint8_t>(port), &pa) == 0) {
+                out = pa;
+            }
+            ibv_close_device(ctx);
+        }
+    }
+    if (list != nullptr) {
+        ibv_free_device_list(list);
+    }
+    return out;
+}
+
+// One RDMA read or write carries at most the port's max_msg_sz (8 MiB on rxe, 1 GiB on mlx5); a
+// longer one is a length error on an HCA that enforces it. gdr_rc advertised 2 GiB until
+// 2026-12-02 (UCX's suite then ran its RMA tests with 388 MB buffers on rxe, 20x rc_verbs' time).
+TEST_F(Capabilities, ZcopyLimitIsWhatThePortCarries)
+{
+    const auto port = query_port(res_.dev_name);
+    ASSERT_TRUE(port) << "cannot query the port of " << res_.dev_name;
+    const auto &c = a_->attr().cap;
+    if (c.flags & UCT_IFACE_FLAG_PUT_ZCOPY) {
+        EXPECT_LE(c.put.max_zcopy, port->max_msg_sz) << "put.max_zcopy";
+        EXPECT_GE(c.put.max_zcopy, std::min<size_t>(port->max_msg_sz, 1u << 20)) << "put.max_zcopy";
+    }
+    if (c.flags & UCT_IFACE_FLAG_GET_ZCOPY) {
+        EXPECT_LE(c.get.max_zcopy, port->max_msg_sz) << "get.max_zcopy";
+    }
 }
 
 TEST_F(Capabilities, ErrorHandlingIsAdvertised)

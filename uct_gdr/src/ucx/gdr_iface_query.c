@@ -7,10 +7,14 @@
 ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
-    size_t max_msg     = iface->dev->attr.max_mr_size ?
-                                 ucs_min(iface->dev->attr.max_mr_size, 1ul << 31) :
-                                 1ul << 31;
-    unsigned mtu       = gdr_verbs_mtu_bytes(iface->qp_local.mtu);
+    /* One RDMA read or write carries at most the port's max_msg_sz (8 MiB on
+     * rxe, 1 GiB on mlx5; a longer one completes in error), as UCX's rc
+     * transports advertise; an MR larger than max_mr_size cannot exist */
+    size_t max_msg = (iface->dev->attr.max_mr_size != 0) ?
+                             ucs_min(iface->port->max_msg_sz,
+                                     iface->dev->attr.max_mr_size) :
+                             iface->port->max_msg_sz;
+    unsigned mtu   = gdr_verbs_mtu_bytes(iface->qp_local.mtu);
 
     uct_base_iface_query(&iface->super, attr);
 

@@ -144,6 +144,7 @@ void fill_port(gdr_device_t &dev, uint8_t port_num, const ibv_port_attr &pa)
     p.sm_sl        = pa.sm_sl;
     p.grh_required = (pa.flags & IBV_QPF_GRH_REQUIRED) ? 1 : 0;
     p.active_mtu   = pa.active_mtu;
+    p.max_msg_sz   = pa.max_msg_sz;
     p.bandwidth    = port_bandwidth(pa);
     auto table     = read_gid_table(dev.ctx, port_num, pa.gid_tbl_len);
     gdr_gid_selection_t sel{};

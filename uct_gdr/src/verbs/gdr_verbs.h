@@ -36,6 +36,7 @@ typedef struct gdr_port_info {
     uint8_t grh_required; /**< IB port flag IBV_QPF_GRH_REQUIRED */
     uint16_t lid;
     enum ibv_mtu active_mtu;
+    uint32_t max_msg_sz; /**< the largest message the port carries (rxe: 8 MiB) */
     double bandwidth; /**< bytes/s, from active width x speed */
     int gid_index; /**< auto-selected GID index, -1 if none */
     union ibv_gid gid; /**< GID at gid_index */
