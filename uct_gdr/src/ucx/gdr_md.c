@@ -12,6 +12,8 @@
 #include <ucs/sys/topo/base/topo.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <errno.h>
 #include <ucm/api/ucm.h>
 
 ucs_config_field_t gdr_md_config_table[] = {
@@ -116,25 +118,49 @@ static ucs_memory_type_t gdr_md_classify(gdr_md_t *md, const void *address,
     }
 }
 
+/* ENOMEM from ibv_reg_mr is nearly always the locked-memory limit, not a
+ * lack of RAM: the kernel refuses to pin past RLIMIT_MEMLOCK unless the
+ * process has CAP_IPC_LOCK (ib_umem_get). "Cannot allocate memory" alone
+ * sends people looking for free memory, so name the limit and its value. */
+static void gdr_md_memlock_hint(int err, char *buf, size_t max)
+{
+    struct rlimit limit;
+
+    buf[0] = '\0';
+    if ((err != ENOMEM) || (getrlimit(RLIMIT_MEMLOCK, &limit) != 0) ||
+        (limit.rlim_cur == RLIM_INFINITY)) {
+        return;
+    }
+    ucs_snprintf_safe(buf, max,
+                      "; the locked-memory limit (RLIMIT_MEMLOCK, ulimit -l) "
+                      "is %llu KiB: raise it, or run with CAP_IPC_LOCK",
+                      (unsigned long long)limit.rlim_cur / 1024);
+}
+
 /* Host memory: one ibv_reg_mr per device */
 static ucs_status_t
 gdr_md_reg_host(gdr_md_t *md, gdr_memh_t *memh, ucs_log_level_t level)
 {
+    char hint[128];
     gdr_device_t *dev;
     unsigned i;
+    int err;
 
     for (i = 0; i < md->num_devices; ++i) {
         dev          = &md->devices[i];
         memh->mrs[i] = ibv_reg_mr(dev->pd, memh->address, memh->length,
                                   memh->access);
         if (memh->mrs[i] == NULL) {
+            err = errno;
+            gdr_md_memlock_hint(err, hint, sizeof(hint));
             ucs_log(level,
                     "gdr: ibv_reg_mr(%s, address=%p, length=%zu, access=0x%x) "
-                    "failed: %m",
-                    dev->name, memh->address, memh->length, memh->access);
+                    "failed: %s%s",
+                    dev->name, memh->address, memh->length, memh->access,
+                    strerror(err), hint);
             memh->num_mrs = i;
             gdr_memh_deregister(memh);
-            return UCS_ERR_IO_ERROR;
+            return (err == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
         }
     }
     return UCS_OK;
