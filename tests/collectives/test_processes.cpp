@@ -135,17 +135,27 @@ TEST(CollProcesses, MissingRankIsAClearErrorOnEveryRank)
     EXPECT_EQ(rank1.wait_exit(30s), 0);
 }
 
-/// A survivor: one good allreduce, then a barrier and an allreduce that lose rank 2; they must
-/// fail with a peer error (not the 60 s timeout) well within that bound.  Rank 2 dies only
-/// after the barrier completed on its side, i.e. after everybody finished the good allreduce;
-/// the barrier itself may already fail here (rank 2's last barrier message can be lost).
-void survive(coll::communicator world)
+/// How rank 2 leaves in the middle of the second allreduce.
+enum class fault {
+    killed,
+    frozen
+};
+
+/// The frozen case's call timeout: the only bound there is (see RankFrozenMidAllreduce...).
+constexpr auto frozen_timeout = 5s;
+
+/// A survivor: one good allreduce, then a barrier and an allreduce that lose rank 2. A killed
+/// rank must make them fail with a peer error (not the 60 s timeout) well within that bound; a
+/// frozen one with UCS_ERR_TIMED_OUT once the call's timeout runs out, not before.  Rank 2 leaves
+/// only after the barrier completed on its side, i.e. after everybody finished the good
+/// allreduce; the barrier itself may already fail here (rank 2's last barrier message can be lost).
+void survive(coll::communicator world, fault how)
 {
     std::vector<float> data(4 << 20, 1.0f);
     world.allreduce(data.data(), data.size(), coll::sum);
     RANK_CHECK(data[12345] == 3.0f);
     coll::call_options bounded;
-    bounded.timeout  = 60s;
+    bounded.timeout  = how == fault::killed ? 60s : frozen_timeout;
     const auto start = std::chrono::steady_clock::now();
     try {
         world.barrier(bounded);
@@ -154,8 +164,13 @@ void survive(coll::communicator world)
         const auto took = std::chrono::steady_clock::now() - start;
         std::fprintf(stderr, "[rank %d] failed as expected after %.1f s: %s\n", world.rank(),
                      std::chrono::duration<double>(took).count(), e.what());
-        RANK_CHECK(e.status() != UCS_ERR_TIMED_OUT);
-        RANK_CHECK(took < 30s);
+        if (how == fault::killed) {
+            RANK_CHECK(e.status() != UCS_ERR_TIMED_OUT);
+            RANK_CHECK(took < 30s);
+        } else {
+            RANK_CHECK(e.status() == UCS_ERR_TIMED_OUT);
+            RANK_CHECK(took >= frozen_timeout && took < frozen_timeout + 10s);
+        }
         return;
     }
     throw std::runtime_error("allreduce completed without rank 2");
@@ -166,29 +181,44 @@ void survive(coll::communicator world)
 // failure test keeps tcp on bcopy so that it tests the collectives, not that UCX bug.
 const std::map<std::string, std::string> no_zcopy{{"ZCOPY_THRESH", "inf"}};
 
-TEST(CollProcesses, RankKilledMidAllreduceFailsTheOthers)
+/// Ranks 0 (this process), 1 and 2; rank 2 joins the second allreduce and then leaves `how`.
+/// Returns rank 2's process, still there when frozen.
+std::unique_ptr<peer_process> lose_rank_two_mid_allreduce(fault how)
 {
     const uint16_t port = free_loopback_port();
     peer_process rank1(
-        [=](ucp_cpp_test::channel &) { survive(join(rendezvous(1, 3, port), no_zcopy)); }, 90);
-    peer_process rank2(
+        [=](ucp_cpp_test::channel &) { survive(join(rendezvous(1, 3, port), no_zcopy), how); }, 90);
+    auto rank2 = std::make_unique<peer_process>(
         [=](ucp_cpp_test::channel &) {
             auto world = join(rendezvous(2, 3, port), no_zcopy);
             std::vector<float> data(4 << 20, 1.0f);
             world.allreduce(data.data(), data.size(), coll::sum);
             world.barrier();
             // Join the second allreduce and start it (its first ring round is posted, 5 MiB blocks go
-            // by rendezvous), then die without any goodbye.  A count of progress calls, not a time:
-            // on a fast host a time budget could let the whole allreduce finish first.
+            // by rendezvous), then leave without any goodbye.  A count of progress calls, not a
+            // time: on a fast host a time budget could let the whole allreduce finish first.
             auto req = world.iallreduce(data.data(), data.data(), data.size(), coll::sum);
             for (int i = 0; i < 2; ++i)
                 (void)req.test();
-            ::raise(SIGKILL);
+            ::raise(how == fault::killed ? SIGKILL : SIGSTOP);
         },
         90);
-    survive(join(rendezvous(0, 3, port), no_zcopy));
+    survive(join(rendezvous(0, 3, port), no_zcopy), how);
     EXPECT_EQ(rank1.wait_exit(60s), 0);
-    EXPECT_EQ(rank2.wait_exit(10s), -SIGKILL);
+    return rank2;
+}
+
+TEST(CollProcesses, RankKilledMidAllreduceFailsTheOthers)
+{
+    EXPECT_EQ(lose_rank_two_mid_allreduce(fault::killed)->wait_exit(10s), -SIGKILL);
+}
+
+/// A rank frozen (SIGSTOP) never answers, and nothing below the collectives can call it dead:
+/// its kernel still acknowledges TCP segments and RDMA requests. The bound is the call's timeout.
+TEST(CollProcesses, RankFrozenMidAllreduceTimesOutTheOthers)
+{
+    auto rank2 = lose_rank_two_mid_allreduce(fault::frozen);
+    rank2->kill_now();  // a stopped process takes SIGKILL as it is
 }
 
 }  // namespace
