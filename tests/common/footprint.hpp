@@ -8,6 +8,19 @@
 #include <cstddef>
 #include <cstdio>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define GDR_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GDR_TEST_ASAN 1
+#endif
+#endif
+#ifdef GDR_TEST_ASAN
+// sanitizer/allocator_interface.h (compiler-rt), which GCC does not install: drains the
+// quarantine and releases the allocator's free memory to the OS
+extern "C" void __sanitizer_purge_allocator(void);
+#endif
+
 namespace gdr_test {
 
 /// Entries of /proc/self/fd, less the one the listing itself opens.
@@ -22,9 +35,23 @@ inline size_t open_fds()
     return n - 1;
 }
 
+/// Under AddressSanitizer, the memory a leak loop's cycle freed goes back to use and to the OS
+/// (a no-op in a plain build).  ASan keeps freed blocks in its quarantine (256 MiB by default,
+/// to catch a use after free), so without this every cycle allocates at fresh addresses and
+/// their shadow pages stay resident: +2 MiB over 50 md cycles, +130 MiB over 50 iface cycles,
+/// none of it a leak.  The leak loops call it after every cycle; a use after free within a
+/// cycle is still caught, and what a leak holds stays allocated (LeakSanitizer reports it too).
+inline void release_freed_memory()
+{
+#ifdef GDR_TEST_ASAN
+    __sanitizer_purge_allocator();
+#endif
+}
+
 /// Resident set size in KiB (/proc/self/statm), or a negative number when unreadable.
 inline long rss_kib()
 {
+    release_freed_memory();
     long pages = 0, resident = -1;
     if (FILE *f = std::fopen("/proc/self/statm", "r")) {
         if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
