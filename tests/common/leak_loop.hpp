@@ -30,17 +30,17 @@ inline void expect_flat(
     const char *what, unsigned long cycles, const std::function<void()> &cycle,
     const std::function<void()> &settle = [] {})
 {
-    const auto one_cycle = [&] {
+    for (unsigned long i = 0; i < 10; ++i) {
         cycle();
-        release_freed_memory();
-    };
-    for (int i = 0; i < 10; ++i)
-        one_cycle();
+        after_cycle();  // sanitized builds: footprint.hpp says why
+    }
     const size_t fds = open_fds();
     const long rss   = rss_kib();
     const auto start = std::chrono::steady_clock::now();
-    for (unsigned long i = 0; i < cycles && !::testing::Test::HasFailure(); ++i)
-        one_cycle();
+    for (unsigned long i = 0; i < cycles && !::testing::Test::HasFailure(); ++i) {
+        cycle();
+        after_cycle();
+    }
     for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
          open_fds() > fds && std::chrono::steady_clock::now() < until;) {
         settle();
