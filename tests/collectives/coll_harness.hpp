@@ -48,26 +48,34 @@ inline std::shared_ptr<ucp_cpp::context> make_context(
 class local_world {
 public:
     explicit local_world(int size, std::optional<coll::config> settings = std::nullopt)
-        : context_(make_context())
+        : context_(make_context()), settings_(std::move(settings))
     {
-        std::vector<ucp_cpp::worker_address> addresses;
         for (int r = 0; r < size; ++r) {
             ucp_cpp::worker_params params;
             params.close_timeout = 300ms;  // bounded teardown if a close still needs a peer
             workers_.push_back(ucp_cpp::worker::create(context_, params));
-            addresses.push_back(workers_.back()->address());
+            addresses_.push_back(workers_.back()->address());
         }
+        open_communicators();
+    }
+
+    ~local_world() { close_communicators(); }
+
+    /// A communicator per worker, connected by from_addresses() (the constructor's; again after
+    /// close_communicators(): the leak test cycles them on the same workers).
+    void open_communicators()
+    {
         coll::communicator_params params;
-        params.config = std::move(settings);
-        for (int r = 0; r < size; ++r) {
+        params.config = settings_;
+        for (size_t r = 0; r < workers_.size(); ++r) {
             comms_.push_back(
-                coll::communicator::from_addresses(workers_[size_t(r)], r, addresses, params));
+                coll::communicator::from_addresses(workers_[r], int(r), addresses_, params));
         }
     }
 
     /// Closes the communicators with all workers progressing together (an endpoint close needs
     /// its peer), so no worker destructor waits out its close timeout on a peer nobody drives.
-    ~local_world()
+    void close_communicators()
     {
         comms_.clear();
         unsigned quiet_rounds = 0;
@@ -81,7 +89,7 @@ public:
     }
     local_world(const local_world &) = delete;
 
-    int size() const { return int(comms_.size()); }
+    int size() const { return int(workers_.size()); }
     coll::communicator &comm(int r) { return comms_[size_t(r)]; }
     std::vector<coll::communicator> &comms() { return comms_; }
 
@@ -121,7 +129,9 @@ public:
 
 private:
     std::shared_ptr<ucp_cpp::context> context_;
+    std::optional<coll::config> settings_;
     std::vector<std::shared_ptr<ucp_cpp::worker>> workers_;
+    std::vector<ucp_cpp::worker_address> addresses_;
     std::vector<coll::communicator> comms_;
     std::vector<coll::algorithm> ran_;
 };

@@ -1,51 +1,20 @@
 // Leaks of the wrapper objects (#15, req 5): context, worker, endpoint, listener and memory
 // handle, each created and dropped UCP_CPP_TEST_LEAK_CYCLES times (default 1000) over tcp,self;
 // open file descriptors and RSS must stay flat.  (The transport's own objects, over rxe:
-// tests/uct/test_leaks.cpp; the communicator: tests/collectives.)
+// tests/uct/test_leaks.cpp; the communicator: tests/collectives/test_leaks.cpp.)
 #include "peer_harness.hpp"
 
-#include "../common/footprint.hpp"
-
-#include <chrono>
-#include <thread>
+#include "../common/leak_loop.hpp"
 
 using namespace ucp_cpp_test;
 
 namespace {
 
-unsigned long leak_cycles()
-{
-    const char *env = std::getenv("UCP_CPP_TEST_LEAK_CYCLES");
-    return env != nullptr ? std::strtoul(env, nullptr, 10) : 1000;
-}
-
-/// `cycle` a few times (UCX fills caches lazily), then leak_cycles() times: same fds, RSS
-/// within noise.  `settle` (progress) runs for up to 3 s after the cycles while more fds are
-/// open than before: a closed tcp endpoint's sockets go away a little later, not never.
 void expect_flat(
     const char *what, const std::function<void()> &cycle,
     const std::function<void()> &settle = [] {})
 {
-    for (int i = 0; i < 10; ++i)
-        cycle();
-    const size_t fds           = gdr_test::open_fds();
-    const long rss             = gdr_test::rss_kib();
-    const auto start           = std::chrono::steady_clock::now();
-    const unsigned long cycles = leak_cycles();
-    for (unsigned long i = 0; i < cycles && !::testing::Test::HasFailure(); ++i)
-        cycle();
-    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-         gdr_test::open_fds() > fds && std::chrono::steady_clock::now() < until;) {
-        settle();
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("[  LEAKS   ] %s x%lu (%.1f s): fds %zu -> %zu, RSS %ld -> %ld KiB\n", what, cycles,
-                seconds, fds, gdr_test::open_fds(), rss, gdr_test::rss_kib());
-    // fewer is fine: sockets of the warm-up cycles closing meanwhile
-    EXPECT_LE(gdr_test::open_fds(), fds) << what << " leaks file descriptors";
-    EXPECT_LT(gdr_test::rss_kib() - rss, gdr_test::kRssNoiseKib) << what << " grows RSS";
+    gdr_test::expect_flat(what, gdr_test::leak_cycles("UCP_CPP_TEST_LEAK_CYCLES"), cycle, settle);
 }
 
 const std::string kTls = "tcp,self";

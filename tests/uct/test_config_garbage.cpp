@@ -6,6 +6,8 @@
 // past-range number as "inf" or the largest value: our range checks must catch those.)
 #include "pair_fixture.h"
 
+#include "../plugin/run_command.h"
+
 #include <link.h>
 
 #include <algorithm>
@@ -32,7 +34,8 @@ std::string loaded_plugin()
 std::vector<std::string> gdr_variables(const std::string &plugin)
 {
     std::vector<std::string> names;
-    FILE *p = popen(("LD_PRELOAD=" + plugin + " ucx_info -c 2>/dev/null").c_str(), "r");
+    // with_plugin: ucx_info is not instrumented, so a sanitized plugin needs the runtimes first
+    FILE *p = popen(with_plugin(plugin.c_str(), "ucx_info -c 2>/dev/null").c_str(), "r");
     if (p == nullptr)
         return names;
     char line[1024];

@@ -4,6 +4,7 @@
  * pending queue, dispatched as credits come back.
  */
 #include "gdr_ep.h"
+#include "gdr_am_rx.h"
 
 #include <ucs/debug/log.h>
 #include <arpa/inet.h>
@@ -85,6 +86,7 @@ gdr_iface_poll(struct ibv_cq *cq, struct ibv_wc *wc, unsigned max,
 static unsigned gdr_iface_progress_rx(gdr_iface_t *iface)
 {
     struct ibv_wc wc[16];
+    gdr_am_rx_verdict_t verdict;
     gdr_rx_desc_t *desc;
     ucs_status_t status;
     uint32_t am_id;
@@ -95,21 +97,17 @@ static unsigned gdr_iface_progress_rx(gdr_iface_t *iface)
     for (i = 0; i < count; ++i) {
         desc = (gdr_rx_desc_t *)wc[i].wr_id;
         ++iface->rx.available;
-        if (ucs_unlikely(wc[i].status != IBV_WC_SUCCESS)) {
-            if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+        verdict = gdr_am_rx_parse(&wc[i], &am_id);
+        if (ucs_unlikely(verdict != GDR_AM_RX_DELIVER)) {
+            if (verdict == GDR_AM_RX_BAD_ID) {
+                ucs_error("gdr_rc: dropping a message without a valid AM id "
+                          "(imm %u, %u bytes, qpn 0x%x)",
+                          am_id, wc[i].byte_len, wc[i].qp_num);
+            } else if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
                 ucs_debug(
                         "gdr_rc: receive completion with error: %s (qpn 0x%x)",
                         ibv_wc_status_str(wc[i].status), wc[i].qp_num);
             }
-            ucs_mpool_put_inline(desc);
-            continue;
-        }
-        am_id = ntohl(wc[i].imm_data);
-        if (ucs_unlikely(!(wc[i].wc_flags & IBV_WC_WITH_IMM) ||
-                         (am_id >= UCT_AM_ID_MAX))) {
-            ucs_error("gdr_rc: dropping a message without a valid AM id "
-                      "(imm %u, %u bytes, qpn 0x%x)",
-                      am_id, wc[i].byte_len, wc[i].qp_num);
             ucs_mpool_put_inline(desc);
             continue;
         }
