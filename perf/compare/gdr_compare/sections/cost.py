@@ -28,7 +28,7 @@ import shutil
 import subprocess
 import tempfile
 
-from ..callgrind import object_class, parse, split_by_class
+from ..callgrind import parse, split_by_class
 from ..launch import run_pair
 from ..plan import UCP_TLS
 from ..tools import missing_ucx_tools
