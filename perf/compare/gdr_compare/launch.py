@@ -68,9 +68,10 @@ def last_error_line(*texts):
     return "no output"
 
 
-def run_pair(name, server_cmd, client_cmd, env, port, timeout_s, logdir, listen_s=60):
+def run_pair(name, server_cmd, client_cmd, env, port, timeout_s, logdir, listen_s=60, exit_s=10):
     """Start the server, wait (at most listen_s) for it to listen on `port`, run the client; both
-    bounded by timeout(1).  A client that ends (well or not) ends the server within a few seconds.
+    bounded by timeout(1).  After a client that ended well the server has exit_s to end too
+    (else it is killed), after one that failed a few seconds.
     Returns (ok, client_output, server_output, reason, wall_seconds)."""
     tmo = ["timeout", "-k", "5", str(timeout_s)]
     t0 = time.monotonic()
@@ -93,7 +94,7 @@ def run_pair(name, server_cmd, client_cmd, env, port, timeout_s, logdir, listen_
                                 stderr=subprocess.STDOUT, text=True)
         client_out, client_rc = client.stdout, client.returncode
     try:
-        server_out, _ = server.communicate(timeout=10 if client_rc == 0 else 3)
+        server_out, _ = server.communicate(timeout=exit_s if client_rc == 0 else 3)
     except subprocess.TimeoutExpired:
         os.killpg(server.pid, signal.SIGKILL)
         server_out, _ = server.communicate()

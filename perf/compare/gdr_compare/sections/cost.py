@@ -22,6 +22,7 @@ the put_lat client: progress with nothing to do."""
 import collections
 import concurrent.futures
 import glob
+import json
 import os
 import re
 import shutil
@@ -317,9 +318,11 @@ def measure_calls(s, r, transport, provider, name, port, fn, scratch):
         server = grind + server
     else:
         client = grind + client
-    # a server under valgrind takes its start-up (a minute under TCG) before it listens
+    # a server under valgrind takes its start-up (a minute under TCG) before it listens, and
+    # writes its last profile and ends after the client
     ok, _, _, reason, wall = run_pair(name, server, client, row_env(s, r, transport), port,
-                                      s.timeout, s.logdir, listen_s=s.timeout)
+                                      s.timeout, s.logdir, listen_s=s.timeout,
+                                      exit_s=s.timeout if r.method == RECEIVER else 10)
     if not ok:
         return None, reason, wall
     if os.path.exists(out):  # the profile at exit: the last call
@@ -437,6 +440,9 @@ def run_cost(s):
                                         port)
         print(f"    {transport} {r.name}: " + (f"{per_op[INSTR]:.2f} instructions per operation"
               if per_op else f"n/a ({why})") + f", {wall:.0f} s", flush=True)
+        # each pair's result as soon as it is known: a run cut short keeps what it measured
+        with open(os.path.join(s.logdir, f"cost-{transport}-{r.name}.json"), "w") as f:
+            json.dump(dict(per_op=per_op, reason=why, wall=wall), f)
         return per_op, why, wall
 
     ports = [s.ports.take() for _ in jobs]  # taken here: PortAllocator is not thread-safe
