@@ -160,38 +160,101 @@ class CostSection(unittest.TestCase):
         self.assertIn("7 instructions before the first", why)
         self.assertIsNone(cost.per_operation([]))
 
-    PROGRESS_PROFILE = """events: Ir
-ob=(1) /usr/bin/ucx_perftest
-fn=(1) 0x0000000000012340
-5 100
-cob=(2) /usr/lib/x86_64-linux-gnu/ucx/libuct_ib.so.0.0.0
-cfn=(2) 0x000000000002d500
-calls=1000 0
-5 52000
-cob=(3) /usr/lib/x86_64-linux-gnu/libucs.so.0
-cfn=(3) ucs_debug_init
-calls=1 0
-5 90000
-ob=(2)
-fn=(2)
-7 40000
-cob=(4) /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
-cfn=(4) 0x0000000000002ca0
-calls=2000 0
-7 12000
-"""
+    PROGRESS, MARK, RECV = "0x0000000000032490", "uct_rc_verbs_ep_am_short", "ucp_tag_recv_nbx"
 
-    def test_progress_is_what_the_executable_calls_most(self):
-        p = callgrind.parse(self.PROGRESS_PROFILE)
-        self.assertEqual(p.edges[("/usr/bin/ucx_perftest",
-                                  "/usr/lib/x86_64-linux-gnu/ucx/libuct_ib.so.0.0.0",
-                                  "0x000000000002d500")], [1000, 52000])
-        self.assertEqual(p.total, 40100)  # the inclusive lines of calls are not self cost
-        per_call, fn = cost.progress_per_call(p)
-        self.assertEqual(fn, "0x000000000002d500")
-        self.assertEqual(per_call["instr_per_op"], 52)
-        self.assertIsNone(per_call["poll_cq_per_op"])
-        self.assertIsNone(cost.progress_per_call(callgrind.parse("events: Ir\n"))[0])
+    def progress_dumps(self, *events):
+        """(trigger, totals) per dump of a run whose events are ("p", instructions, post_recv[,
+        poll_cq: default 2]), a progress call, ("r", ...) a receive call, or "m", an operation: a dump before each
+        event and one at exit, each holding what ran since the previous one (the event before
+        it); the calls of the progress function are counted where its work is."""
+        fn = {"m": self.MARK, "p": self.PROGRESS, "r": self.RECV}
+        triggers = [f"--dump-before={fn[e[0]]}" for e in events]
+        held = [None] + list(events)
+        return [(t, {"ops": int(e is not None and e[0] == "p"),
+                     "instr_per_op": 0 if e in (None, "m") else e[1],
+                     "post_recv_per_op": 0 if e in (None, "m") else e[2],
+                     "poll_cq_per_op": 0 if e in (None, "m") else e[3] if len(e) > 3 else 2})
+                for t, e in zip(triggers + ["Program termination"], held)]
+
+    def test_trigger_of_a_dump(self):
+        self.assertEqual(cost.dump_trigger("version: 1\ndesc: Trigger: Program termination\n"),
+                         "Program termination")
+        self.assertEqual(cost.dump_trigger("events: Ir\n"), "")
+
+    def test_receiver_is_the_work_beyond_the_idle_poll(self):
+        # 4 operations; idle polls of both CQs cost 50, of one (nothing in flight) 40; a receive
+        # costs 50 + 300 and posts a receive every other time; the first operations' one-time
+        # work is left out (last half only)
+        dumps = self.progress_dumps(("p", 9000, 1), "m", ("p", 50, 0), ("p", 350, 1), "m",
+                                    ("p", 50, 0), ("p", 40, 0, 1), ("p", 50, 0),
+                                    ("p", 350, 0, 1), "m", ("p", 50, 0), ("p", 350, 1), "m",
+                                    ("p", 50, 0))
+        calls, ops, why = cost.progress_calls(dumps, self.PROGRESS, self.MARK)
+        self.assertIsNone(why)
+        self.assertEqual(ops, 4)
+        self.assertEqual([b for b, _, _ in calls], [0, 1, 1, 2, 2, 2, 2, 3, 3, 4])
+        per_op, idle = cost.receiver_per_operation(calls, ops)
+        self.assertEqual(idle, (50, 4, 7))  # 4 calls at 50 of the 7 after 2 operations
+        self.assertEqual(per_op["instr_per_op"], (300 - 10 + 300) / 2)
+        self.assertEqual(per_op["post_recv_per_op"], 0.5)
+        self.assertEqual(per_op["poll_cq_per_op"], -1)  # two calls stopped after one CQ
+        # iface_progress: the cheapest call of all
+        self.assertEqual(cost.idle_call([c for _, _, c in calls])[0]["instr_per_op"], 40)
+
+    def test_a_receive_call_outside_progress_counts_whole(self):
+        # UCP: ucp_tag_recv_nbx matches what progress queued; it is not an idle poll
+        dumps = self.progress_dumps("m", ("p", 50, 0), ("p", 350, 0), ("r", 120, 0), "m",
+                                    ("p", 50, 0), ("p", 350, 1), ("r", 120, 0), "m")
+        calls, ops, why = cost.progress_calls(dumps, self.PROGRESS, self.MARK, self.RECV)
+        self.assertIsNone(why)
+        self.assertEqual(ops, 3)
+        per_op, idle = cost.receiver_per_operation(calls, ops)
+        self.assertEqual(idle, (50, 2, 4))  # the calls after the first of the 3 operations
+        self.assertEqual(per_op["instr_per_op"], 300 + 120)
+        # without the receive function its dumps are an error, not work lost
+        self.assertIn("after a call of", cost.progress_calls(dumps, self.PROGRESS, self.MARK)[2])
+
+    def test_progress_dumps_that_do_not_add_up_are_no_row(self):
+        dumps = self.progress_dumps(("p", 50, 0), "m")
+        dumps[1][1]["ops"] = 2  # a call of the progress function that no dump holds
+        self.assertIn("do not match", cost.progress_calls(dumps, self.PROGRESS, self.MARK)[2])
+        dumps = self.progress_dumps("m", ("p", 50, 0))
+        dumps[1][1]["instr_per_op"] = 7  # collected outside progress
+        self.assertIn("after a call of", cost.progress_calls(dumps, self.PROGRESS, self.MARK)[2])
+
+    def test_agreement_names_the_rows_over_one_percent(self):
+        import subprocess
+        tool = os.path.join(os.path.dirname(os.path.dirname(HERE)), "perf", "cost", "agreement")
+        base = [row("cost", "put_short", 8, "instr_per_op", "rc_verbs", 332.0),
+                row("cost", "put_short", 8, "instr_per_op", "gdr_rc", 322.12),
+                row("cost", "am_short", 8, "instr_per_op", "gdr_rc", 307.12),
+                row("uct", "put_lat", 8, LAT, "gdr_rc", 2.0)]
+
+        def agree(rows_b, rows_a=base):
+            with tempfile.TemporaryDirectory() as d:
+                paths = []
+                for name, rows in (("a", rows_a), ("b", rows_b)):
+                    paths.append(os.path.join(d, name + ".json"))
+                    with open(paths[-1], "w") as f:
+                        json.dump({"rows": rows}, f)
+                p = subprocess.run([sys.executable, tool] + paths, capture_output=True, text=True)
+                return p.returncode, p.stderr
+
+        changed = [dict(r) for r in base]
+        changed[3]["value"] = 9.0  # not a cost row: not compared
+        changed[1]["value"] = 322.12 * 1.009
+        self.assertEqual(agree(changed), (0, ""))
+        changed[2]["value"] = 307.12 * 1.02
+        rc, err = agree(changed)
+        self.assertEqual(rc, 1)
+        self.assertIn("FAIL am_short gdr_rc instr_per_op", err)
+        self.assertNotIn("put_short", err)
+        rc, err = agree(base[:2])  # a row in one run only
+        self.assertIn("FAIL am_short gdr_rc instr_per_op: in one run only", err)
+        na = [dict(r) for r in base]
+        na[0]["value"] = None
+        self.assertIn("FAIL put_short rc_verbs instr_per_op: n/a", agree(na, na)[1])
+        self.assertEqual(agree(base[3:])[0], 1)  # no cost rows: nothing agreed
 
     def test_dump_files_in_order_with_the_final_one_last(self):
         with tempfile.TemporaryDirectory() as d:

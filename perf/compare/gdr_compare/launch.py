@@ -68,22 +68,24 @@ def last_error_line(*texts):
     return "no output"
 
 
-def run_pair(name, server_cmd, client_cmd, env, port, timeout_s, logdir):
-    """Start the server, wait for it to listen on `port`, run the client; both bounded by
-    timeout(1).  A client that ends (well or not) ends the server within a few seconds.
+def run_pair(name, server_cmd, client_cmd, env, port, timeout_s, logdir, listen_s=60, exit_s=10):
+    """Start the server, wait (at most listen_s) for it to listen on `port`, run the client; both
+    bounded by timeout(1).  After a client that ended well the server has exit_s to end too
+    (else it is killed), after one that failed a few seconds.
     Returns (ok, client_output, server_output, reason, wall_seconds)."""
     tmo = ["timeout", "-k", "5", str(timeout_s)]
     t0 = time.monotonic()
     server = subprocess.Popen(tmo + server_cmd, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
     reason = None
-    deadline = time.monotonic() + min(60, timeout_s)
+    listen_s = min(listen_s, timeout_s)
+    deadline = time.monotonic() + listen_s
     while not tcp_listening(port):
         if server.poll() is not None:
             reason = "server exited before listening"
             break
         if time.monotonic() > deadline:
-            reason = f"server did not listen on TCP port {port} within {min(60, timeout_s)} s"
+            reason = f"server did not listen on TCP port {port} within {listen_s} s"
             break
         time.sleep(0.05)
     client_out, client_rc = "", None
@@ -92,7 +94,7 @@ def run_pair(name, server_cmd, client_cmd, env, port, timeout_s, logdir):
                                 stderr=subprocess.STDOUT, text=True)
         client_out, client_rc = client.stdout, client.returncode
     try:
-        server_out, _ = server.communicate(timeout=10 if client_rc == 0 else 3)
+        server_out, _ = server.communicate(timeout=exit_s if client_rc == 0 else 3)
     except subprocess.TimeoutExpired:
         os.killpg(server.pid, signal.SIGKILL)
         server_out, _ = server.communicate()

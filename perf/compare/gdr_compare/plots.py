@@ -123,10 +123,11 @@ def cost_plot(plt, outdir, table):
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(groups) + 2), 4.5))
     grouped_bars(ax, groups, [("rc_verbs", "rc_verbs", "C0"), ("gdr_rc", "gdr_rc", "C1")],
                  [f"{t['test']}\n{size_label(t['size'])}\n"
-                  f"{'n/a' if t['gdr_over_rc'] is None else format(t['gdr_over_rc'], '.3f')}"
+                  f"{'n/a' if t['gdr_over_rc'] is None else format(t['gdr_over_rc']['median'], '.3f')}"
                   for t in groups],
-                 "Instructions per operation, posting side (callgrind), lower is better;\n"
-                 "under each row: gdr_rc / rc_verbs", ONE_PANEL)
+                 "Instructions per operation (callgrind), lower is better: posting side; recv_*: "
+                 "receiving side;\niface_progress: one idle call; under each row: gdr_rc / "
+                 "rc_verbs", ONE_PANEL)
     return [save(plt, fig, outdir, "cost.png")]
 
 

@@ -88,8 +88,9 @@ def print_transports(table, rows, notes):
         print("latency: median one-way us (ratio < 1: faster); bandwidth: MiB/s, message rate: "
               "msg/s (ratio > 1: faster)")
         if any(t["section"] == "cost" for t in table):
-            print("cost: exact counts per operation, posting side (callgrind; ratio < 1: "
-                  "cheaper); iface_progress: per call, an upper bound of the idle cost")
+            print("cost: exact counts per operation (callgrind; ratio < 1: cheaper), posting "
+                  "side; recv_*: the receiving process's progress beyond its idle polls; "
+                  "iface_progress: one idle call")
 
 
 def print_wrapper(wrapper, notes):

@@ -12,19 +12,24 @@ out).  This is the difference of an n and a 2n run (the method before) in one ru
 costs a minute of valgrind start-up under TCG whatever n is.
 
 What a row covers: the posting side of one operation (the op function and everything it calls:
-UCX core, transport, verbs provider, libc).  Completion handling in iface_progress and the
-receiver are not in these rows (docs/perf-compare.md, "cost": what is left)."""
+UCX core, transport, verbs provider, libc), or, for the recv_* rows, the work one operation
+causes in the receiving process's progress: the receiving peer runs under callgrind with its
+progress function collected and a dump before each call, so each call's cost is known; the
+idle spin (the cheapest call that polled every CQ: it found nothing) is subtracted from every
+call, and what is left is divided by the operations.  iface_progress is the cheapest call of
+the put_lat client: progress with nothing to do."""
 
 import collections
 import concurrent.futures
 import glob
+import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 
-from ..callgrind import object_class, parse, split_by_class
+from ..callgrind import parse, split_by_class
 from ..launch import run_pair
 from ..plan import UCP_TLS
 from ..tools import missing_ucx_tools
@@ -35,17 +40,29 @@ from . import registration
 class Row(collections.namedtuple("Row", "name test layout size functions args env method api")):
     """One row: ucx_perftest's test, data layout (None: the test has none) and size, the op
     function per transport that --toggle-collect counts, more perftest arguments and
-    environment, how a per-operation value is made (DIFFERENCE, FIRST_CALL or PROGRESS) and
-    the API (UCT: `-x <transport>`; UCP: UCX_TLS)."""
+    environment, how a per-operation value is made (DIFFERENCE, FIRST_CALL, PROGRESS or
+    RECEIVER) and the API (UCT: `-x <transport>`; UCP: UCX_TLS).  PROGRESS and RECEIVER rows
+    count the progress function and use the op function to tell the operations apart."""
 
 
-DIFFERENCE, FIRST_CALL, PROGRESS = "difference", "first_call", "progress"
+DIFFERENCE, FIRST_CALL, PROGRESS, RECEIVER = "difference", "first_call", "progress", "receiver"
+# what UCP's processes call to progress (a symbol of libucp); UCT's is the iface's own function,
+# which perf/cost/progress_fn names
+UCP_PROGRESS = "ucp_worker_progress"
+# a receiver's work outside progress: UCP's tag_lat posts each receive, which matches a message
+# that progress already queued as unexpected, or is matched later in progress
+RECEIVE_CALLS = {"tag_lat": "ucp_tag_recv_nbx"}
 
 
 def row(name, test, layout, size, rc_verbs, gdr_rc=None, args=(), env=None, method=DIFFERENCE,
         api="uct"):
     return Row(name, test, layout, size, {"rc_verbs": rc_verbs, "gdr_rc": gdr_rc or rc_verbs},
                tuple(args), env or {}, method, api)
+
+
+def receiver(r):
+    """The receiving side of sender row r: the server of the same pair, its progress counted."""
+    return r._replace(name="recv_" + r.name, method=RECEIVER)
 
 
 # ucx_perftest's "get" and "fadd" are UCX 1.13's only UCT get and fetch-add tests, and they are
@@ -73,33 +90,39 @@ COST_ROWS = [
         "gdr_ep_atomic64_fetch", args=ONE_OUTSTANDING),
     # ucx_perftest flushes once, at the end of a run, through the iface's flush, which flushes
     # the one ep (gdr_rc's compiler inlines gdr_ep_flush there: no call of it to count), and
-    # calls it again until it is done, a timing-dependent number of times: the row is the first
-    # call, the one that starts the flush
+    # calls it again until it is done, a timing-dependent number of times: the row is the call
+    # that starts the flush, the first that posts a work request (the first call where none
+    # does); whether the first call posts depends on the completions already polled
     row("ep_flush", "put_lat", "short", 8, "uct_rc_iface_flush", "gdr_iface_flush",
         method=FIRST_CALL),
     # iface_progress with nothing to do: the client of put_lat 8 B spins in progress while it
-    # waits for the reply; its function is found in the profile (rc_verbs' is static, nameless)
-    row("iface_progress", "put_lat", "short", 8, None, method=PROGRESS),
+    # waits for the reply, one dump per call; the row is the cheapest call
+    row("iface_progress", "put_lat", "short", 8, "uct_rc_verbs_ep_put_short",
+        "gdr_ep_put_short", method=PROGRESS),
     # UCP: the same UCP function for both, UCX_TLS picks the transport; the row is what the
     # call costs the sender (for rendezvous: the RTS; the data moves later, in progress)
     row("ucp_tag_eager", "tag_lat", None, 8, "ucp_tag_send_nbx", api="ucp"),
     row("ucp_tag_rndv", "tag_lat", None, MiB, "ucp_tag_send_nbx", api="ucp"),
     row("ucp_put", "ucp_put_lat", None, 8, "ucp_put_nbx", api="ucp"),
 ]
+# the receiving side (requirement 1: "sender and receiver separately"): put_short's target does
+# nothing for an RDMA write (its progress finds only its own reply's completions); the AM and
+# tag rows receive, hand the message up and refill the receive queue
+COST_ROWS += [receiver(r) for r in COST_ROWS
+              if r.name in ("put_short", "am_short", "am_bcopy", "ucp_tag_eager")]
 ROW_NAMES = tuple(r.name for r in COST_ROWS)
 N = 100  # a run makes 2N operations; a row is the mean of the last N
 
 # Calls counted inside the windows.  The verbs calls are inline in <infiniband/verbs.h>: they
 # are the provider's own (static, stripped) functions, named by offset; provider_ops names them.
-VERBS_CALLS = {"post_send_per_op": ("post_send",),
+# wr_complete: the ibv_wr_* builders' post (gdr_rc uses them where the provider has them).
+VERBS_CALLS = {"post_send_per_op": ("post_send", "wr_complete"),
                "post_recv_per_op": ("post_recv", "post_srq_recv"),
                "poll_cq_per_op": ("poll_cq",)}
 # libc's system call wrappers that a verbs provider uses (doorbells, commands, events)
 SYSCALLS = (r"write|read|ioctl|writev|readv|poll|epoll_wait|syscall|sendmsg|recvmsg",
             r".*/libc[.-][^/]*")
 INSTR, SPLIT_PREFIX = "instr_per_op", "split_"
-NOT_IN_PROGRESS_ROW = ("iface_progress: only instructions per call (a whole-program profile "
-                       "does not tell the progress function's own calls apart)")
 METRICS = (INSTR, "syscalls_per_op") + tuple(VERBS_CALLS)
 
 
@@ -136,6 +159,9 @@ def perftest_args(r, transport, size):
 
 def row_env(s, r, transport):
     env = s.base_env(transport)
+    # symbols bound at start-up: a first call (ep_flush's row) does not count the dynamic
+    # linker's lazy binding of what it calls (1881 of rc_verbs' 2001 first-call instructions)
+    env["LD_BIND_NOW"] = "1"
     env.update(r.env)
     if r.api == "ucp":
         env["UCX_TLS"] = UCP_TLS[transport]
@@ -170,6 +196,11 @@ def calls_of_run(dumps, fn):
     return [{k: v for k, v in c.items() if k != "ops"} for c in calls], None
 
 
+def first_post(calls):
+    """The first call that posts a work request, else the first call."""
+    return next((c for c in calls if c.get("post_send_per_op")), calls[0])
+
+
 def per_operation(calls):
     """Each call's totals -> per operation of the last half of them: the first operations also
     pay one-time work inside the op function (rc_verbs' put_bcopy grows its send-descriptor
@@ -183,22 +214,72 @@ def per_operation(calls):
     return {k: v / len(last) for k, v in total.items()}
 
 
-def progress_per_call(profile):
-    """A whole-program profile of a spinning client -> (per call of the iface's progress function,
-    its name) or (None, reason).  UCX's uct_worker_progress() is inline in the caller, so the
-    progress function is what the executable calls most in UCX or the transport.  The mean over
-    all its calls is the idle cost plus the few calls that found a completion (in put_lat's
-    client, a send completion every moderation-th put among thousands of calls): an upper
-    bound of the idle cost, and the ratio of the transports' bounds."""
-    edges = [(k, v) for k, v in profile.edges.items()
-             if object_class(k[0]) == "other" and object_class(k[1]) in ("transport", "ucx_core")]
-    if not edges:
-        return None, "no call from the executable into UCX in the profile"
-    (_, _, fn), (calls, inclusive) = max(edges, key=lambda e: e[1][0])
-    per_call = {INSTR: inclusive / calls,
-                "poll_cq_per_op": None, "syscalls_per_op": None, "post_send_per_op": None,
-                "post_recv_per_op": None}
-    return per_call, fn
+def dump_trigger(text):
+    """What made callgrind write a dump ("desc: Trigger: ..." in its header)."""
+    m = re.search(r"^desc: Trigger: (.*)$", text, re.M)
+    return m.group(1) if m else ""
+
+
+def names(function):
+    """A regular expression that finds `function` in a dump's trigger."""
+    return re.compile(r"(^|\W)" + re.escape(function) + r"(\W|$)")
+
+
+def progress_calls(dumps, progress, mark, receive=None):
+    """One run's dumps (--dump-before=<progress>, <mark> and <receive>; progress and receive
+    collected) as (trigger, totals), in order -> ([(operations before it, is a progress call,
+    totals) per call], the operations, None) or (None, None, reason).  A dump holds what ran
+    since the previous one: the call that triggered the previous dump, or nothing after a mark
+    (the op function, called outside progress): the marks count the operations."""
+    is_progress, is_receive = names(progress), receive and names(receive)
+    if not dumps or dumps[0][1][INSTR]:
+        return None, None, "callgrind collected before the first dump"
+    calls, ops = [], 0
+    for (trigger, _), (_, content) in zip(dumps, dumps[1:]):
+        totals = {k: v for k, v in content.items() if k != "ops"}
+        if is_progress.search(trigger):
+            calls.append((ops, True, totals))
+        elif is_receive and is_receive.search(trigger):
+            calls.append((ops, False, totals))
+        elif content[INSTR]:
+            return None, None, f"{content[INSTR]} instructions after a call of {mark}"
+        else:
+            ops += 1
+    edges, progress_dumps = sum(d["ops"] for _, d in dumps), sum(c[1] for c in calls)
+    if not progress_dumps or not ops or edges != progress_dumps:
+        return None, None, (f"the dumps do not match the calls ({progress_dumps} dumps of "
+                            f"{progress}, {edges} calls of it, {ops} of {mark})")
+    return calls, ops, None
+
+
+def idle_call(calls, every_cq=False):
+    """The cheapest of the progress calls, one that finds nothing -> (its totals, how many calls
+    cost the same).  every_cq: the cheapest of those that polled the most CQs, an idle spin while
+    work is outstanding (gdr_rc leaves its send CQ alone while no WR is in flight, so its
+    cheapest call polls one CQ less than the spins between operations; a call that finds a
+    message may stop polling early, but none polls more than an idle one)."""
+    if every_cq:
+        most = max(c["poll_cq_per_op"] for c in calls)
+        calls = [c for c in calls if c["poll_cq_per_op"] == most]
+    idle = min(calls, key=lambda c: c[INSTR])
+    return idle, sum(c[INSTR] == idle[INSTR] for c in calls)
+
+
+def receiver_per_operation(calls, ops):
+    """progress_calls' calls of the receiving process -> the work per operation beyond an idle
+    poll (progress calls less the idle one, receive calls whole), over the last half of the
+    operations (the first ones pay one-time work, as on the sender), or None; and the idle
+    call's count, how many progress calls have it and how many there are."""
+    half = ops // 2
+    window = [(p, c) for before, p, c in calls if before >= half]
+    polls = [c for p, c in window if p]
+    if not polls or ops - half <= 0:
+        return None, None
+    idle, n = idle_call(polls, every_cq=True)
+    extra = {}
+    for p, c in window:
+        extra = add(extra, {k: v - (idle.get(k, 0) if p else 0) for k, v in c.items()})
+    return ({k: v / (ops - half) for k, v in extra.items()}, (idle[INSTR], n, len(polls)))
 
 
 def profile_row(s, r, transport, provider, name, port):
@@ -217,35 +298,77 @@ def profile_row(s, r, transport, provider, name, port):
 def measure_calls(s, r, transport, provider, name, port, fn, scratch):
     """profile_row with callgrind's files in `scratch`."""
     out = os.path.join(scratch, "callgrind.out")
+    counted = s.progress_fns.get(transport) if r.api == "uct" else UCP_PROGRESS
+    if r.method not in (PROGRESS, RECEIVER):
+        counted = fn
+    elif not counted:
+        return None, f"no progress function of {transport} (perf/cost/progress_fn)", 0.0
+    window = [f"--toggle-collect={counted}", f"--dump-before={counted}"]
+    receive = RECEIVE_CALLS.get(r.test) if r.method == RECEIVER else None
+    if counted != fn:  # the op function only marks the operations
+        window.append(f"--dump-before={fn}")
+    if receive:  # work of the receiver outside progress: counted whole, a dump per call
+        window += [f"--toggle-collect={receive}", f"--dump-before={receive}"]
+    grind = ["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"] + \
+        window + [f"--callgrind-out-file={out}"]
     server = ["ucx_perftest", "-p", str(port)]
-    window = [f"--toggle-collect={fn}", f"--dump-before={fn}"] if fn else []
-    client = ["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"] + \
-        window + [f"--callgrind-out-file={out}", "ucx_perftest", "127.0.0.1", "-p", str(port),
-                  "-d", s.net_device] + perftest_args(r, transport, r.size) + ["-n", str(2 * N)]
+    client = ["ucx_perftest", "127.0.0.1", "-p", str(port), "-d", s.net_device] + \
+        perftest_args(r, transport, r.size) + ["-n", str(2 * N)]
+    # the native peer spins while it waits for the one under valgrind, tens of times slower:
+    # niced, it leaves the CPUs to the measured one (the counts do not depend on it, the time
+    # a pair takes does)
+    if r.method == RECEIVER:
+        server, client = grind + server, ["nice", "-n", "19"] + client
+    else:
+        server, client = ["nice", "-n", "19"] + server, grind + client
+    # a server under valgrind takes its start-up (a minute under TCG) before it listens, and
+    # writes its last profile and ends after the client; a niced native one, on CPUs busy with
+    # valgrind, can take minutes to be scheduled and end
     ok, _, _, reason, wall = run_pair(name, server, client, row_env(s, r, transport), port,
-                                      s.timeout, s.logdir)
+                                      s.timeout, s.logdir, listen_s=s.timeout, exit_s=s.timeout)
     if not ok:
         return None, reason, wall
-    if os.path.exists(out):  # the profile at exit: the last call, or the whole program
+    if os.path.exists(out):  # the profile at exit: the last call
         shutil.copy(out, os.path.join(s.logdir, f"{name}.callgrind.out"))
-    if r.method == PROGRESS:
-        with open(out) as fh:
-            per_op, fn = progress_per_call(parse(fh.read()))
-        if per_op:
-            print(f"    {transport} {r.name}: the progress function is {fn}", flush=True)
-        return per_op, None if per_op else fn, wall
     dumps = []
     for f in dump_files(out):
         with open(f) as fh:
-            dumps.append(totals(parse(fh.read()), fn, provider))
-    calls, why = calls_of_run(dumps, fn)
+            text = fh.read()
+        dumps.append((dump_trigger(text), totals(parse(text), counted, provider)))
+    if counted != fn:
+        return progress_row(s, r, transport, name, dumps, counted, fn, receive) + (wall,)
+    calls, why = calls_of_run([d for _, d in dumps], fn)
     if calls is None:
         return None, why, wall
     with open(os.path.join(s.logdir, f"{name}.calls"), "w") as f:
-        f.write("# instructions of each call of %s, in order\n" % fn)
-        f.write("".join("%d\n" % c[INSTR] for c in calls))
-    per_op = calls[0] if r.method == FIRST_CALL else per_operation(calls)
+        f.write("# per call of %s, in order: instructions, work requests posted\n" % fn)
+        f.write("".join("%d %d\n" % (c[INSTR], c["post_send_per_op"]) for c in calls))
+    per_op = first_post(calls) if r.method == FIRST_CALL else per_operation(calls)
     return per_op, None if per_op else f"too few calls of {fn}", wall
+
+
+def progress_row(s, r, transport, name, dumps, progress, mark, receive):
+    """A PROGRESS or RECEIVER row from its dumps -> (per operation or None, reason)."""
+    calls, ops, why = progress_calls(dumps, progress, mark, receive)
+    if calls is None:
+        return None, why
+    with open(os.path.join(s.logdir, f"{name}.calls"), "w") as f:
+        f.write(f"# per call of {progress} (p) or {receive} (r): operations ({mark}) before it, "
+                "instructions, poll_cq, post_recv\n")
+        f.write("".join("%d %s %d %d %d\n" % (before, "p" if p else "r", c[INSTR],
+                                              c["poll_cq_per_op"], c["post_recv_per_op"])
+                        for before, p, c in calls))
+    if r.method == PROGRESS:
+        per_op, n = idle_call([c for _, p, c in calls if p])
+        print(f"    {transport} {r.name}: {progress}: {n} of {len(calls)} calls at "
+              f"{per_op[INSTR]}", flush=True)
+        return per_op, None
+    per_op, idle = receiver_per_operation(calls, ops)
+    if per_op is None:
+        return None, f"too few operations ({ops})"
+    print(f"    {transport} {r.name}: {progress}: idle call {idle[0]} instructions, {idle[1]} of "
+          f"the {idle[2]} calls of the last {ops - ops // 2} operations", flush=True)
+    return per_op, None
 
 
 def unavailable(s):
@@ -260,16 +383,54 @@ def selected_rows(names):
     return [r for r in COST_ROWS if names is None or r.name in names]
 
 
+def callgrind_name(obj, offset):
+    """The name callgrind gives the function at `offset` in `obj`: its symbol in the object's
+    symbol table (dladdr sees only the exported ones: gdr_rc's progress is static), else the
+    offset, as callgrind names a function without a symbol (rc_verbs' in Debian's stripped UCX)."""
+    try:
+        out = subprocess.run(["nm", "--defined-only", obj], text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[1] in "tT" and int(fields[0], 16) == offset:
+            return fields[2]
+    return "0x%016x" % offset
+
+
+def progress_function(s, transport):
+    """The iface's progress function of `transport` as callgrind names it (perf/cost/progress_fn,
+    next to provider_ops: "<transport> <object> 0x<offset> <symbol or ->"), or None."""
+    tool = os.path.join(os.path.dirname(s.provider_ops), "progress_fn")
+    try:
+        out = subprocess.run([tool, transport, s.net_device], env=s.base_env(transport),
+                             text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print(f"  cost: {tool}: {e}", flush=True)
+        return None
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 4 and fields[0] == transport and fields[2].startswith("0x"):
+            return callgrind_name(fields[1], int(fields[2], 16))
+    print(f"  cost: {tool} {transport}: {out.strip()[-300:]}", flush=True)
+    return None
+
+
 def run_cost(s):
     """Every selected row on both transports; --cost-jobs pairs at a time (counts are exact
     whatever runs next to them: only valgrind's start-up, a minute a pair under TCG, is
     shared out).  The rows are recorded in the table's order once all have run."""
     provider, why_all = {}, unavailable(s)
+    s.progress_fns = {}
     if not why_all:
         out = subprocess.run([s.provider_ops, s.port.device], text=True, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, timeout=60).stdout
         provider = provider_functions(out)
         print(f"  cost: verbs provider functions {provider}", flush=True)
+        s.progress_fns = {t: progress_function(s, t) for t in ("rc_verbs", "gdr_rc")}
+        print(f"  cost: iface progress functions {s.progress_fns}", flush=True)
     jobs = [(r, t) for r in selected_rows(getattr(s.args, "cost_rows", None))
             for t in ("rc_verbs", "gdr_rc")]
 
@@ -282,6 +443,9 @@ def run_cost(s):
                                         port)
         print(f"    {transport} {r.name}: " + (f"{per_op[INSTR]:.2f} instructions per operation"
               if per_op else f"n/a ({why})") + f", {wall:.0f} s", flush=True)
+        # each pair's result as soon as it is known: a run cut short keeps what it measured
+        with open(os.path.join(s.logdir, f"cost-{transport}-{r.name}.json"), "w") as f:
+            json.dump(dict(per_op=per_op, reason=why, wall=wall), f)
         return per_op, why, wall
 
     ports = [s.ports.take() for _ in jobs]  # taken here: PortAllocator is not thread-safe
@@ -291,11 +455,8 @@ def run_cost(s):
         name = f"cost-{transport}-{r.name}"
         for metric in METRICS:
             value = per_op.get(metric) if per_op else None
-            s.results.record("cost", r.name, r.size, metric, transport, value,
-                             why or (None if value is not None else NOT_IN_PROGRESS_ROW),
-                             wall, name, tool="callgrind")
-            if per_op and value is None:
-                s.results.rows[-1]["by_method"] = True  # n/a in every run: not a failure
+            s.results.record("cost", r.name, r.size, metric, transport, value, why, wall, name,
+                             tool="callgrind")
         if per_op:
             split = {k[len(SPLIT_PREFIX):]: round(v, 1) for k, v in per_op.items()
                      if k.startswith(SPLIT_PREFIX)}
