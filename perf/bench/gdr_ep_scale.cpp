@@ -31,6 +31,7 @@
 // (tests/rxe-vm/run). Output: one `key=value` line per point (UCT) or rank (UCP), then the
 // checks. Exit status: 0 ok, 1 a check failed, 2 an error (said on stderr).
 #include "bench_util.hpp"
+#include "rdma_resources.hpp"
 
 #include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
@@ -96,33 +97,14 @@ long rss_bytes()
     return resident * sysconf(_SC_PAGESIZE);
 }
 
-/// The objects of `rdma -j res show WHAT` that belong to this process (the resource tracker
-/// records the pid of every user-space QP and MR). Flat JSON objects, one per resource.
+/// rdma_resources.hpp's, exiting with an error where the tool fails.
 std::vector<std::string> rdma_resources(const char *what)
 {
-    const std::string cmd = std::string("rdma -j res show ") + what + " 2>/dev/null";
-    FILE *pipe            = popen(cmd.c_str(), "r");
-    if (pipe == nullptr) {
-        die("cannot run '" + cmd + "'");
+    try {
+        return gdr_bench::rdma_resources(what);
+    } catch (const std::runtime_error &e) {
+        die(e.what());
     }
-    std::string text;
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof(buf), pipe)) > 0;) {
-        text.append(buf, n);
-    }
-    if (pclose(pipe) != 0 || text.empty()) {
-        die("'" + cmd +
-            "' failed: is iproute2's rdma tool installed, and is there a verbs device?");
-    }
-    static const std::regex object("\\{[^{}]*\\}");
-    const std::regex mine("\"pid\":" + std::to_string(getpid()) + "[,}]");
-    std::vector<std::string> out;
-    for (std::sregex_iterator it(text.begin(), text.end(), object), end; it != end; ++it) {
-        if (std::regex_search(it->str(), mine)) {
-            out.push_back(it->str());
-        }
-    }
-    return out;
 }
 
 long json_number(const std::string &object, const char *key)

@@ -161,9 +161,12 @@ def connections():
     off_node = P - GPUS_PER_NODE  # peers on the same node go over NVLink (cuda_ipc), not an HCA
     on_demand = len(union_peers(P))
     rows = []
-    for name, k in (("full mesh (eager, every off-node peer)", off_node),
-                    ("on demand: ring neighbours only", len(peers("ring", 0, P))),
-                    ("on demand: all four allreduce algorithms", on_demand)):
+    # ucp_cpp::coll's engine connects on the first transfer with a peer (coll/engine.hpp): a
+    # rank holds the peers of the algorithms it ran, one row per allreduce algorithm.
+    per_algorithm = [(f"on demand: {a} only", len(peers(a, 0, P)))
+                     for a in ("ring", "recursive_doubling", "rabenseifner", "knomial")]
+    for name, k in ([("full mesh (eager, every off-node peer)", off_node)] + per_algorithm +
+                    [("on demand: all four allreduce algorithms", on_demand)]):
         qps = k * UCT_EP_QPS["gdr_rc"]
         mem = k * UCP_EP_RSS
         rows.append([name, k, qps + UCP_RANK_UD_QPS, qps * GPUS_PER_NODE // HCAS_PER_NODE,

@@ -305,6 +305,31 @@ TEST(CollLocalApi, ConfiguredAlgorithmRunsOnOddSizes)
     }
 }
 
+// Endpoints are created on the first transfer with a peer (issue 16): a ring rank holds 2, not
+// P - 1; recursive doubling on 8 ranks talks to log2 8 = 3 peers.  Fails if the engine connects
+// to every rank at construction (7 each) or skips connecting a peer it receives from (1).
+TEST(CollLocalApi, EndpointsOnlyToThePeersTheAlgorithmTalksTo)
+{
+    constexpr int ranks = 8;
+    local_world world(ranks,
+                      coll::config().use(coll::collective::allreduce, coll::algorithm::ring));
+    for (int r = 0; r < ranks; ++r)
+        EXPECT_EQ(world.comm(r).connected_peers(), 0) << "rank " << r << " before any collective";
+    check_allreduce<int32_t>(world, 1000, coll::op_kind::sum, coll::algorithm::automatic, false);
+    ASSERT_EQ(world.ran(), std::vector<coll::algorithm>(ranks, coll::algorithm::ring));
+    for (int r = 0; r < ranks; ++r)
+        EXPECT_EQ(world.comm(r).connected_peers(), 2) << "rank " << r << " after a ring";
+    // Recursive doubling adds the partners r ^ 2 and r ^ 4 (r ^ 1 is a ring neighbour or new):
+    // the union of both algorithms' peers, still not the full mesh.
+    check_allreduce<int32_t>(world, 7, coll::op_kind::sum, coll::algorithm::recursive_doubling,
+                             false);
+    for (int r = 0; r < ranks; ++r) {
+        std::set<int> peers{(r + 1) % ranks, (r + ranks - 1) % ranks, r ^ 1, r ^ 2, r ^ 4};
+        EXPECT_EQ(world.comm(r).connected_peers(), int(peers.size()))
+            << "rank " << r << " after ring and recursive doubling";
+    }
+}
+
 TEST(CollLocalApi, CountMismatchFailsInsteadOfHanging)
 {
     local_world world(2);

@@ -1,7 +1,6 @@
 // Collectives across forked processes over UCX tcp: the TCP rendezvous bootstrap (explicit and
 // environment parameters), bootstrap failures, and a rank killed in the middle of an allreduce.
-#include "../ucp_cpp/peer_harness.hpp"
-#include "coll_harness.hpp"
+#include "coll_processes.hpp"
 
 #include <netinet/in.h>
 #include <signal.h>
@@ -15,25 +14,6 @@ namespace {
 using ucp_cpp_test::peer_process;
 
 using gdr_test::free_loopback_port;
-
-coll::bootstrap_params rendezvous(int rank, int size, uint16_t port,
-                                  std::chrono::milliseconds timeout = 20s)
-{
-    coll::bootstrap_params params;
-    params.rank      = rank;
-    params.size      = size;
-    params.root_host = "127.0.0.1";
-    params.root_port = port;
-    params.timeout   = timeout;
-    return params;
-}
-
-coll::communicator join(const coll::bootstrap_params &params,
-                        std::map<std::string, std::string> extra_config = {})
-{
-    auto worker = ucp_cpp::worker::create(make_context(std::move(extra_config)));
-    return coll::communicator::bootstrap(worker, params);
-}
 
 #define RANK_CHECK(cond) PEER_CHECK(cond)
 

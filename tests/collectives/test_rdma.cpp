@@ -1,8 +1,11 @@
 // rdma label: a small slice of the collectives suite over the gdr plugin's gdr_rc transport
 // (UCX_TLS from COLL_TEST_TLS, default below), skipped without a verbs device.  Kept small: in
 // CI it runs in a Soft-RoCE VM under TCG.  Run: tests/rxe-vm/run ctest -L rdma -R "^coll_rdma"
-#include "coll_harness.hpp"
+#include "../common/loopback_port.hpp"
+#include "coll_processes.hpp"
+#include "rdma_resources.hpp"
 
+#include <cstdlib>
 #include <filesystem>
 
 namespace coll_test {
@@ -90,6 +93,73 @@ TEST_F(CollRdma, BcastAndAlltoallThreeRanks)
         ASSERT_TRUE(equal_elements(recv[size_t(r)].data(), expected.data(), expected.size(),
                                    "alltoall rank " + std::to_string(r)));
     }
+}
+
+/// Rank @p r of the on-demand test: a ring allreduce (UCP_CPP_COLL_ALLREDUCE_ALGORITHM=ring),
+/// then what the rank holds: {endpoints, RC QPs in the kernel's tracker for this pid}.
+std::pair<int, long> ring_allreduce_and_count(coll::communicator world)
+{
+    const int p = world.size(), r = world.rank();
+    std::vector<int64_t> data(4096);
+    for (size_t i = 0; i < data.size(); ++i)
+        data[i] = int64_t(r) * 1000 + int64_t(i);
+    const auto start = std::chrono::steady_clock::now();
+    auto req         = world.iallreduce(data.data(), data.data(), data.size(), coll::sum);
+    // 8 processes on the VM's 2 emulated CPUs: the wireup of the first collective is slow.
+    req.wait(3 * ucp_cpp_test::op_timeout);
+    std::fprintf(stderr, "[rank %d] ring allreduce (with its wireup): %.1f s\n", r,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    PEER_CHECK(req.algorithm() == coll::algorithm::ring);
+    for (size_t i = 0; i < data.size(); ++i)
+        PEER_CHECK(data[i] == int64_t(p) * (p - 1) / 2 * 1000 + int64_t(p) * int64_t(i));
+    return {world.connected_peers(), gdr_bench::rc_qps()};
+}
+
+// Issue 16: the collectives connect on demand.  8 ranks, one process each (the kernel counts
+// QPs by pid), run a ring allreduce over gdr_rc; each must hold its 2 ring neighbours'
+// endpoints and at most 2 RC QPs (at least 1: UCP 1.13 may serve one peer over the ud aux
+// lane, docs/scale.md), where an engine connecting to every rank holds 7.
+TEST_F(CollRdma, RingAllreduceOpensQpsToRingNeighboursOnly)
+{
+    constexpr int ranks = 8;
+    setenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM", "ring", 1);
+    struct unset {
+        ~unset() { unsetenv("UCP_CPP_COLL_ALLREDUCE_ALGORITHM"); }
+    } restore;
+    const uint16_t port = gdr_test::free_loopback_port();
+    const auto bound    = std::chrono::duration_cast<std::chrono::milliseconds>(
+        3 * ucp_cpp_test::op_timeout);
+    std::vector<std::unique_ptr<ucp_cpp_test::peer_process>> others;
+    for (int r = 1; r < ranks; ++r) {
+        others.push_back(
+            std::make_unique<ucp_cpp_test::peer_process>([=](ucp_cpp_test::channel &control) {
+                auto world        = join(rendezvous(r, ranks, port, bound));
+                auto [peers, qps] = ring_allreduce_and_count(world);
+                control.send_value(uint64_t(peers));
+                control.send_value(uint64_t(qps));
+                // Leave only once every rank finished: a rank that exits looks dead to a
+                // neighbour still receiving from it.
+                (void)control.recv_value(bound);
+            }));
+    }
+    auto world        = join(rendezvous(0, ranks, port, bound));
+    auto [peers, qps] = ring_allreduce_and_count(world);
+    std::vector<std::pair<int, long>> held{{peers, qps}};
+    for (auto &other : others) {
+        const int their_peers = int(other->control().recv_value(bound));
+        held.emplace_back(their_peers, long(other->control().recv_value(bound)));
+    }
+    for (auto &other : others)
+        other->control().send_value(1);
+    for (int r = 0; r < ranks; ++r) {
+        EXPECT_EQ(held[size_t(r)].first, 2) << "rank " << r << ": endpoints";
+        EXPECT_GE(held[size_t(r)].second, 1) << "rank " << r << ": RC QPs";
+        EXPECT_LE(held[size_t(r)].second, 2) << "rank " << r << ": RC QPs";
+        std::printf("rank %d: %d endpoints, %ld RC QPs\n", r, held[size_t(r)].first,
+                    held[size_t(r)].second);
+    }
+    for (size_t i = 0; i < others.size(); ++i)
+        EXPECT_EQ(others[i]->wait_exit_progressing(*world.owner(), bound), 0) << "rank " << i + 1;
 }
 
 }  // namespace

@@ -26,8 +26,12 @@
  * are the same communicator; use dup() for an independent one).  The communicator keeps its
  * worker alive.  Buffers must stay valid until the collective completes.
  *
+ * Connections: endpoints to the other ranks are created on demand, by the first collective that
+ * sends to or receives from each (connected_peers() counts them); the bootstrap only exchanges
+ * worker addresses.
+ *
  * Threading: a communicator and every communicator derived from it (split/dup) share the worker
- * and its engine: use them from one thread at a time.  Ranks in the same process (threads) need
+ * and its engine (endpoints created on demand included): use them from one thread at a time.  Ranks in the same process (threads) need
  * one worker each.
  */
 #pragma once
@@ -110,7 +114,9 @@ public:
      * @param options connection and collective settings
      * @return the communicator of all addresses.size() ranks
      * @throws ucx_error UCS_ERR_INVALID_PARAM for a rank or size out of range or a config value
-     *         the environment gives and the config does not accept; UCX's errors connecting
+     *         the environment gives and the config does not accept.  Connects to nobody: the
+     *         endpoint to a rank is created by the first collective that talks to it (UCX's
+     *         errors connecting fail that collective).
      */
     [[nodiscard]] static communicator from_addresses(std::shared_ptr<worker> owner, int rank,
                                                      const std::vector<worker_address> &addresses,
@@ -152,6 +158,17 @@ public:
      * @throws std::out_of_range for a rank out of range; ucx_error on an invalid communicator
      */
     [[nodiscard]] int world_rank(int r) const { return live().world_ranks.at(size_t(r)); }
+    /**
+     * @brief Diagnostic: how many other ranks this rank's worker holds an endpoint (a transport
+     *        connection: an RC QP over gdr_rc) to, over all communicators of the worker.
+     *
+     * Endpoints are created on the first collective transfer with a rank, so this counts the
+     * peers the algorithms run so far talked to: 2 after ring collectives on 3 or more ranks,
+     * log2 P after recursive doubling on a power of two, never P - 1 unless an algorithm (or
+     * several together) talked to every rank.
+     * @return in [0, world size - 1] @throws ucx_error on an invalid communicator
+     */
+    [[nodiscard]] int connected_peers() const { return live().owner->connected_peers(); }
     /// @brief The worker the collectives run on.
     /// @return it @throws ucx_error on an invalid communicator
     [[nodiscard]] const std::shared_ptr<worker> &owner() const { return live().owner->owner(); }

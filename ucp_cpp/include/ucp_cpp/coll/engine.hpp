@@ -29,6 +29,15 @@
  * only once its stream has drained, so the caller's buffers are final when the request is done.
  * Its buffers must be ready when it is issued (synchronise the stream that wrote them first).
  *
+ * Connections: the engine gets every rank's worker address at bootstrap but creates the endpoint
+ * (ucp_ep, and with it the transport connection: one RC QP a peer over gdr_rc) to a rank only
+ * when a collective first sends to or receives from it, so a rank holds endpoints to the peers
+ * its algorithms talk to (ring: 2; recursive doubling: log2 P), not to all P - 1 ranks.
+ * engine::connected_peers() counts them.  The first collective with a new peer pays UCP's wireup
+ * (one round trip on the aux lane for gdr_rc); later ones only test a pointer.  Endpoints are
+ * created by whichever thread progresses the collectives (one at a time, as for everything of an
+ * engine), and live until the engine goes (or a failure closes them all).
+ *
  * Failure: endpoints are created with UCP_ERR_HANDLING_MODE_PEER.  When UCX reports a peer failed
  * (or a transfer fails, or ranks disagree on a count), the collective fails and so does the
  * engine: all its endpoints are closed by force, which purges every outstanding transfer before
@@ -223,23 +232,11 @@ public:
         : worker_(std::move(owner)),
           world_rank_(world_rank),
           peer_status_(std::make_shared<std::vector<ucs_status_t>>(addresses.size(), UCS_OK)),
-          gpu_(gpu)
-    {
-        endpoints_.resize(addresses.size());
-        for (size_t peer = 0; peer < addresses.size(); ++peer) {
-            if (int(peer) == world_rank)
-                continue;  // a rank never messages itself
-            endpoint_params params;
-            params.name                = "ucp_cpp.coll";
-            params.peer_error_handling = peer_error_handling;
-            // Capture the status table, not the engine: the handler may run after the engine is
-            // gone.
-            params.on_error = [table = peer_status_, peer](ucs_status_t status) {
-                (*table)[peer] = status;
-            };
-            endpoints_[peer] = endpoint::connect(worker_, addresses[peer], params);
-        }
-    }
+          gpu_(gpu),
+          addresses_(addresses),
+          peer_error_handling_(peer_error_handling),
+          endpoints_(addresses.size())
+    {}
 
     ~engine()
     {
@@ -255,6 +252,20 @@ public:
     int world_rank() const { return world_rank_; }
     int world_size() const { return int(endpoints_.size()); }
     uint32_t &next_comm_id() { return next_comm_id_; }
+
+    /**
+     * @brief Diagnostic: how many ranks of the world this engine holds an endpoint to.
+     *
+     * Endpoints are created on the first transfer with a peer, so this is the number of distinct
+     * peers the collectives issued so far talked to (2 after ring collectives on 3 or more
+     * ranks), not size() - 1.  Endpoints closed by a failure still count.
+     * @return in [0, world_size() - 1]
+     */
+    [[nodiscard]] int connected_peers() const
+    {
+        return int(std::count_if(endpoints_.begin(), endpoints_.end(),
+                                 [](const auto &ep) { return ep != nullptr; }));
+    }
 
     /// UCS_OK or the failure UCX reported for the endpoint to @p world_rank.
     ucs_status_t peer_status(int world_rank) const { return (*peer_status_)[size_t(world_rank)]; }
@@ -449,7 +460,8 @@ private:
         }
         // No check of the members here: the round's receives from a failed rank fail it
         // once posted (check_awaited), its sends to one fail by themselves.
-        post(op, op.plan.rounds[op.next_round++]);
+        if (!post(op, op.plan.rounds[op.next_round++]))
+            return false;
         if (op.staged)
             release_blocks(op, op.forward);  // those no send of this round forwards
         return true;
@@ -540,13 +552,19 @@ private:
         return all_done;
     }
 
-    void post(operation &op, const round &r)
+    /// Posts the transfers of @p r; false if connecting to one of its peers failed (then @p op
+    /// and the engine failed, see fail()).
+    bool post(operation &op, const round &r)
     {
         const comm_state &comm = *op.comm;
         for (const transfer &t : r.transfers) {
             const int sender     = t.is_send ? comm.rank : t.peer;
             const ucp_tag_t tag  = make_tag(comm.id, op.sequence, t.step, sender);
             const int world_peer = comm.world_ranks[size_t(t.peer)];
+            // Receives connect too: the endpoint is what reports the peer's failure to the
+            // collectives waiting on it (UCP receives name no endpoint).
+            if (!connected(op, t.peer, world_peer))
+                return false;
             if (op.staged && t.bytes != 0) {
                 stage(op, t, tag);
                 continue;
@@ -569,6 +587,38 @@ private:
                 op.expected_lengths.push_back(t.bytes);
             }
         }
+        return true;
+    }
+
+    /**
+     * Makes sure there is an endpoint to @p world_peer (communicator rank @p peer of @p op),
+     * creating it on the first transfer with that peer: a rank holds endpoints, and so transport
+     * connections (an RC QP each on gdr_rc), only to the peers its algorithms talk to, not to
+     * every rank of the world.  The hot path is one pointer test.  False when UCX refused the
+     * endpoint: @p op has failed then.
+     */
+    bool connected(operation &op, int peer, int world_peer)
+    {
+        std::shared_ptr<endpoint> &slot = endpoints_[size_t(world_peer)];
+        if (slot) [[likely]]
+            return true;
+        endpoint_params params;
+        params.name                = "ucp_cpp.coll";
+        params.peer_error_handling = peer_error_handling_;
+        // Capture the status table, not the engine: the handler may run after the engine is
+        // gone.
+        params.on_error = [table = peer_status_, world_peer](ucs_status_t status) {
+            (*table)[size_t(world_peer)] = status;
+        };
+        try {
+            slot = endpoint::connect(worker_, addresses_[size_t(world_peer)], params);
+        } catch (const ucx_error &e) {
+            fail(op, e.status(),
+                 "connecting to rank " + std::to_string(peer) + " (world rank " +
+                     std::to_string(world_peer) + ") failed: " + e.what());
+            return false;
+        }
+        return true;
     }
 
     /// Cuts a device-memory transfer into pinned segments (see the file comment).
@@ -716,6 +766,11 @@ private:
     gpu_options gpu_;
     int staged_ = -1;  ///< stages_gpu_transfers(), decided on first use
     std::map<std::pair<gpu::CUcontext, int>, std::shared_ptr<gpu::lane>> lanes_;
+    /// Every rank's worker address, from the bootstrap: an endpoint is created from it on the
+    /// first transfer with that rank (connected()).  Addresses are cheap, endpoints are not.
+    std::vector<worker_address> addresses_;
+    bool peer_error_handling_;
+    /// Indexed by world rank; null until the first transfer with that rank.
     std::vector<std::shared_ptr<endpoint>> endpoints_;
     std::vector<std::shared_ptr<operation>> active_;
     std::vector<ucp_cpp::request> closing_;  ///< forced endpoint closes after a failure
