@@ -9,6 +9,7 @@ static void
 gdr_op_atomic_fetch(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
 {
     if (status == UCS_OK) {
+        GDR_HCA_WROTE(gdr_tx_op_data(op), sizeof(uint64_t));
         *(uint64_t *)op->result = *(uint64_t *)gdr_tx_op_data(op);
     }
     gdr_op_complete(op, ep, status);
@@ -92,8 +93,11 @@ static uint64_t gdr_amo_apply(uint8_t op, uint64_t value, uint64_t operand)
 static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
 {
     gdr_iface_t *iface = gdr_ep_iface(ep);
-    uint64_t observed  = *(uint64_t *)gdr_tx_op_data(op);
+    uint64_t observed;
     gdr_verbs_wr_t wr;
+
+    GDR_HCA_WROTE(gdr_tx_op_data(op), sizeof(uint64_t));
+    observed = *(uint64_t *)gdr_tx_op_data(op);
 
     /* No credit check: this runs from gdr_ep_tx_completed() before the
      * completed WRs' credits are returned, and the send queue and CQ do have

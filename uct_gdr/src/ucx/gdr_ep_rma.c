@@ -7,6 +7,7 @@
 static void gdr_op_get_bcopy(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
 {
     if (status == UCS_OK) {
+        GDR_HCA_WROTE(gdr_tx_op_data(op), op->length);
         op->unpack_cb(op->result, gdr_tx_op_data(op), op->length);
     }
     gdr_op_complete(op, ep, status);

@@ -111,6 +111,7 @@ static unsigned gdr_iface_progress_rx(gdr_iface_t *iface)
             ucs_mpool_put_inline(desc);
             continue;
         }
+        GDR_HCA_WROTE(gdr_rx_desc_payload(iface, desc), wc[i].byte_len);
         uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, am_id,
                            gdr_rx_desc_payload(iface, desc), wc[i].byte_len,
                            "gdr_rc: QP 0x%x RX", wc[i].qp_num);
@@ -196,6 +197,16 @@ static unsigned gdr_iface_progress_tx(gdr_iface_t *iface)
 unsigned gdr_iface_progress(uct_iface_h tl_iface)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
+    unsigned count     = gdr_iface_progress_rx(iface);
 
-    return gdr_iface_progress_rx(iface) + gdr_iface_progress_tx(iface);
+    /* Send completions only when nothing was received, as UCX's rc transports
+     * do (rc_iface's tx_poll_always=n): a message received is what the caller
+     * is waiting for (a reply, a request), and the send CQ keeps until the
+     * next call, which finds the receive CQ empty.  Polling both cost a
+     * receiver 58 more instructions per message than rc_verbs (the cost
+     * section's recv_am_short row). */
+    if (count > 0) {
+        return count;
+    }
+    return gdr_iface_progress_tx(iface);
 }

@@ -35,4 +35,21 @@
 extern uct_component_t gdr_component;
 extern uct_tl_t gdr_rc_tl;
 
+/*
+ * gdr_valgrind.c: what the HCA writes -- receive buffers, get and atomic results -- valgrind
+ * cannot see (rxe writes from the kernel), so memcheck would call it uninitialised.  UCX's ib
+ * transports mark it defined with ucs/sys/checker.h's macros, which Debian's UCX compiles
+ * away (NVALGRIND in its config.h); the glue asks valgrind itself, only when running under it:
+ * one load and a branch otherwise.
+ */
+extern int gdr_under_valgrind;
+void gdr_valgrind_make_defined(const void *address, size_t length);
+
+#define GDR_HCA_WROTE(_address, _length)                  \
+    do {                                                  \
+        if (ucs_unlikely(gdr_under_valgrind)) {           \
+            gdr_valgrind_make_defined(_address, _length); \
+        }                                                 \
+    } while (0)
+
 #endif
