@@ -9,8 +9,9 @@
 #ifdef GDR_HAVE_VALGRIND_MEMCHECK_H
 #include <valgrind/memcheck.h>
 #else
-#define RUNNING_ON_VALGRIND                       0
-#define VALGRIND_MAKE_MEM_DEFINED(_addr, _length) ((void)(_addr), (void)(_length))
+#define RUNNING_ON_VALGRIND 0
+#define VALGRIND_MAKE_MEM_DEFINED(_addr, _length) \
+    ((void)(_addr), (void)(_length))
 #endif
 
 int gdr_under_valgrind;
