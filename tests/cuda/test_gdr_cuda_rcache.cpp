@@ -11,9 +11,7 @@
 
 #include <gtest/gtest.h>
 
-extern "C" {
-#include "gdr_md.h"  // gdr_rcache_region_t, gdr_rcache_get_usable()
-}
+#include "md_rcache_fixture.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -102,17 +100,9 @@ protected:
         ASSERT_EQ(cu().cuDevicePrimaryCtxRetain(&context_, device_), CUDA_SUCCESS);
         ASSERT_EQ(cu().cuCtxSetCurrent(context_), CUDA_SUCCESS);
 
-        ucs_rcache_params_t params{};
-        params.region_struct_size = sizeof(gdr_rcache_region_t);
-        gdr_compat_rcache_params_align(&params, kPage, kPage);
-        params.ucm_events     = 0;  // CUDA frees raise no UCM event without UCM's CUDA hooks
-        params.ops            = &kOps;
-        params.context        = &registrations_;
-        params.flags          = UCS_RCACHE_FLAG_NO_PFN_CHECK;  // device VAs have no host PFNs
-        params.max_regions    = ULONG_MAX;
-        params.max_size       = SIZE_MAX;
-        params.max_unreleased = SIZE_MAX;
-        ASSERT_EQ(ucs_rcache_create(&params, "gdr_cuda_test", nullptr, &rcache_), UCS_OK);
+        ASSERT_EQ(gdr_test::create_md_rcache(&kOps, &registrations_, "gdr_cuda_test", kPage,
+                                             &rcache_),
+                  UCS_OK);
     }
 
     void TearDown() override

@@ -6,9 +6,7 @@
 // on the GPU machine (test_gdr_cuda_rcache).
 #include <gtest/gtest.h>
 
-extern "C" {
-#include "gdr_md.h"
-}
+#include "md_rcache_fixture.hpp"
 
 #include <infiniband/verbs.h>
 
@@ -67,17 +65,9 @@ protected:
                        0);
         ASSERT_NE(buffer_, MAP_FAILED);
 
-        ucs_rcache_params_t params{};
-        params.region_struct_size = sizeof(gdr_rcache_region_t);
-        gdr_compat_rcache_params_align(&params, page_, page_);
-        params.ucm_events     = 0;
-        params.ops            = &kOps;
-        params.context        = &registrar_;
-        params.flags          = UCS_RCACHE_FLAG_NO_PFN_CHECK;
-        params.max_regions    = ULONG_MAX;
-        params.max_size       = SIZE_MAX;
-        params.max_unreleased = SIZE_MAX;
-        ASSERT_EQ(ucs_rcache_create(&params, "gdr_md_rcache_test", nullptr, &rcache_), UCS_OK);
+        ASSERT_EQ(gdr_test::create_md_rcache(&kOps, &registrar_, "gdr_md_rcache_test", page_,
+                                             &rcache_),
+                  UCS_OK);
     }
 
     void TearDown() override
