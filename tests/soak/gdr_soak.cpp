@@ -49,6 +49,9 @@
 #include <unordered_map>
 #include <vector>
 
+/// Set by SIGINT/SIGTERM: the soak loop ends at the next batch (main() installs the handlers).
+volatile sig_atomic_t g_stop_requested = 0;
+
 namespace {
 
 namespace coll = ucp_cpp::coll;
@@ -127,7 +130,8 @@ double parse_real(const char *argv0, const std::string &name, const char *text, 
 Options parse(int argc, char **argv)
 {
     Options o;
-    o.argv0 = argv[0];
+    o.argv0        = argv[0];
+    bool ops_given = false, hours_given = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (i + 1 >= argc) {
@@ -135,12 +139,13 @@ Options parse(int argc, char **argv)
         }
         const char *v = argv[++i];
         if (a == "--ops") {
-            o.ops = parse_number(argv[0], a, v, 1000);
+            o.ops     = parse_number(argv[0], a, v, 1000);
+            ops_given = true;
         } else if (a == "--seconds") {
             o.seconds = double(parse_number(argv[0], a, v, 1000));
         } else if (a == "--hours") {
-            o.seconds = parse_real(argv[0], a, v, 1.0 / 3600, 24 * 365) * 3600;
-            o.ops     = UINT64_MAX;  // long mode: bounded by time only
+            o.seconds   = parse_real(argv[0], a, v, 1.0 / 3600, 24 * 365) * 3600;
+            hours_given = true;
         } else if (a == "--seed") {
             o.seed = parse_number(argv[0], a, v, 1000);
         } else if (a == "--max-size") {
@@ -158,6 +163,9 @@ Options parse(int argc, char **argv)
         } else {
             usage(argv[0], "unknown option " + a);
         }
+    }
+    if (hours_given && !ops_given) {
+        o.ops = UINT64_MAX;  // long mode: bounded by time only; with --ops, by whichever comes first
     }
     if (o.ops == 0) {
         usage(argv[0], "--ops must be at least 1");
@@ -1000,7 +1008,7 @@ int Soak::run(uint16_t port, std::vector<pid_t> children)
         auto t0 = Clock::now(), last_report = t0;
         auto elapsed  = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
         uint64_t next = 0, next_coll = o_.coll_every;
-        while (next < o_.ops && !(o_.seconds > 0 && elapsed() >= o_.seconds)) {
+        while (next < o_.ops && !(o_.seconds > 0 && elapsed() >= o_.seconds) && !g_stop_requested) {
             unsigned count = unsigned(std::min<uint64_t>(o_.window, o_.ops - next));
             batch(next, count);
             next += count;
@@ -1073,6 +1081,12 @@ void load_plugin()
 int main(int argc, char **argv)
 {
     Options o = parse(argc, argv);
+    // SIGINT/SIGTERM end a long run at the next batch with the final checks and the summary
+    // (outstanding work drained, every request accounted for), instead of losing them
+    struct sigaction stop{};
+    stop.sa_handler = [](int) { g_stop_requested = 1; };
+    sigaction(SIGINT, &stop, nullptr);
+    sigaction(SIGTERM, &stop, nullptr);
     std::printf("gdr_soak: seed %" PRIu64 ", ops %" PRIu64 ", seconds %g, max size %zu\n", o.seed,
                 o.ops, o.seconds, o.max_size);
     std::fflush(stdout);
