@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <infiniband/verbs.h>
 #include <string>
 
@@ -59,6 +60,39 @@ TEST(PluginRdma, OutOfRangeConfigFailsIfaceOpen)
             << section;
         EXPECT_EQ(section.find("capabilities:"), std::string::npos) << bad << " was accepted";
     }
+}
+
+// UCX_GDR_GPU_DIRECT_RDMA=yes where it cannot be met: md open fails and says why.
+// (an md needs a verbs device: component gdr has an md per device)
+TEST(PluginRdma, GpuDirectYesWithoutCudaFailsMdOpen)
+{
+    if (first_device().empty()) {
+        GTEST_SKIP() << "no verbs device";
+    }
+    void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (cuda == nullptr) {
+        cuda = dlopen("libcuda.so.1", RTLD_LAZY);
+    }
+    if (cuda != nullptr) {
+        GTEST_SKIP() << "libcuda present: the 'yes' verdict depends on the HCA (gpu/rdma tests)";
+    }
+    auto r = run_command(with_plugin(GDR_PLUGIN_PATH, "UCX_GDR_GPU_DIRECT_RDMA=yes ucx_info -d"));
+    EXPECT_NE(r.output.find("failed to open memory domain gdr"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("GPUDirect RDMA required"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("libcuda.so.1"), std::string::npos) << r.output;
+}
+
+TEST(PluginRdma, ContradictoryGpuPolicyFailsMdOpen)
+{
+    if (first_device().empty()) {
+        GTEST_SKIP() << "no verbs device";
+    }
+    auto r = run_command(
+        with_plugin(GDR_PLUGIN_PATH, "UCX_GDR_GPU_DIRECT_RDMA=no UCX_GDR_DMABUF=yes ucx_info -d"));
+    EXPECT_NE(r.output.find("failed to open memory domain gdr"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("UCX_GDR_DMABUF=yes contradicts UCX_GDR_GPU_DIRECT_RDMA=no"),
+              std::string::npos)
+        << r.output;
 }
 
 }  // namespace
