@@ -76,7 +76,9 @@ TEST(PluginRdma, GpuDirectYesWithoutCudaFailsMdOpen)
     if (cuda != nullptr) {
         GTEST_SKIP() << "libcuda present: the 'yes' verdict depends on the HCA (gpu/rdma tests)";
     }
-    auto r = run_command(with_plugin(GDR_PLUGIN_PATH, "UCX_GDR_GPU_DIRECT_RDMA=yes ucx_info -d"));
+    // -t gdr_rc: every md is opened, no other transport's interface (seconds each in the VM)
+    auto r = run_command(
+        with_plugin(GDR_PLUGIN_PATH, "UCX_GDR_GPU_DIRECT_RDMA=yes ucx_info -d -t gdr_rc"));
     EXPECT_NE(r.output.find("failed to open memory domain gdr"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("GPUDirect RDMA required"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("libcuda.so.1"), std::string::npos) << r.output;
@@ -88,7 +90,8 @@ TEST(PluginRdma, ContradictoryGpuPolicyFailsMdOpen)
         GTEST_SKIP() << "no verbs device";
     }
     auto r = run_command(
-        with_plugin(GDR_PLUGIN_PATH, "UCX_GDR_GPU_DIRECT_RDMA=no UCX_GDR_DMABUF=yes ucx_info -d"));
+        with_plugin(GDR_PLUGIN_PATH,
+                    "UCX_GDR_GPU_DIRECT_RDMA=no UCX_GDR_DMABUF=yes ucx_info -d -t gdr_rc"));
     EXPECT_NE(r.output.find("failed to open memory domain gdr"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("UCX_GDR_DMABUF=yes contradicts UCX_GDR_GPU_DIRECT_RDMA=no"),
               std::string::npos)
