@@ -1,15 +1,17 @@
 // gdr_reg_bench: what a registration through the gdr md costs, with the
 // registration cache (UCX_GDR_RCACHE=yes) and without it, in the same run.
 //
-//   gdr_reg_bench [-n ITERATIONS] [-p PLUGIN]
-//   gdr_reg_bench -c [-k COUNT] [-s SIZE] [-p PLUGIN]
+//   gdr_reg_bench [-n ITERATIONS] [-m COMPONENT[:MD]] [-p PLUGIN]
+//   gdr_reg_bench -c [-k COUNT] [-s SIZE] [-m COMPONENT[:MD]] [-p PLUGIN]
 //
 // Each iteration registers and deregisters the same buffer, as UCP's
 // rendezvous protocol does for a user buffer that is sent repeatedly. Prints
 // one line per size: uncached and cached cost per registration and the ratio.
 //
-// -c: the cost phases (issue 14's registration cost) of md gdr, or with -m ib:rxe0
-// of UCX's ib md on rxe0, each COUNT calls on COUNT
+// -m: the md, "gdr:gdr_rxe0" (component gdr has an md per verbs device, gdr_<device>), or
+// "ib:rxe0" for UCX's own ib md on rxe0; a component alone ("gdr", the default) takes its
+// first md.
+// -c: the cost phases (issue 14's registration cost) of the md, each COUNT calls on COUNT
 // distinct SIZE-byte buffers, one line each: "phase=NAME calls=COUNT
 // size=SIZE devices=N ns_per_call=T".  Phases: reg_uncached, dereg_uncached
 // (UCX_GDR_RCACHE=n), reg_miss (a range the cache has not seen), reg_hit (the
@@ -72,17 +74,39 @@ uct_component_h find_component(const std::string &name)
     return found;
 }
 
-/// Opens md_name with its registration cache on ("y") or off ("n"): md gdr's RCACHE, the ib
-/// md's REG_METHODS (rcache / direct).  `may_fail`: returns nullptr and says why in *why_not.
-uct_md_h open_md(uct_component_h component, const std::string &md_name, const char *rcache,
-                 bool may_fail = false, std::string *why_not = nullptr)
+/// The first md `component` lists (gdr: the md of the first verbs device).
+std::string first_md(uct_component_h component, const std::string &component_name)
+{
+    uct_component_attr_t attr{};
+    attr.field_mask     = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
+    ucs_status_t status = uct_component_query(component, &attr);
+    if (status != UCS_OK) {
+        die("uct_component_query(" + component_name + ")", status);
+    }
+    if (attr.md_resource_count == 0) {
+        die("component " + component_name + " has no md here (no verbs device?)");
+    }
+    std::vector<uct_md_resource_desc_t> mds(attr.md_resource_count);
+    attr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+    attr.md_resources = mds.data();
+    status            = uct_component_query(component, &attr);
+    if (status != UCS_OK) {
+        die("uct_component_query(" + component_name + ")", status);
+    }
+    return mds[0].md_name;
+}
+
+/// Opens md_name of component `gdr` or not (UCX's ib) with its registration cache on ("y") or
+/// off ("n"): the gdr mds' RCACHE, the ib md's REG_METHODS (rcache / direct).  `may_fail`:
+/// returns nullptr and says why in *why_not.
+uct_md_h open_md(uct_component_h component, bool gdr, const std::string &md_name,
+                 const char *rcache, bool may_fail = false, std::string *why_not = nullptr)
 {
     uct_md_config_t *config;
     ucs_status_t status = uct_md_config_read(component, nullptr, nullptr, &config);
     if (status != UCS_OK) {
         die("uct_md_config_read", status);
     }
-    const bool gdr          = md_name == "gdr";
     const bool on           = std::strcmp(rcache, "y") == 0;
     const char *key         = gdr ? "RCACHE" : "REG_METHODS";
     const char *value       = gdr ? rcache : (on ? "rcache" : "direct");
@@ -104,7 +128,7 @@ uct_md_h open_md(uct_component_h component, const std::string &md_name, const ch
     uct_md_attr_t attr;
     uct_md_query(md, &attr);
     if (!(attr.cap.flags & UCT_MD_FLAG_REG)) {
-        die("md " + md_name + " cannot register memory here (no verbs device)");
+        die("md " + md_name + " cannot register memory");
     }
     return md;
 }
@@ -160,19 +184,17 @@ void check(ucs_status_t status, const char *what)
 }
 
 /// -c: the registration cost phases.
-void cost_phases(uct_component_h component, const std::string &md_name, int count, size_t size)
+void cost_phases(uct_component_h component, bool gdr, const std::string &md_name, int count,
+                 size_t size)
 {
-    uct_md_h uncached = open_md(component, md_name, "n");
+    uct_md_h uncached = open_md(component, gdr, md_name, "n");
     // No cache under valgrind: UCX's memory hooks, which the cache needs, do not work there
     std::string no_cache;
-    uct_md_h cached = open_md(component, md_name, "y", true, &no_cache);
+    uct_md_h cached = open_md(component, gdr, md_name, "y", true, &no_cache);
     uct_md_attr_t attr;
     check(uct_md_query(uncached, &attr), "uct_md_query");
-    // md gdr: one packed key per device, 2 bytes of header and 4 per device (gdr_md.h); an ib
-    // md is one device
-    const unsigned devices = md_name == "gdr"
-                                 ? static_cast<unsigned>((attr.rkey_packed_size - 2) / 4)
-                                 : 1;
+    // an md is one device, the gdr mds as the ib md (the column stays for the section's parser)
+    const unsigned devices = 1;
 
     const size_t stride = (size + 4095) / 4096 * 4096 + 4096;  // a gap: no two ranges merge
     void *arena         = nullptr;
@@ -257,8 +279,8 @@ int main(int argc, char **argv)
             break;
         default:
             std::fprintf(stderr,
-                         "usage: %s [-n ITERATIONS] [-p PLUGIN]\n"
-                         "       %s -c [-k COUNT] [-s SIZE] [-m COMPONENT:MD] [-p PLUGIN]\n",
+                         "usage: %s [-n ITERATIONS] [-m COMPONENT[:MD]] [-p PLUGIN]\n"
+                         "       %s -c [-k COUNT] [-s SIZE] [-m COMPONENT[:MD]] [-p PLUGIN]\n",
                          argv[0], argv[0]);
             return opt == 'h' ? 0 : 2;
         }
@@ -270,22 +292,23 @@ int main(int argc, char **argv)
         die(std::string("cannot load plugin: ") + dlerror());
     }
 
+    // "gdr", "gdr:gdr_rxe0" or "ib:rxe0" (the same phases on UCX's own ib md, for the comparison)
+    const size_t colon               = md_spec.find(':');
+    const std::string component_name = md_spec.substr(0, colon);
+    const uct_component_h component  = find_component(component_name);
+    const std::string md_name = colon == std::string::npos ? first_md(component, component_name)
+                                                           : md_spec.substr(colon + 1);
+    const bool gdr            = component_name == "gdr";
     if (cost) {
-        // "gdr" or "ib:rxe0": the same phases on UCX's own ib md, for the comparison
-        const size_t colon               = md_spec.find(':');
-        const std::string component_name = md_spec.substr(0, colon);
-        const std::string md_name        = colon == std::string::npos ? md_spec
-                                                                      : md_spec.substr(colon + 1);
-        cost_phases(find_component(component_name), md_name, count, cost_size);
+        cost_phases(component, gdr, md_name, count, cost_size);
         return 0;
     }
-    uct_component_h component = find_component("gdr");
-    uct_md_h uncached         = open_md(component, "gdr", "n");
-    uct_md_h cached           = open_md(component, "gdr", "y");
+    uct_md_h uncached = open_md(component, gdr, md_name, "n");
+    uct_md_h cached   = open_md(component, gdr, md_name, "y");
 
     std::printf(
-        "# gdr md registration cost, register+deregister of the same buffer, %d iterations\n",
-        iterations);
+        "# md %s registration cost, register+deregister of the same buffer, %d iterations\n",
+        md_name.c_str(), iterations);
     std::printf("# %10s %16s %16s %10s\n", "size", "uncached (us)", "cached (us)", "ratio");
     for (size_t size : {size_t(4096), size_t(65536), size_t(1) << 20, size_t(16) << 20}) {
         void *buffer = nullptr;

@@ -958,7 +958,7 @@ class RegistrationSection(unittest.TestCase):
 
     def test_md_of_each_transport(self):
         s = types.SimpleNamespace(port=types.SimpleNamespace(device="rxe0"))
-        self.assertEqual(registration.md_spec(s, "gdr_rc"), "gdr")
+        self.assertEqual(registration.md_spec(s, "gdr_rc"), "gdr:gdr_rxe0")
         self.assertEqual(registration.md_spec(s, "rc_verbs"), "ib:rxe0")
 
 if __name__ == "__main__":

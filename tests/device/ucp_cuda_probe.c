@@ -6,7 +6,7 @@
  *       loads PLUGIN (dlopen, before anything touches UCP), prints ucp_get_version(),
  *       the UCX class sizes the component checks (runtime vs. the headers it was
  *       built with, when compiled with GDR_PROBE_INTERNAL), every UCT component with
- *       its md resources, and for md "gdr": its capabilities, transport resources,
+ *       its md resources, and for the first md of "gdr" (gdr_<device>): its capabilities, transport resources,
  *       uct_md_detect_memory_type / uct_md_mem_query on a 1 MiB cuMemAlloc; then UCP:
  *       the context's mds (ucp_context_print_info) and ucp_mem_query of a ucp_mem_map
  *       of that buffer (detected, and with the memory type given)
@@ -162,12 +162,17 @@ static int probe_uct(void)
         if (strcmp(ca.name, "gdr") != 0)
             continue;
         found = 1;
+        if (ca.md_resource_count == 0) {
+            /* an md per verbs device ("gdr_<device>"): none without one */
+            P("md gdr: none (no verbs device)\n");
+            continue;
+        }
 
         uct_md_config_t *config;
         uct_md_h md;
         if (uct_md_config_read(components[i], NULL, NULL, &config) != UCS_OK ||
-            uct_md_open(components[i], "gdr", config, &md) != UCS_OK) {
-            P("md gdr: open failed\n");
+            uct_md_open(components[i], rsc[0].md_name, config, &md) != UCS_OK) {
+            P("md gdr (%s): open failed\n", rsc[0].md_name);
             continue;
         }
         uct_config_release(config);

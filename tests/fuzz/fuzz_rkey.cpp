@@ -4,9 +4,10 @@
 // UCP carries each md's packed rkey behind a one-byte length and hands the component no length
 // (ucp_rkey.c), so the input fills a heap block of UINT8_MAX bytes (truncated or zero-padded):
 // the unpacker may read that far, no further (ASan sees it under libFuzzer when the plugin is
-// built with it; the replay driver checks the verdict).  The wire format (gdr_md.h): magic 0xd7,
-// a key count, the keys; a key is accepted exactly when the magic is right and the count is
-// from 1 to 63 (what fits behind UCP's length byte).
+// built with it; the replay driver checks the verdict).  The wire format (gdr_md.h): magic 0xd8,
+// then the one 32-bit rkey of the packing md's MR; a key is accepted exactly when the magic is
+// right, and unpacks to that key with nothing allocated (no handle); anything else (0xd7, the
+// layout of one md over several devices, among them) is refused.
 #include "fuzz_check.h"
 
 #include <uct/api/uct.h>
@@ -57,8 +58,7 @@ uct_component_h gdr_component()
 }
 
 constexpr size_t kUcpMaxRkeySize = UINT8_MAX;
-constexpr uint8_t kMagic         = 0xd7;
-constexpr unsigned kMaxKeys      = (kUcpMaxRkeySize - 2) / 4;
+constexpr uint8_t kMagic         = 0xd8;
 
 }  // namespace
 
@@ -67,13 +67,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uct_component_h component = gdr_component();
     std::vector<uint8_t> buffer(kUcpMaxRkeySize, 0);
     std::memcpy(buffer.data(), data, std::min(size, buffer.size()));
-    const bool valid = buffer[0] == kMagic && buffer[1] >= 1 && buffer[1] <= kMaxKeys;
+    const bool valid = buffer[0] == kMagic;
+    uint32_t key     = 0;
+    std::memcpy(&key, buffer.data() + 1, sizeof(key));
 
     uct_rkey_bundle_t bundle{};
     const ucs_status_t status = uct_rkey_unpack(component, buffer.data(), &bundle);
     if (valid) {
         FUZZ_CHECK(status == UCS_OK);
         FUZZ_CHECK(bundle.rkey != UCT_INVALID_RKEY && bundle.rkey != 0);
+        FUZZ_CHECK(static_cast<uint32_t>(bundle.rkey) == key);
+        FUZZ_CHECK(bundle.handle == nullptr);
         FUZZ_CHECK(uct_rkey_release(component, &bundle) == UCS_OK);
     } else {
         FUZZ_CHECK(status == UCS_ERR_INVALID_PARAM);

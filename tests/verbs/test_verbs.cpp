@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
@@ -35,6 +37,33 @@ TEST(OpenAll, NoDeviceIsNotAnError)
     EXPECT_EQ(gdr_verbs_open_all(devs.data(), 0, &count, nullptr), UCS_OK)
         << "a NULL reason is allowed";
     EXPECT_EQ(count, 0u);
+}
+
+// Opening one device by name (an md's device): a name that is no device is UCS_ERR_NO_DEVICE,
+// says so, and leaves nothing to close; every device open_all opens opens by its name too
+TEST(Open, ByNameOnlyWhatExists)
+{
+    gdr_device_t dev;
+    gdr_reason_t why;
+
+    std::memset(&dev, 0xff, sizeof(dev));
+    EXPECT_EQ(gdr_verbs_open("no_such_device", &dev, &why), UCS_ERR_NO_DEVICE);
+    EXPECT_NE(why.text[0], '\0');
+    EXPECT_EQ(dev.ctx, nullptr) << "nothing open after a failure";
+    EXPECT_EQ(dev.pd, nullptr);
+
+    std::vector<gdr_device_t> devs(GDR_VERBS_MAX_DEVICES);
+    unsigned count = 0;
+    ASSERT_EQ(gdr_verbs_open_all(devs.data(), devs.size(), &count, &why), UCS_OK) << why.text;
+    for (unsigned i = 0; i < count; ++i) {
+        ASSERT_EQ(gdr_verbs_open(devs[i].name, &dev, &why), UCS_OK)
+            << devs[i].name << ": " << why.text;
+        EXPECT_STREQ(dev.name, devs[i].name);
+        EXPECT_EQ(dev.num_ports, devs[i].num_ports);
+        EXPECT_NE(dev.pd, nullptr);
+        gdr_verbs_close(&dev);
+        gdr_verbs_close(&devs[i]);
+    }
 }
 
 }  // namespace

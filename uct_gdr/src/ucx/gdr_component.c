@@ -1,6 +1,6 @@
 /**
- * gdr_component.c - registers component "gdr" (md "gdr", tl "gdr_rc") in the
- * UCX that loaded us.
+ * gdr_component.c - registers component "gdr" (an md "gdr_<device>" per verbs
+ * device, tl "gdr_rc") in the UCX that loaded us.
  *
  * UCX up to 1.21 only loads the modules compiled into it, so we register from
  * our own ELF constructor, which runs after libucs/libuct's (we depend on
@@ -18,7 +18,7 @@
 #include <string.h>
 
 uct_component_t gdr_component = {
-        .query_md_resources = uct_md_query_single_md_resource,
+        .query_md_resources = gdr_md_query_resources,
         .md_open            = gdr_md_open,
         .cm_open            = (uct_component_cm_open_func_t)
                 ucs_empty_function_return_unsupported,

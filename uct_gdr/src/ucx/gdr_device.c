@@ -1,5 +1,5 @@
 /**
- * gdr_device.c - the md's verbs devices as the transport's devices: one per active port,
+ * gdr_device.c - the md's verbs device as the transport's devices: one per active port,
  * named "<device>:<port>" as UCX's ib transports name theirs, with the PCI device UCX's
  * topology knows it by.
  */
@@ -41,55 +41,41 @@ ucs_status_t gdr_device_query_tl_devices(uct_md_h uct_md,
                                          uct_tl_device_resource_t **devices_p,
                                          unsigned *num_devices_p)
 {
-    gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
+    gdr_md_t *md             = ucs_derived_of(uct_md, gdr_md_t);
+    ucs_sys_device_t sys_dev = gdr_device_sys_dev(&md->dev);
     uct_tl_device_resource_t *devices;
-    unsigned i, p, count = 0;
+    unsigned p;
 
-    *devices_p     = NULL;
-    *num_devices_p = 0;
-    for (i = 0; i < md->num_devices; ++i) {
-        count += md->devices[i].num_ports;
-    }
-    if (count == 0) {
-        return UCS_OK; /* no verbs device: the md exists, no transport resources */
-    }
-
-    devices = ucs_calloc(count, sizeof(*devices), "gdr_tl_devices");
+    /* the md opened only a device with an active port (gdr_verbs_open) */
+    devices = ucs_calloc(md->dev.num_ports, sizeof(*devices), "gdr_tl_devices");
     if (devices == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-
-    count = 0;
-    for (i = 0; i < md->num_devices; ++i) {
-        for (p = 0; p < md->devices[i].num_ports; ++p) {
-            gdr_device_port_name(&md->devices[i], p, devices[count].name,
-                                 sizeof(devices[count].name));
-            devices[count].type       = UCT_DEVICE_TYPE_NET;
-            devices[count].sys_device = gdr_device_sys_dev(&md->devices[i]);
-            ++count;
-        }
+    for (p = 0; p < md->dev.num_ports; ++p) {
+        gdr_device_port_name(&md->dev, p, devices[p].name,
+                             sizeof(devices[p].name));
+        devices[p].type       = UCT_DEVICE_TYPE_NET;
+        devices[p].sys_device = sys_dev;
     }
     *devices_p     = devices;
-    *num_devices_p = count;
+    *num_devices_p = md->dev.num_ports;
     return UCS_OK;
 }
 
 ucs_status_t gdr_device_find_port(const gdr_md_t *md, const char *dev_name,
-                                  unsigned *dev_index_p, uint8_t *port_num_p)
+                                  uint8_t *port_num_p)
 {
-    unsigned i, p;
     char name[UCT_DEVICE_NAME_MAX];
+    unsigned p;
 
-    for (i = 0; i < md->num_devices; ++i) {
-        for (p = 0; p < md->devices[i].num_ports; ++p) {
-            gdr_device_port_name(&md->devices[i], p, name, sizeof(name));
-            if (!strcmp(name, dev_name)) {
-                *dev_index_p = i;
-                *port_num_p  = md->devices[i].ports[p].port_num;
-                return UCS_OK;
-            }
+    for (p = 0; p < md->dev.num_ports; ++p) {
+        gdr_device_port_name(&md->dev, p, name, sizeof(name));
+        if (!strcmp(name, dev_name)) {
+            *port_num_p = md->dev.ports[p].port_num;
+            return UCS_OK;
         }
     }
-    ucs_error("gdr_rc: no active port '%s'", dev_name);
+    ucs_error("gdr_rc: no active port '%s' on md " GDR_MD_NAME_PREFIX "%s",
+              dev_name, md->dev.name);
     return UCS_ERR_NO_DEVICE;
 }

@@ -27,8 +27,7 @@ ucs_status_t gdr_ep_get_address(uct_ep_h tl_ep, uct_ep_addr_t *addr)
 
     gdr_u24_pack(ep_addr->qp_num, ep->qp->qp_num);
     gdr_u24_pack(ep_addr->psn, ep->psn);
-    ep_addr->mtu       = iface->qp_local.mtu;
-    ep_addr->dev_index = iface->dev_index;
+    ep_addr->mtu = iface->qp_local.mtu;
     return UCS_OK;
 }
 
@@ -76,7 +75,6 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h tl_ep,
                   iface->dev->name, iface->port->port_num, why.text);
         return status;
     }
-    ep->remote_dev_index = peer_ep->dev_index;
     ep->flags |= GDR_EP_FLAG_CONNECTED;
     if (peer.is_eth || peer.has_if_id) {
         ep->peer_gid = peer.gid;
@@ -154,17 +152,16 @@ UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)
         return status;
     }
 
-    self->psn              = ucs_generate_uuid((uintptr_t)self) & 0xffffff;
-    self->flags            = 0;
-    self->remote_dev_index = 0;
-    self->error            = UCS_OK;
-    self->fence_beat       = iface->tx.fence_beat;
-    self->tx.posted_sn     = 0;
-    self->tx.completed_sn  = 0;
-    self->tx.signaled_sn   = 0;
-    self->tx.unsignaled    = 0;
-    self->tx.available     = iface->tx.queue_len;
-    self->tx.cas_loops     = 0;
+    self->psn             = ucs_generate_uuid((uintptr_t)self) & 0xffffff;
+    self->flags           = 0;
+    self->error           = UCS_OK;
+    self->fence_beat      = iface->tx.fence_beat;
+    self->tx.posted_sn    = 0;
+    self->tx.completed_sn = 0;
+    self->tx.signaled_sn  = 0;
+    self->tx.unsignaled   = 0;
+    self->tx.available    = iface->tx.queue_len;
+    self->tx.cas_loops    = 0;
     ucs_queue_head_init(&self->tx.outstanding);
     ucs_arbiter_group_init(&self->arb_group);
     ucs_list_add_tail(&iface->ep_list, &self->list);

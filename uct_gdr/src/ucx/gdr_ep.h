@@ -31,7 +31,6 @@ typedef struct UCS_S_PACKED gdr_ep_addr {
     uint8_t qp_num[3];
     uint8_t psn[3];
     uint8_t mtu; /* enum ibv_mtu: the peer's limit */
-    uint8_t dev_index; /* peer's md device index: picks the rkey */
 } gdr_ep_addr_t;
 
 enum {
@@ -49,7 +48,6 @@ struct gdr_ep {
             *qpx; /* the QP's ibv_wr_* builders; NULL: ibv_post_send only */
     uint32_t psn;
     uint8_t flags;
-    uint8_t remote_dev_index;
     ucs_status_t error; /* why it failed */
     ucs_arbiter_group_t arb_group;
     uint32_t fence_beat; /* != the iface's: the next WR fences */

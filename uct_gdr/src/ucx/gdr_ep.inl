@@ -50,26 +50,20 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_check_tx(gdr_iface_t *iface,
  * anything else gets an error here rather than a dereference of the value.
  * Not inline: a call on the slow path keeps the fast path short.  (Each file
  * that uses it has its own copy, so the call stays a local one.) */
-static UCS_V_UNUSED ucs_status_t gdr_ep_rkey_unusable(const gdr_ep_t *ep,
-                                                      uct_rkey_t uct_rkey,
+static UCS_V_UNUSED ucs_status_t gdr_ep_rkey_unusable(uct_rkey_t uct_rkey,
                                                       size_t length,
                                                       uint32_t *rkey_p)
 {
-    if ((uct_rkey == UCT_INVALID_RKEY) || (uct_rkey == 0)) {
-        if (length == 0) {
-            *rkey_p = 0;
-            return UCS_OK;
-        }
-        ucs_error("gdr_rc: %zu-byte remote access with %s remote key", length,
-                  (uct_rkey == 0) ? "a NULL" : "UCT_INVALID_RKEY as");
-        return UCS_ERR_INVALID_PARAM;
+    if (length == 0) {
+        *rkey_p = 0;
+        return UCS_OK;
     }
-    ucs_error("gdr_rc: remote key %p has no key for peer device %u",
-              (void *)uct_rkey, ep->remote_dev_index);
+    ucs_error("gdr_rc: %zu-byte remote access with %s remote key", length,
+              (uct_rkey == 0) ? "a NULL" : "UCT_INVALID_RKEY as");
     return UCS_ERR_INVALID_PARAM;
 }
 
-/* The rkey of the peer's device our QP talks to, for @a length bytes */
+/* The peer md's rkey, for @a length bytes */
 static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rkey(const gdr_ep_t *ep,
                                                     uct_rkey_t uct_rkey,
                                                     size_t length,
@@ -77,11 +71,10 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_rkey(const gdr_ep_t *ep,
 {
     /* 0 and UCT_INVALID_RKEY (all ones) both wrap to <= 1: one comparison */
     UCS_STATIC_ASSERT(UCT_INVALID_RKEY == (uct_rkey_t)-1);
-    if (ucs_unlikely(((uct_rkey_t)(uct_rkey + 1) <= 1) ||
-                     (ep->remote_dev_index >= gdr_rkey_count(uct_rkey)))) {
-        return gdr_ep_rkey_unusable(ep, uct_rkey, length, rkey_p);
+    if (ucs_unlikely((uct_rkey_t)(uct_rkey + 1) <= 1)) {
+        return gdr_ep_rkey_unusable(uct_rkey, length, rkey_p);
     }
-    *rkey_p = gdr_rkey_at(uct_rkey, ep->remote_dev_index);
+    *rkey_p = gdr_rkey_value(uct_rkey);
     return UCS_OK;
 }
 

@@ -172,7 +172,6 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
     gdr_iface_config_t *config = ucs_derived_of(tl_config, gdr_iface_config_t);
     gdr_md_t *md               = ucs_derived_of(uct_md, gdr_md_t);
     struct ibv_srq_init_attr srq_attr = {};
-    unsigned dev_index;
     uint8_t port_num;
     ucs_status_t status;
     int flags;
@@ -189,14 +188,12 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
                               tl_config UCS_STATS_ARG(NULL)
                                       UCS_STATS_ARG(GDR_TL_NAME));
 
-    status = gdr_device_find_port(md, params->mode.device.dev_name, &dev_index,
-                                  &port_num);
+    status = gdr_device_find_port(md, params->mode.device.dev_name, &port_num);
     if (status != UCS_OK) {
         return status;
     }
-    self->dev       = &md->devices[dev_index];
-    self->dev_index = dev_index;
-    self->port      = gdr_verbs_port(self->dev, port_num);
+    self->dev  = &md->dev;
+    self->port = gdr_verbs_port(self->dev, port_num);
 
     status = gdr_iface_config_check(config, self->dev);
     if (status != UCS_OK) {

@@ -100,8 +100,7 @@ typedef struct gdr_rx_desc {
 
 typedef struct gdr_iface {
     uct_base_iface_t super;
-    gdr_device_t *dev;
-    uint8_t dev_index;
+    gdr_device_t *dev; /* its md's */
     const gdr_port_info_t *port;
     gdr_qp_local_t qp_local; /* port/GID/timeouts for every QP */
     union ibv_gid gid;
@@ -215,10 +214,10 @@ static inline size_t gdr_iface_am_max_hdr(const gdr_iface_t *iface)
     return ucs_min(iface->seg_size, 128);
 }
 
-/* The lkey of a registration on this iface's device */
+/* The lkey of a registration of this iface's md */
 static inline uint32_t gdr_memh_lkey(const gdr_iface_t *iface, uct_mem_h memh)
 {
-    return ((const gdr_memh_t *)memh)->mrs[iface->dev_index]->lkey;
+    return ((const gdr_memh_t *)memh)->mr->lkey;
 }
 
 #endif

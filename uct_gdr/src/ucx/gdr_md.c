@@ -1,9 +1,11 @@
 /**
- * gdr_md.c - memory domain "gdr": one md over every usable verbs device.
+ * gdr_md.c - the memory domains of component "gdr": one per usable verbs
+ * device, as UCX's ib md.
  *
- * A registration makes one MR per device (same order as md->devices), and a
- * packed rkey carries all of their rkeys: the peer's endpoint knows which of
- * our devices its QP talks to (gdr_ep_addr_t.dev_index) and picks that one.
+ * A registration makes one MR on the md's device, and a packed rkey carries
+ * its rkey.  UCP registers a buffer on the mds of the lanes that carry it, so a
+ * host with N NICs pays one registration per NIC a transfer uses, not N for
+ * every buffer (docs/perf-compare.md, "Decision: one md per device").
  */
 #include "gdr_md.h"
 
@@ -67,37 +69,28 @@ void gdr_md_query_caps(uct_md_h uct_md, gdr_md_caps_t *caps)
     gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
 
     memset(caps, 0, sizeof(*caps));
-    caps->flags            = (md->num_devices > 0) ?
-                                     (UCT_MD_FLAG_REG | UCT_MD_FLAG_ALLOC |
-                           UCT_MD_FLAG_ADVISE | UCT_MD_FLAG_NEED_MEMH |
-                           UCT_MD_FLAG_NEED_RKEY) :
-                                     0;
-    caps->max_alloc        = (md->num_devices > 0) ? ULONG_MAX : 0;
-    caps->max_reg          = (md->num_devices > 0) ? ULONG_MAX : 0;
+    caps->flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_ADVISE |
+                  UCT_MD_FLAG_NEED_MEMH | UCT_MD_FLAG_NEED_RKEY;
+    caps->max_alloc        = ULONG_MAX;
+    caps->max_reg          = ULONG_MAX;
     caps->reg_mem_types    = md->reg_mem_types;
-    caps->alloc_mem_types  = (md->num_devices > 0) ?
-                                     UCS_BIT(UCS_MEMORY_TYPE_HOST) :
-                                     0;
+    caps->alloc_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     caps->detect_mem_types = md->detect_mem_types;
     caps->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    caps->rkey_packed_size = md->rkey_packed_size;
+    caps->rkey_packed_size = sizeof(gdr_packed_rkey_t);
     caps->reg_cost         = md->reg_cost;
 }
 
 static void gdr_memh_deregister(gdr_memh_t *memh)
 {
-    unsigned i;
-
-    for (i = 0; i < memh->num_mrs; ++i) {
-        if ((memh->mrs[i] != NULL) && (ibv_dereg_mr(memh->mrs[i]) != 0)) {
-            ucs_warn("gdr: ibv_dereg_mr(%p, %zu) failed: %m", memh->address,
-                     memh->length);
-        }
+    if (ibv_dereg_mr(memh->mr) != 0) {
+        ucs_warn("gdr: ibv_dereg_mr(%p, %zu) failed: %m", memh->address,
+                 memh->length);
     }
 }
 
 /* What a buffer is, asked of the driver once per registration: the same answer
- * (kind, and buffer id for the rcache) serves every device */
+ * gives the kind and the buffer id for the rcache */
 static ucs_memory_type_t gdr_md_classify(gdr_md_t *md, const void *address,
                                          size_t length,
                                          gdr_cuda_mem_info_t *info)
@@ -137,57 +130,43 @@ static void gdr_md_memlock_hint(int err, char *buf, size_t max)
                       (unsigned long long)limit.rlim_cur / 1024);
 }
 
-/* Host memory: one ibv_reg_mr per device */
+/* Host memory: ibv_reg_mr */
 static ucs_status_t
 gdr_md_reg_host(gdr_md_t *md, gdr_memh_t *memh, ucs_log_level_t level)
 {
     char hint[128];
-    gdr_device_t *dev;
-    unsigned i;
     int err;
 
-    for (i = 0; i < md->num_devices; ++i) {
-        dev          = &md->devices[i];
-        memh->mrs[i] = ibv_reg_mr(dev->pd, memh->address, memh->length,
-                                  memh->access);
-        if (memh->mrs[i] == NULL) {
-            err = errno;
-            gdr_md_memlock_hint(err, hint, sizeof(hint));
-            ucs_log(level,
-                    "gdr: ibv_reg_mr(%s, address=%p, length=%zu, access=0x%x) "
-                    "failed: %s%s",
-                    dev->name, memh->address, memh->length, memh->access,
-                    strerror(err), hint);
-            memh->num_mrs = i;
-            gdr_memh_deregister(memh);
-            return (err == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
-        }
+    memh->mr = ibv_reg_mr(md->dev.pd, memh->address, memh->length,
+                          memh->access);
+    if (memh->mr == NULL) {
+        err = errno;
+        gdr_md_memlock_hint(err, hint, sizeof(hint));
+        ucs_log(level,
+                "gdr: ibv_reg_mr(%s, address=%p, length=%zu, access=0x%x) "
+                "failed: %s%s",
+                md->dev.name, memh->address, memh->length, memh->access,
+                strerror(err), hint);
+        return (err == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
     }
     return UCS_OK;
 }
 
-/* CUDA memory: every device at once (gdr_cuda_reg_mrs), so that one dma-buf
- * export serves them all, by dma-buf or peermem as each device's probe allows */
+/* CUDA memory: by dma-buf or peermem, as the device's probe allows */
 static ucs_status_t gdr_md_reg_cuda(gdr_md_t *md, gdr_memh_t *memh,
                                     const gdr_cuda_mem_info_t *info,
                                     ucs_log_level_t level)
 {
-    struct ibv_pd *pds[GDR_VERBS_MAX_DEVICES];
-    gdr_cuda_reg_result_t results[GDR_VERBS_MAX_DEVICES];
-    unsigned i, failed = 0;
+    gdr_cuda_reg_result_t result;
+    unsigned failed;
     gdr_reason_t reason;
 
-    for (i = 0; i < md->num_devices; ++i) {
-        pds[i] = md->devices[i].pd;
-    }
-    if (gdr_cuda_reg_mrs(pds, md->cuda_methods, md->num_devices, info,
-                         memh->address, memh->length, memh->access,
-                         &md->cuda_config, results, &failed,
-                         &reason) != UCS_OK) {
+    if (gdr_cuda_reg_mrs(&md->dev.pd, &md->cuda_methods, 1, info, memh->address,
+                         memh->length, memh->access, &md->cuda_config, &result,
+                         &failed, &reason) != UCS_OK) {
         ucs_log(level, "gdr: cannot register %s memory %p..%p with %s: %s",
                 ucs_memory_type_names[memh->mem_type], memh->address,
-                UCS_PTR_BYTE_OFFSET(memh->address, memh->length),
-                md->devices[ucs_min(failed, md->num_devices - 1)].name,
+                UCS_PTR_BYTE_OFFSET(memh->address, memh->length), md->dev.name,
                 reason.text);
         return UCS_ERR_UNSUPPORTED;
     }
@@ -196,13 +175,11 @@ static ucs_status_t gdr_md_reg_cuda(gdr_md_t *md, gdr_memh_t *memh,
                   UCS_PTR_BYTE_OFFSET(memh->address, memh->length),
                   reason.text);
     }
-    for (i = 0; i < md->num_devices; ++i) {
-        memh->mrs[i] = results[i].mr;
-    }
+    memh->mr = result.mr;
     return UCS_OK;
 }
 
-/* Register [address, address+length) on every device into @a memh; the CUDA
+/* Register [address, address+length) on the md's device into @a memh; the CUDA
  * buffer id (0 for host memory) comes back for the rcache's staleness check */
 static ucs_status_t gdr_md_memh_register(gdr_md_t *md, gdr_memh_t *memh,
                                          void *address, size_t length,
@@ -225,9 +202,8 @@ static ucs_status_t gdr_md_memh_register(gdr_md_t *md, gdr_memh_t *memh,
     if (status != UCS_OK) {
         return status;
     }
-    memh->num_mrs = md->num_devices;
-    *buffer_id_p  = (memh->mem_type == UCS_MEMORY_TYPE_HOST) ? 0 :
-                                                               info.buffer_id;
+    *buffer_id_p = (memh->mem_type == UCS_MEMORY_TYPE_HOST) ? 0 :
+                                                              info.buffer_id;
     return UCS_OK;
 }
 
@@ -239,8 +215,7 @@ static ucs_status_t gdr_md_mem_reg_direct(gdr_md_t *md, void *address,
     gdr_memh_t *memh;
     ucs_status_t status;
 
-    memh = ucs_calloc(1, sizeof(*memh) + md->num_devices * sizeof(memh->mrs[0]),
-                      "gdr_memh");
+    memh = ucs_calloc(1, sizeof(*memh), "gdr_memh");
     if (memh == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -270,8 +245,7 @@ ucs_status_t gdr_md_mem_alloc(uct_md_h uct_md, size_t *length_p,
     gdr_memh_t *memh;
     void *address;
 
-    if ((md->num_devices == 0) || (mem_type != UCS_MEMORY_TYPE_HOST) ||
-        (flags & UCT_MD_MEM_FLAG_FIXED)) {
+    if ((mem_type != UCS_MEMORY_TYPE_HOST) || (flags & UCT_MD_MEM_FLAG_FIXED)) {
         return UCS_ERR_UNSUPPORTED;
     }
     if (length == 0) {
@@ -379,9 +353,9 @@ static void gdr_rcache_dump_region_cb(void *context, ucs_rcache_t *rcache,
 {
     gdr_rcache_region_t *region = ucs_derived_of(rregion, gdr_rcache_region_t);
 
-    snprintf(buf, max, "%s access 0x%x mrs %u buffer_id %" PRIu64,
+    snprintf(buf, max, "%s access 0x%x rkey 0x%x buffer_id %" PRIu64,
              ucs_memory_type_names[region->memh.mem_type], region->memh.access,
-             region->memh.num_mrs, region->cuda_buffer_id);
+             region->memh.mr->rkey, region->cuda_buffer_id);
 }
 
 /* A new region swallows an overlapping one: it must allow at least what the
@@ -421,9 +395,6 @@ ucs_status_t gdr_md_mem_reg(uct_md_h uct_md, void *address, size_t length,
 {
     gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
 
-    if (md->num_devices == 0) {
-        return UCS_ERR_UNSUPPORTED;
-    }
     return (md->rcache != NULL) ?
                    gdr_md_mem_reg_cached(md, address, length, flags, memh_p) :
                    gdr_md_mem_reg_direct(md, address, length, flags, memh_p);
@@ -462,22 +433,25 @@ gdr_md_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
 static ucs_status_t
 gdr_md_open_rcache(gdr_md_t *md, const gdr_md_config_t *config)
 {
+    char name[UCT_MD_NAME_MAX];
     ucs_rcache_params_t params;
     ucs_status_t status;
 
     /* ibv_reg_mr: a syscall plus page pinning, roughly linear in size */
     md->reg_cost = ucs_linear_func_make(2e-6, 0.03e-9);
-    if ((config->rcache_enable == UCS_NO) || (md->num_devices == 0)) {
+    if (config->rcache_enable == UCS_NO) {
         return UCS_OK;
     }
 
     gdr_compat_rcache_params(&params, &config->rcache, ucs_get_page_size());
-    params.region_struct_size = sizeof(gdr_rcache_region_t) +
-                                md->num_devices * sizeof(struct ibv_mr *);
-    params.ucm_events = UCM_EVENT_VM_UNMAPPED | UCM_EVENT_MEM_TYPE_FREE;
-    params.context    = md;
-    params.ops        = &gdr_rcache_ops;
-    status = ucs_rcache_create(&params, GDR_MD_NAME, NULL, &md->rcache);
+    params.region_struct_size = sizeof(gdr_rcache_region_t);
+    params.ucm_events         = UCM_EVENT_VM_UNMAPPED | UCM_EVENT_MEM_TYPE_FREE;
+    params.context            = md;
+    params.ops                = &gdr_rcache_ops;
+    /* named as the md, so that UCX's logs and vfs tell the mds' caches apart */
+    ucs_snprintf_zero(name, sizeof(name), GDR_MD_NAME_PREFIX "%s",
+                      md->dev.name);
+    status = ucs_rcache_create(&params, name, NULL, &md->rcache);
     if (status != UCS_OK) {
         md->rcache = NULL;
         if (config->rcache_enable == UCS_YES) {
@@ -501,90 +475,47 @@ gdr_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh, void *rkey_buffer)
 {
     gdr_memh_t *memh          = uct_memh;
     gdr_packed_rkey_t *packed = rkey_buffer;
-    unsigned i;
 
     packed->magic = GDR_RKEY_MAGIC;
-    packed->count = memh->num_mrs;
-    for (i = 0; i < memh->num_mrs; ++i) {
-        packed->rkeys[i] = memh->mrs[i]->rkey;
-    }
+    packed->rkey  = memh->mr->rkey;
     return UCS_OK;
 }
 
+/* Allocates nothing: the key itself is the uct_rkey_t, and there is no handle */
 ucs_status_t gdr_md_rkey_unpack(uct_component_t *component,
                                 const void *rkey_buffer, uct_rkey_t *rkey_p,
                                 void **handle_p)
 {
     const gdr_packed_rkey_t *packed = rkey_buffer;
-    gdr_rkey_t *rkey;
-    unsigned i;
 
-    if ((packed->magic != GDR_RKEY_MAGIC) || (packed->count == 0)) {
-        ucs_error("gdr: invalid remote key buffer (magic 0x%x, expected 0x%x, "
-                  "%u keys)",
-                  packed->magic, GDR_RKEY_MAGIC, packed->count);
+    if (packed->magic != GDR_RKEY_MAGIC) {
+        ucs_error(
+                "gdr: invalid remote key buffer (magic 0x%x, expected 0x%x%s)",
+                packed->magic, GDR_RKEY_MAGIC,
+                (packed->magic == 0xd7) ?
+                        ": packed by a libuct_gdr of one md over all devices, "
+                        "this one has an md per device; run one version "
+                        "everywhere" :
+                        "");
         return UCS_ERR_INVALID_PARAM;
     }
-    /* the packer writes one key per device of its md, at least one */
-    if ((packed->count == 0) || (packed->count > GDR_RKEY_MAX_COUNT)) {
-        ucs_error("gdr: invalid remote key buffer (%u keys, expected 1 to %zu)",
-                  packed->count, GDR_RKEY_MAX_COUNT);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
-    if (packed->count == 1) {
-        *rkey_p   = GDR_RKEY_INLINE | packed->rkeys[0];
-        *handle_p = NULL;
-        return UCS_OK;
-    }
-    if ((packed->count == 2) && (packed->rkeys[1] <= GDR_RKEY_SECOND_MAX)) {
-        *rkey_p = GDR_RKEY_INLINE | GDR_RKEY_SECOND |
-                  ((uint64_t)packed->rkeys[1] << 32) | packed->rkeys[0];
-        *handle_p = NULL;
-        return UCS_OK;
-    }
-
-    /* more keys than 64 bits hold: the one case that allocates */
-    rkey = ucs_malloc(sizeof(*rkey) + packed->count * sizeof(rkey->rkeys[0]),
-                      "gdr_rkey");
-    if (rkey == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    rkey->count = packed->count;
-    for (i = 0; i < packed->count; ++i) {
-        rkey->rkeys[i] = packed->rkeys[i];
-    }
-    *rkey_p   = GDR_RKEY_INDIRECT | (uintptr_t)rkey;
-    *handle_p = rkey;
+    *rkey_p   = gdr_rkey_make(packed->rkey);
+    *handle_p = NULL;
     return UCS_OK;
 }
 
 ucs_status_t
 gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey, void *handle)
 {
-    ucs_free(handle); /* NULL for inline keys */
-    return UCS_OK;
+    return UCS_OK; /* unpack allocated nothing */
 }
 
-/* By keys, not by encoding: equal keys compare equal whichever form holds them */
 int gdr_md_rkey_compare(uct_rkey_t rkey1, uct_rkey_t rkey2)
 {
-    unsigned count1 = gdr_rkey_count(rkey1);
-    unsigned count2 = gdr_rkey_count(rkey2);
-    uint32_t key1, key2;
-    unsigned i;
+    uint32_t key1 = gdr_rkey_value(rkey1);
+    uint32_t key2 = gdr_rkey_value(rkey2);
 
-    if (count1 != count2) {
-        return (count1 < count2) ? -1 : 1;
-    }
-    for (i = 0; i < count1; ++i) {
-        key1 = gdr_rkey_at(rkey1, i);
-        key2 = gdr_rkey_at(rkey2, i);
-        if (key1 != key2) {
-            return (key1 < key2) ? -1 : 1;
-        }
-    }
-    return 0;
+    return (key1 < key2) ? -1 : (key1 > key2);
 }
 
 /* CUDA memory only: host memory is not ours to claim, other mds answer it */
@@ -642,15 +573,6 @@ ucs_status_t gdr_md_mem_info(uct_md_h uct_md, const void *address,
     return UCS_OK;
 }
 
-static void gdr_md_close_devices(gdr_md_t *md)
-{
-    unsigned i;
-
-    for (i = 0; i < md->num_devices; ++i) {
-        gdr_verbs_close(&md->devices[i]);
-    }
-}
-
 void gdr_md_close(uct_md_h uct_md)
 {
     gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
@@ -658,15 +580,13 @@ void gdr_md_close(uct_md_h uct_md)
     if (md->rcache != NULL) {
         ucs_rcache_destroy(md->rcache);
     }
-    gdr_md_close_devices(md);
-    ucs_free(md->cuda_methods);
-    ucs_free(md->devices);
+    gdr_verbs_close(&md->dev);
     ucs_free(md);
 }
 
 /*
- * Decide whether CUDA memory can be registered: per device, which of
- * dma-buf/peermem works (the probe really registers a small allocation where a
+ * Decide whether CUDA memory can be registered: which of dma-buf/peermem works
+ * on the md's device (the probe really registers a small allocation where a
  * CUDA context is active).  Logged once, at md open.
  */
 static ucs_status_t
@@ -675,7 +595,6 @@ gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config)
     gdr_reason_t reason;
     gdr_cuda_probe_result_t probe;
     ucs_status_t status;
-    unsigned i;
 
     md->cuda_config.gpu_direct_rdma = (gdr_cuda_policy_t)config->gpu_direct_rdma;
     md->cuda_config.dmabuf = (gdr_cuda_policy_t)config->dmabuf;
@@ -683,13 +602,6 @@ gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config)
         ucs_error("gdr: UCX_GDR_GPU_DIRECT_RDMA/UCX_GDR_DMABUF: %s",
                   reason.text);
         return UCS_ERR_INVALID_PARAM;
-    }
-
-    md->cuda_methods = ucs_calloc(ucs_max(md->num_devices, 1),
-                                  sizeof(*md->cuda_methods),
-                                  "gdr_cuda_methods");
-    if (md->cuda_methods == NULL) {
-        return UCS_ERR_NO_MEMORY;
     }
     if (md->cuda_config.gpu_direct_rdma == GDR_CUDA_POLICY_NO) {
         return UCS_OK;
@@ -699,46 +611,53 @@ gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config)
                                UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
     }
 
-    for (i = 0; i < ucs_max(md->num_devices, 1); ++i) {
-        status = gdr_cuda_probe((md->num_devices > 0) ? md->devices[i].pd :
-                                                        NULL,
-                                &md->cuda_config, 0, &probe);
-        if (status != UCS_OK) {
-            ucs_error("gdr: GPUDirect RDMA required "
-                      "(UCX_GDR_GPU_DIRECT_RDMA=yes or "
-                      "UCX_GDR_DMABUF=yes) but unavailable%s%s: %s",
-                      (md->num_devices > 0) ? " on " : "",
-                      (md->num_devices > 0) ? md->devices[i].name : "",
-                      probe.reason.text);
-            return status;
-        }
-        ucs_debug("gdr: CUDA registration%s%s: %s",
-                  (md->num_devices > 0) ? " on " : "",
-                  (md->num_devices > 0) ? md->devices[i].name : "",
-                  probe.reason.text);
-        if (probe.cuda_registrable && (md->num_devices > 0)) {
-            md->cuda_methods[i] = probe.methods;
-        }
+    status = gdr_cuda_probe(md->dev.pd, &md->cuda_config, 0, &probe);
+    if (status != UCS_OK) {
+        ucs_error(
+                "gdr: GPUDirect RDMA required (UCX_GDR_GPU_DIRECT_RDMA=yes or "
+                "UCX_GDR_DMABUF=yes) but unavailable on %s: %s",
+                md->dev.name, probe.reason.text);
+        return status;
     }
-
-    /* an rkey must be valid on every device: CUDA only if all of them can */
-    for (i = 0; i < md->num_devices; ++i) {
-        if (md->cuda_methods[i] == 0) {
-            return UCS_OK;
-        }
-    }
-    if (md->num_devices > 0) {
+    ucs_debug("gdr: CUDA registration on %s: %s", md->dev.name,
+              probe.reason.text);
+    if (probe.cuda_registrable) {
+        md->cuda_methods = probe.methods;
         md->reg_mem_types |= UCS_BIT(UCS_MEMORY_TYPE_CUDA);
     }
     return UCS_OK;
 }
 
+/* The verbs device of md "gdr_<device>", or NULL (logged) for another name */
+static const char *gdr_md_device_name(const char *md_name)
+{
+    size_t prefix_len = strlen(GDR_MD_NAME_PREFIX);
+
+    if (strncmp(md_name, GDR_MD_NAME_PREFIX, prefix_len) ||
+        (md_name[prefix_len] == '\0')) {
+        ucs_error("gdr: no md '%s': the mds of component '" GDR_COMPONENT_NAME
+                  "' are named " GDR_MD_NAME_PREFIX
+                  "<verbs device>, e.g. " GDR_MD_NAME_PREFIX
+                  "mlx5_0 (ucx_info -d lists them)",
+                  md_name);
+        return NULL;
+    }
+    return md_name + prefix_len;
+}
+
 ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
                          const uct_md_config_t *uct_config, uct_md_h *md_p)
 {
+    const gdr_md_config_t *config = ucs_derived_of(uct_config, gdr_md_config_t);
+    const char *dev_name          = gdr_md_device_name(md_name);
     ucs_status_t status;
     gdr_reason_t why;
     gdr_md_t *md;
+
+    if (dev_name == NULL) {
+        status = UCS_ERR_NO_DEVICE;
+        goto err;
+    }
 
     md = ucs_calloc(1, sizeof(*md), "gdr_md");
     if (md == NULL) {
@@ -746,50 +665,97 @@ ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
         goto err;
     }
 
-    md->devices = ucs_calloc(GDR_VERBS_MAX_DEVICES, sizeof(*md->devices),
-                             "gdr_md_devices");
-    if (md->devices == NULL) {
-        status = UCS_ERR_NO_MEMORY;
+    status = gdr_verbs_open(dev_name, &md->dev, &why);
+    if (status != UCS_OK) {
+        ucs_error("gdr: md %s: cannot open verbs device '%s': %s", md_name,
+                  dev_name, why.text);
         goto err_free_md;
     }
-
-    status = gdr_verbs_open_all(md->devices, GDR_VERBS_MAX_DEVICES,
-                                &md->num_devices, &why);
-    if (status != UCS_OK) {
-        ucs_error("gdr: opening verbs devices: %s", why.text);
-        goto err_close_devices;
-    }
-    if (why.text[0] != '\0') {
-        ucs_debug("gdr: skipped verbs devices: %s", why.text);
-    }
-    ucs_debug("gdr: md opened with %u verbs device(s)", md->num_devices);
+    ucs_debug("gdr: md %s opened on %s (%u active port(s))", md_name,
+              md->dev.name, md->dev.num_ports);
 
     md->super.ops       = &gdr_md_ops;
     md->super.component = &gdr_component;
-    md->reg_mem_types = (md->num_devices > 0) ? UCS_BIT(UCS_MEMORY_TYPE_HOST) :
-                                                0;
-    UCS_STATIC_ASSERT(GDR_VERBS_MAX_DEVICES <= GDR_RKEY_MAX_COUNT);
-    md->rkey_packed_size = sizeof(gdr_packed_rkey_t) +
-                           ucs_max(md->num_devices, 1) * sizeof(uint32_t);
+    md->reg_mem_types   = UCS_BIT(UCS_MEMORY_TYPE_HOST);
 
-    status = gdr_md_open_cuda(md, ucs_derived_of(uct_config, gdr_md_config_t));
+    status = gdr_md_open_cuda(md, config);
     if (status != UCS_OK) {
-        goto err_close_devices;
+        goto err_close_device;
     }
-    status = gdr_md_open_rcache(md,
-                                ucs_derived_of(uct_config, gdr_md_config_t));
+    status = gdr_md_open_rcache(md, config);
     if (status != UCS_OK) {
-        goto err_close_devices;
+        goto err_close_device;
     }
     *md_p = &md->super;
     return UCS_OK;
 
-err_close_devices:
-    gdr_md_close_devices(md);
-    ucs_free(md->cuda_methods);
-    ucs_free(md->devices);
+err_close_device:
+    gdr_verbs_close(&md->dev);
 err_free_md:
     ucs_free(md);
 err:
+    return status;
+}
+
+/* Lists the devices gdr_verbs_open_all() opens (those with an active port):
+ * what an md of ours can be opened on */
+ucs_status_t gdr_md_query_resources(uct_component_t *component,
+                                    uct_md_resource_desc_t **resources_p,
+                                    unsigned *num_resources_p)
+{
+    uct_md_resource_desc_t *resources = NULL;
+    unsigned i, num_devices, count = 0;
+    gdr_device_t *devices;
+    ucs_status_t status;
+    gdr_reason_t why;
+
+    devices = ucs_calloc(GDR_VERBS_MAX_DEVICES, sizeof(*devices),
+                         "gdr_md_query_devices");
+    if (devices == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    status = gdr_verbs_open_all(devices, GDR_VERBS_MAX_DEVICES, &num_devices,
+                                &why);
+    if (status != UCS_OK) {
+        ucs_error("gdr: listing verbs devices: %s", why.text);
+        goto out_close_devices;
+    }
+    if (why.text[0] != '\0') {
+        ucs_debug("gdr: skipped verbs devices: %s", why.text);
+    }
+    if (num_devices > 0) {
+        resources = ucs_calloc(num_devices, sizeof(*resources),
+                               "gdr_md_resources");
+        if (resources == NULL) {
+            status = UCS_ERR_NO_MEMORY;
+            goto out_close_devices;
+        }
+    }
+    for (i = 0; i < num_devices; ++i) {
+        if (strlen(GDR_MD_NAME_PREFIX) + strlen(devices[i].name) >=
+            UCT_MD_NAME_MAX) {
+            ucs_warn("gdr: verbs device %s has no md: '" GDR_MD_NAME_PREFIX
+                     "%s' is longer than UCX's md names (%d characters)",
+                     devices[i].name, devices[i].name, UCT_MD_NAME_MAX - 1);
+            continue;
+        }
+        ucs_snprintf_zero(resources[count].md_name,
+                          sizeof(resources[count].md_name),
+                          GDR_MD_NAME_PREFIX "%s", devices[i].name);
+        ++count;
+    }
+    if (count == 0) {
+        ucs_free(resources);
+        resources = NULL;
+    }
+    *resources_p     = resources;
+    *num_resources_p = count;
+    status           = UCS_OK;
+
+out_close_devices:
+    for (i = 0; i < num_devices; ++i) {
+        gdr_verbs_close(&devices[i]);
+    }
+    ucs_free(devices);
     return status;
 }

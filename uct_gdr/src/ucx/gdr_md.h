@@ -1,6 +1,8 @@
 /**
- * gdr_md.h - memory domain "gdr": one md over every usable verbs device (gdr_md.c), and
- * those devices as the transport's devices (gdr_device.c).
+ * gdr_md.h - the memory domains of component "gdr": one md per usable verbs device, named
+ * GDR_MD_NAME_PREFIX + the device's name ("gdr_mlx5_0"), as UCX's ib md has one per device
+ * (gdr_md.c); the md resources (gdr_md_query_resources), and the device's active ports as the
+ * transport's devices (gdr_device.c).
  */
 #ifndef GDR_MD_H_
 #define GDR_MD_H_
@@ -21,39 +23,40 @@ typedef struct gdr_md_config {
     gdr_compat_rcache_config_t rcache; /* UCX_GDR_RCACHE_* */
 } gdr_md_config_t;
 
+/* md names: the prefix, then the verbs device's name.  The prefix keeps them apart from the
+ * ib md's names of the same devices in `ucx_info -d` and UCP's logs; a device whose md name
+ * would not fit in UCT_MD_NAME_MAX is not offered (gdr_md_query_resources says so). */
+#define GDR_MD_NAME_PREFIX GDR_COMPONENT_NAME "_"
+
 typedef struct gdr_md {
     uct_md_t super;
-    unsigned num_devices;
-    gdr_device_t *devices; /* [num_devices], index = "device index" */
+    gdr_device_t dev; /* the one verbs device of this md */
     uint64_t reg_mem_types;
     uint64_t detect_mem_types;
-    size_t rkey_packed_size;
     gdr_cuda_config_t cuda_config;
-    unsigned *cuda_methods; /* [num_devices]: GDR_CUDA_METHOD_BIT()s that work */
+    unsigned cuda_methods; /* GDR_CUDA_METHOD_BIT()s that work on dev */
     ucs_rcache_t *rcache; /* NULL: every mem_reg registers */
     ucs_linear_func_t reg_cost;
 } gdr_md_t;
 
-/** A registration: one MR per md device, in md device order. */
+/** A registration: one MR on the md's device. */
 typedef struct gdr_memh {
     void *address;
     size_t length;
     ucs_memory_type_t mem_type;
-    int access; /* IBV_ACCESS_* of every MR */
+    int access; /* IBV_ACCESS_* of the MR */
     uint8_t cached; /* lives in a gdr_rcache_region_t */
     uint8_t allocated; /* by mem_alloc: mem_free unmaps it */
-    unsigned num_mrs;
-    struct ibv_mr *mrs[];
+    struct ibv_mr *mr;
 } gdr_memh_t;
 
-/* A cached registration; memh must be last (flexible array) */
+/* A cached registration */
 typedef struct gdr_rcache_region {
     ucs_rcache_region_t super;
     uint64_t cuda_buffer_id; /* 0: host memory */
     gdr_memh_t memh;
 } gdr_rcache_region_t;
 
-/** Packed rkey on the wire: the rkeys of every device of the packing md. */
 /* What a registration through the rcache asks for: ucs_rcache_get()'s `arg`,
  * handed to the md's mem_reg and merge callbacks */
 typedef struct gdr_rcache_reg_arg {
@@ -74,62 +77,32 @@ ucs_status_t gdr_rcache_get_usable(ucs_rcache_t *rcache, void *address,
                                    size_t length, gdr_rcache_reg_arg_t *arg,
                                    gdr_rcache_region_t **region_p);
 
+/** Packed rkey on the wire: the one rkey of the packing md's MR. */
 typedef struct UCS_S_PACKED gdr_packed_rkey {
     uint8_t magic; /* GDR_RKEY_MAGIC: reject foreign buffers */
-    uint8_t count;
-    uint32_t rkeys[];
+    uint32_t rkey;
 } gdr_packed_rkey_t;
 
-#define GDR_RKEY_MAGIC 0xd7
-
-/* The most rkeys a packed rkey holds.  UCP carries each md's packed rkey
- * behind a one-byte length (ucp_rkey_pack) and hands rkey_unpack() no length,
- * so a count read from the wire is trusted only up to what fits in UINT8_MAX
- * bytes: beyond that it is garbage, and reading it would run past the buffer. */
-#define GDR_RKEY_MAX_COUNT \
-    ((UINT8_MAX - sizeof(gdr_packed_rkey_t)) / sizeof(uint32_t))
-
-/** Unpacked rkey of more devices than uct_rkey_t holds (GDR_RKEY_INDIRECT). */
-typedef struct gdr_rkey {
-    uint32_t count;
-    uint32_t rkeys[];
-} gdr_rkey_t;
+/* 0xd7 was the layout of one md over several devices (a count, then a key per
+ * device): a peer still sending it is refused, not misread */
+#define GDR_RKEY_MAGIC 0xd8
 
 /*
- * uct_rkey_t of md "gdr".  As UCX's rc_verbs puts the rkey itself into
- * uct_rkey_t, rkey_unpack allocates nothing when the rkeys fit in 64 bits:
- *   bit 63 clear (inline): bit 62 set (never 0 nor UCT_INVALID_RKEY), bit 61:
- *     a second device, bits 32..60 its rkey (< 2^29), bits 0..31 device 0's;
- *   bit 63 set: bits 0..62 point to a gdr_rkey_t (more than two devices, or a
- *     second rkey too large), which rkey_release frees.
- * User-space pointers are below 2^63 on every Linux ABI, so bit 63 is free.
+ * uct_rkey_t of a gdr md: the MR's 32-bit rkey, as rc_verbs puts the rkey
+ * itself into uct_rkey_t, so that rkey_unpack allocates nothing, ever.  Bit 32
+ * is set so that no key reads as 0 or UCT_INVALID_RKEY, which the data path
+ * takes for "no key" (an rkey may be 0 on some devices).
  */
-#define GDR_RKEY_INDIRECT   UCS_BIT(63)
-#define GDR_RKEY_INLINE     UCS_BIT(62)
-#define GDR_RKEY_SECOND     UCS_BIT(61)
-#define GDR_RKEY_SECOND_MAX UCS_MASK(29)
+#define GDR_RKEY_VALID UCS_BIT(32)
 
-/* Number of devices an unpacked rkey has keys for */
-static UCS_F_ALWAYS_INLINE unsigned gdr_rkey_count(uct_rkey_t rkey)
+static UCS_F_ALWAYS_INLINE uct_rkey_t gdr_rkey_make(uint32_t rkey)
 {
-    if (rkey & GDR_RKEY_INDIRECT) {
-        return ((const gdr_rkey_t *)(uintptr_t)(rkey & ~GDR_RKEY_INDIRECT))
-                ->count;
-    }
-    return (rkey & GDR_RKEY_SECOND) ? 2 : 1;
+    return GDR_RKEY_VALID | rkey;
 }
 
-/* The rkey of device @a dev_index (< gdr_rkey_count) */
-static UCS_F_ALWAYS_INLINE uint32_t gdr_rkey_at(uct_rkey_t rkey,
-                                                unsigned dev_index)
+static UCS_F_ALWAYS_INLINE uint32_t gdr_rkey_value(uct_rkey_t rkey)
 {
-    if (ucs_likely(!(rkey & GDR_RKEY_INDIRECT))) {
-        return (dev_index == 0) ?
-                       (uint32_t)rkey :
-                       (uint32_t)((rkey >> 32) & GDR_RKEY_SECOND_MAX);
-    }
-    return ((const gdr_rkey_t *)(uintptr_t)(rkey & ~GDR_RKEY_INDIRECT))
-            ->rkeys[dev_index];
+    return (uint32_t)rkey;
 }
 
 extern ucs_config_field_t gdr_md_config_table[];
@@ -188,10 +161,16 @@ gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey, void *handle);
 /* <0, 0, >0 as rkey1 orders before, with, after rkey2 (same keys: 0) */
 int gdr_md_rkey_compare(uct_rkey_t rkey1, uct_rkey_t rkey2);
 
+/* uct_component_t.query_md_resources: one md per verbs device with an active
+ * port, named GDR_MD_NAME_PREFIX + the device's name */
+ucs_status_t gdr_md_query_resources(uct_component_t *component,
+                                    uct_md_resource_desc_t **resources_p,
+                                    unsigned *num_resources_p);
+
 
 /*
- * The md's devices as the transport's devices (gdr_device.c): every active port of every
- * device is one, named "<device>:<port>" as UCX's ib transports name theirs.
+ * The md's device as the transport's devices (gdr_device.c): every active port of it is one,
+ * named "<device>:<port>" as UCX's ib transports name theirs.
  */
 
 /* uct_tl_t.query_devices of gdr_rc */
@@ -199,8 +178,8 @@ ucs_status_t gdr_device_query_tl_devices(uct_md_h md,
                                          uct_tl_device_resource_t **devices_p,
                                          unsigned *num_devices_p);
 
-/* "mlx5_0:1" -> the md's device index and the port number */
+/* "mlx5_0:1" -> the port number on the md's device */
 ucs_status_t gdr_device_find_port(const gdr_md_t *md, const char *dev_name,
-                                  unsigned *dev_index_p, uint8_t *port_num_p);
+                                  uint8_t *port_num_p);
 
 #endif

@@ -28,7 +28,6 @@
 #include "compat/gdr_compat.h"
 
 #define GDR_COMPONENT_NAME "gdr"
-#define GDR_MD_NAME        "gdr"
 #define GDR_TL_NAME        "gdr_rc"
 #define GDR_CONFIG_PREFIX  "GDR_"
 

@@ -225,6 +225,51 @@ ucs_status_t connect_qp(ibv_qp *qp, const gdr_qp_local_t *local, const gdr_qp_re
     return UCS_OK;
 }
 
+// Opens `device` into `dev` when it has an ACTIVE InfiniBand or Ethernet port; otherwise leaves
+// nothing open, and says why in `skipped` unless the device simply has no active port (not a
+// resource, not an error).  Throws on out of memory (the caller's guard returns it).
+bool open_device(ibv_device *device, gdr_device_t &dev, std::string &skipped)
+{
+    const char *name = ibv_get_device_name(device);
+    context_ptr ctx(ibv_open_device(device), ibv_close_device);
+    if (ctx == nullptr) {
+        skipped += std::string(name) + ": ibv_open_device: " + std::strerror(errno) + "; ";
+        return false;
+    }
+    std::memset(&dev, 0, sizeof(dev));
+    dev.ctx = ctx.get();
+    std::snprintf(dev.name, sizeof(dev.name), "%s", name);
+    std::snprintf(dev.pci_bdf, sizeof(dev.pci_bdf), "%s", pci_bdf_of(name).c_str());
+    if (ibv_query_device(dev.ctx, &dev.attr) != 0) {
+        skipped += std::string(name) + ": ibv_query_device failed; ";
+        return false;
+    }
+    for (uint8_t p = 1; p <= dev.attr.phys_port_cnt && dev.num_ports < GDR_VERBS_MAX_PORTS; ++p) {
+        ibv_port_attr pa{};
+        if (ibv_query_port(dev.ctx, p, &pa) != 0 || pa.state != IBV_PORT_ACTIVE) {
+            continue;
+        }
+        if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND &&
+            pa.link_layer != IBV_LINK_LAYER_ETHERNET &&
+            pa.link_layer != IBV_LINK_LAYER_UNSPECIFIED) {
+            continue;
+        }
+        fill_port(dev, p, pa);
+    }
+    if (dev.num_ports == 0) {
+        return false;  // no ACTIVE port: not a resource, not an error
+    }
+    dev.pd = ibv_alloc_pd(dev.ctx);
+    if (dev.pd == nullptr) {
+        skipped += std::string(name) + ": ibv_alloc_pd: " + std::strerror(errno) + "; ";
+        return false;
+    }
+    ctx.release();  // the device's now: gdr_verbs_close() closes it
+    return true;
+}
+
+using device_list_ptr = std::unique_ptr<ibv_device *, void (*)(ibv_device **)>;
+
 }  // namespace
 
 extern "C" {
@@ -241,51 +286,46 @@ ucs_status_t gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned 
             // no verbs at all (no kernel support) is "no devices"
             return gdr_reason_set(reason, UCS_OK, "ibv_get_device_list: %s", std::strerror(errno));
         }
-        std::unique_ptr<ibv_device *, void (*)(ibv_device **)> list_guard(list,
-                                                                          ibv_free_device_list);
+        device_list_ptr list_guard(list, ibv_free_device_list);
 
         for (int i = 0; i < num && *count_p < max_devs; ++i) {
-            const char *name = ibv_get_device_name(list[i]);
-            context_ptr ctx(ibv_open_device(list[i]), ibv_close_device);
-            if (ctx == nullptr) {
-                skipped += std::string(name) + ": ibv_open_device: " + std::strerror(errno) + "; ";
-                continue;
+            if (open_device(list[i], devs[*count_p], skipped)) {
+                ++*count_p;
             }
-            gdr_device_t &dev = devs[*count_p];
-            std::memset(&dev, 0, sizeof(dev));
-            dev.ctx = ctx.get();
-            std::snprintf(dev.name, sizeof(dev.name), "%s", name);
-            std::snprintf(dev.pci_bdf, sizeof(dev.pci_bdf), "%s", pci_bdf_of(name).c_str());
-            if (ibv_query_device(dev.ctx, &dev.attr) != 0) {
-                skipped += std::string(name) + ": ibv_query_device failed; ";
-                continue;
-            }
-            for (uint8_t p = 1; p <= dev.attr.phys_port_cnt && dev.num_ports < GDR_VERBS_MAX_PORTS;
-                 ++p) {
-                ibv_port_attr pa{};
-                if (ibv_query_port(dev.ctx, p, &pa) != 0 || pa.state != IBV_PORT_ACTIVE) {
-                    continue;
-                }
-                if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND &&
-                    pa.link_layer != IBV_LINK_LAYER_ETHERNET &&
-                    pa.link_layer != IBV_LINK_LAYER_UNSPECIFIED) {
-                    continue;
-                }
-                fill_port(dev, p, pa);
-            }
-            if (dev.num_ports == 0) {
-                continue;  // no ACTIVE port: not a resource, not an error
-            }
-            dev.pd = ibv_alloc_pd(dev.ctx);
-            if (dev.pd == nullptr) {
-                skipped += std::string(name) + ": ibv_alloc_pd: " + std::strerror(errno) + "; ";
-                continue;
-            }
-            ctx.release();  // the device's now: gdr_verbs_close() closes it
-            ++*count_p;
         }
         return gdr_reason_set(reason, UCS_OK, "%s", skipped.c_str());
     });
+}
+
+ucs_status_t gdr_verbs_open(const char *name, gdr_device_t *dev, gdr_reason_t *reason)
+{
+    ucs_status_t status = gdr::guard(reason, [&] {
+        std::string skipped;
+        int num           = 0;
+        ibv_device **list = ibv_get_device_list(&num);
+        if (list == nullptr) {
+            return gdr_reason_set(reason, UCS_ERR_NO_DEVICE, "ibv_get_device_list: %s",
+                                  std::strerror(errno));
+        }
+        device_list_ptr list_guard(list, ibv_free_device_list);
+
+        for (int i = 0; i < num; ++i) {
+            if (std::strcmp(ibv_get_device_name(list[i]), name) != 0) {
+                continue;
+            }
+            if (open_device(list[i], *dev, skipped)) {
+                return UCS_OK;
+            }
+            return gdr_reason_set(reason, UCS_ERR_NO_DEVICE, "%s",
+                                  skipped.empty() ? "it has no ACTIVE InfiniBand or Ethernet port"
+                                                  : skipped.c_str());
+        }
+        return gdr_reason_set(reason, UCS_ERR_NO_DEVICE, "no verbs device of that name");
+    });
+    if (status != UCS_OK) {
+        std::memset(dev, 0, sizeof(*dev));  // open_device closed what it had opened
+    }
+    return status;
 }
 
 void gdr_verbs_close(gdr_device_t *dev) GDR_NOEXCEPT

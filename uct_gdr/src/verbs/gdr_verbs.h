@@ -64,7 +64,15 @@ typedef struct gdr_device {
 ucs_status_t gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned *count_p,
                                 gdr_reason_t *reason);
 
-/** Close what gdr_verbs_open_all() opened for one device (cannot fail). */
+/**
+ * Open the verbs device called @a name as gdr_verbs_open_all() opens each (context,
+ * protection domain, its ACTIVE ports).  UCS_ERR_NO_DEVICE, with @a reason saying why, when
+ * there is no such device, it has no ACTIVE InfiniBand or Ethernet port, or it cannot be
+ * opened; then nothing is open.
+ */
+ucs_status_t gdr_verbs_open(const char *name, gdr_device_t *dev, gdr_reason_t *reason);
+
+/** Close what gdr_verbs_open_all() or gdr_verbs_open() opened for one device (cannot fail). */
 void gdr_verbs_close(gdr_device_t *dev) GDR_NOEXCEPT;
 
 /** The port with number @a port_num, or NULL. */

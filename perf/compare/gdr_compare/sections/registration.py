@@ -1,9 +1,9 @@
-"""registration (part of the cost section): what one memory registration costs through md gdr
-next to UCX's own ib md on the same device (issue 14, requirement 4), per call, for a miss and a
+"""registration (part of the cost section): what one memory registration costs through the gdr
+md of a device (gdr_<device>: one md per device) next to UCX's own ib md of the same device (issue 14, requirement 4), per call, for a miss and a
 hit of the registration cache, deregistration, and rkey unpack.
 
 perf/bench/gdr_reg_bench -c runs the phases, each COUNT calls on COUNT distinct buffers:
-reg_uncached / dereg_uncached (RCACHE=n: ibv_reg_mr / ibv_dereg_mr on every device of the md),
+reg_uncached / dereg_uncached (RCACHE=n: ibv_reg_mr / ibv_dereg_mr on the md's device),
 reg_miss (RCACHE=y, a range the cache has not seen), reg_hit (the same ranges again),
 dereg_cached (a put: the region stays cached), rkey_unpack (uct_rkey_unpack + release).
 Instructions: under callgrind with --collect-atstart=no the tool collects each phase alone and
@@ -12,7 +12,7 @@ no start-up cost in it.  Time: the same phases run plainly, timed by the tool (s
 call; under TCG the guest's clock follows the host's load: compare rows of one run only).
 
 Rows: section "cost", test "<phase>", metrics instr_per_op and time_ns_per_op; transport rc_verbs
-is UCX's ib md (what rc_verbs registers with), gdr_rc is md gdr."""
+is UCX's ib md (what rc_verbs registers with), gdr_rc is the gdr md of the same device."""
 
 import os
 import re
@@ -37,7 +37,9 @@ DUMP_TRIGGER = re.compile(r"^desc: Trigger: Client Request: phase-(\w+)", re.M)
 
 def md_spec(s, transport):
     """gdr_reg_bench -m: the md that transport registers with on the session's device."""
-    return "gdr" if transport == "gdr_rc" else f"ib:{s.port.device}"
+    if transport == "gdr_rc":
+        return f"gdr:gdr_{s.port.device}"
+    return f"ib:{s.port.device}"
 
 
 def timed(output):
