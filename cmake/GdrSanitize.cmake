@@ -15,6 +15,9 @@ option(GDR_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer"
 
 function(gdr_sanitize_executables dir)
 endfunction()
+# What a test puts before the plugin in an LD_PRELOAD list: nothing, or in a sanitized build the
+# ASan and UBSan runtimes, which must come first in the process (tests/sanitize/preload says why)
+set(GDR_SANITIZE_PRELOAD "")
 if(NOT GDR_SANITIZE)
   return()
 endif()
@@ -34,6 +37,12 @@ set(GDR_SANITIZE_OPT "-O0 -g1" CACHE STRING "Optimisation/debug flags of the san
 separate_arguments(_gdr_sanitize_opt UNIX_COMMAND "${GDR_SANITIZE_OPT}")
 add_compile_options(${_gdr_sanitize_opt})
 add_link_options(-fsanitize=address,undefined)
+foreach(_rt asan ubsan)
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=lib${_rt}.so
+                  OUTPUT_VARIABLE _rt_path OUTPUT_STRIP_TRAILING_WHITESPACE)
+  get_filename_component(_rt_path "${_rt_path}" REALPATH)
+  string(APPEND GDR_SANITIZE_PRELOAD "${_rt_path}:")
+endforeach()
 
 # The suppressions go into the binary as one C string, a line each
 set(_supp ${PROJECT_SOURCE_DIR}/tests/sanitize/lsan.supp)
