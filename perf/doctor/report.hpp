@@ -3,6 +3,7 @@
 
 #include "json.hpp"
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,10 @@ struct Section {
 class Report {
 public:
     Json data = Json::object();  ///< the structured facts (devices, GPUs, matrix, ...)
-    std::vector<Section> sections;
+    /// A deque: section() hands out references that must survive later sections being added
+    /// (the rdma section's table is filled in after the GID section was added: with a vector,
+    /// a write into freed memory that ASan found, test_doctor in tests/sanitize/run)
+    std::deque<Section> sections;
     std::vector<Finding> findings;
 
     Section &section(const std::string &id, const std::string &title);

@@ -69,8 +69,8 @@ ucs_status_t gdr_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     gdr_iface_t *iface = gdr_ep_iface(ep);
     size_t length      = uct_iov_total_length(iov, iovcnt);
     char buffer[iface->tx.max_inline + 1];
-    ucs_iov_iter_t iov_iter;
     ucs_status_t status;
+    size_t i;
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_LENGTH(length, 0, iface->tx.max_inline, "gdr_rc am_short_iov");
@@ -78,9 +78,16 @@ ucs_status_t gdr_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    /* inline data is copied at post time: gather into the stack first */
-    ucs_iov_iter_init(&iov_iter);
-    length = uct_iov_to_buffer(iov, iovcnt, &iov_iter, buffer, SIZE_MAX);
+    /* inline data is copied at post time: gather into the stack first. Not with
+     * UCX's uct_iov_to_buffer(): UCP passes empty entries with a NULL buffer (an
+     * AM without payload), which it hands to memcpy -- undefined even for 0
+     * bytes (UBSan, ucp_cpp's rdma.*ActiveMessagesEagerAndRendezvous) */
+    for (i = 0, length = 0; i < iovcnt; ++i) {
+        if (iov[i].length != 0) {
+            memcpy(buffer + length, iov[i].buffer, iov[i].length);
+            length += iov[i].length;
+        }
+    }
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, length);
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, buffer,
                        length, "gdr_rc: TX AM_SHORT_IOV");
