@@ -70,7 +70,7 @@ ucs_status_t gdr_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     size_t length      = uct_iov_total_length(iov, iovcnt);
     char buffer[iface->tx.max_inline + 1];
     ucs_status_t status;
-    size_t i;
+    size_t i, iov_length;
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_LENGTH(length, 0, iface->tx.max_inline, "gdr_rc am_short_iov");
@@ -83,9 +83,12 @@ ucs_status_t gdr_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
      * AM without payload), which it hands to memcpy -- undefined even for 0
      * bytes (UBSan, ucp_cpp's rdma.*ActiveMessagesEagerAndRendezvous) */
     for (i = 0, length = 0; i < iovcnt; ++i) {
-        if (iov[i].length != 0) {
-            memcpy(buffer + length, iov[i].buffer, iov[i].length);
-            length += iov[i].length;
+        /* count x length, as the total checked above: an entry whose count is
+         * 0 must not copy its length past the checked buffer */
+        iov_length = uct_iov_get_length(&iov[i]);
+        if (iov_length != 0) {
+            memcpy(buffer + length, iov[i].buffer, iov_length);
+            length += iov_length;
         }
     }
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, length);
