@@ -87,12 +87,13 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
  *
  * A CAS that misses returns the word as an atomic read would, so there is no
  * read first: the first CAS compares with a guess, the value the endpoint's
- * own CASes will have left in that word (gdr_ep_t::amo_guess), 0 for a word
- * it has not changed yet.  An endpoint that posts many ops on one word before
- * the first completes (a counter, a flag word) thus needs one round trip an
- * op, where reading first made every op in flight read the same value and
- * all but one CAS of each round miss: k ops in flight cost about k^2/2 CASes.
- * A wrong guess costs what the read cost.
+ * own CASes will have left in that word (gdr_ep_t::amo), 0 for a word it has
+ * not changed yet.  An endpoint that posts many ops on one word before the
+ * first completes (a counter, a flag word) thus needs one round trip an op,
+ * where reading first made every op in flight read the same value and all
+ * but one CAS of each round miss: k ops in flight cost about k^2/2 CASes.  A
+ * wrong guess costs what the read cost.  When another initiator changes the
+ * word, one op of the endpoint retries at a time (gdr_op_cas_loop).
  */
 static uint64_t gdr_amo_apply(uint8_t op, uint64_t value, uint64_t operand)
 {
@@ -110,55 +111,91 @@ static uint64_t gdr_amo_apply(uint8_t op, uint64_t value, uint64_t operand)
     }
 }
 
-/* What op's next CAS compares with.  @a observed: what its last CAS found,
- * NULL before the first one. */
-static uint64_t
-gdr_amo_next_expected(gdr_ep_t *ep, gdr_tx_op_t *op, const uint64_t *observed)
+/* Points the endpoint's guess at @a op's word; a word it has not changed is
+ * guessed 0, where counters and flag words start */
+static void gdr_amo_guess_for(gdr_ep_t *ep, const gdr_tx_op_t *op)
 {
-    if (!ep->amo_guess.valid ||
-        (ep->amo_guess.remote_addr != op->amo.remote_addr) ||
-        (ep->amo_guess.rkey != op->amo.rkey)) {
-        /* a word this endpoint has not changed: guess 0, where counters and
-         * flag words start */
-        ep->amo_guess.remote_addr = op->amo.remote_addr;
-        ep->amo_guess.rkey        = op->amo.rkey;
-        ep->amo_guess.basis       = 0;
-        ep->amo_guess.next        = 0;
-        ep->amo_guess.valid       = 1;
+    if (!ep->amo.valid || (ep->amo.remote_addr != op->amo.remote_addr) ||
+        (ep->amo.rkey != op->amo.rkey)) {
+        ep->amo.remote_addr = op->amo.remote_addr;
+        ep->amo.rkey        = op->amo.rkey;
+        ep->amo.basis       = 0;
+        ep->amo.next        = 0;
+        ep->amo.valid       = 1;
     }
-    /* Behind the ops this endpoint has in flight on the word; also after a
-     * first miss that found what the guess was last computed from: the retry
-     * of the op that found it first, posted before ours, changes the word
-     * from there.  Only on the first miss: from the second on, a loop
-     * compares with what it found, and then it misses only when some other
-     * op changed the word in between. */
-    if ((observed == NULL) ||
-        ((*observed == ep->amo_guess.basis) && (op->amo.missed == 1))) {
-        return ep->amo_guess.next;
-    }
-    ep->amo_guess.basis = *observed;
-    return *observed;
 }
 
-/* Posts op's next CAS and moves the endpoint's guess behind it */
+/* Posts op's next CAS, comparing with @a expected; the guess moves behind it */
 static ucs_status_t gdr_amo_post_cas(gdr_iface_t *iface, gdr_ep_t *ep,
-                                     gdr_tx_op_t *op, const uint64_t *observed)
+                                     gdr_tx_op_t *op, uint64_t expected)
 {
+    uint64_t swap = gdr_amo_apply(op->amo.op, expected, op->amo.operand);
     gdr_verbs_wr_t wr;
     ucs_status_t status;
-    uint64_t swap;
 
-    op->amo.expected = gdr_amo_next_expected(ep, op, observed);
-    swap = gdr_amo_apply(op->amo.op, op->amo.expected, op->amo.operand);
+    op->amo.expected = expected;
     gdr_wr_atomic(&wr, IBV_WR_ATOMIC_CMP_AND_SWP, op->amo.remote_addr,
-                  op->amo.rkey, op->amo.expected, swap, op);
+                  op->amo.rkey, expected, swap, op);
     status = gdr_ep_post(iface, ep, &wr, 1, op);
     if (status == UCS_OK) {
-        ep->amo_guess.next = swap;
+        ep->amo.next = swap;
     }
     return status;
 }
 
+/* @a op becomes the endpoint's retrier, comparing with @a expected */
+static ucs_status_t
+gdr_amo_retry(gdr_ep_t *ep, gdr_tx_op_t *op, uint64_t expected)
+{
+    ucs_status_t status;
+
+    ep->amo.retrier = op;
+    ep->amo.basis   = expected;
+    status          = gdr_amo_post_cas(gdr_ep_iface(ep), ep, op, expected);
+    if (status != UCS_OK) {
+        ep->amo.retrier = NULL;
+    }
+    return status;
+}
+
+/* The retrier @a done finished with @a status: the first parked op retries
+ * next, from what the endpoint's CASes leave in the word (its own last
+ * observation for another word); a failure fails every parked op. */
+static void
+gdr_amo_unpark(gdr_ep_t *ep, const gdr_tx_op_t *done, ucs_status_t status)
+{
+    uint64_t expected;
+    gdr_tx_op_t *op;
+
+    while (!ucs_queue_is_empty(&ep->amo.parked)) {
+        op = ucs_queue_pull_elem_non_empty(&ep->amo.parked, gdr_tx_op_t, queue);
+        if (status == UCS_OK) {
+            expected = op->amo.expected;
+            if ((op->amo.remote_addr == done->amo.remote_addr) &&
+                (op->amo.rkey == done->amo.rkey)) {
+                expected = ep->amo.next;
+            }
+            gdr_amo_guess_for(ep, op);
+            status = gdr_amo_retry(ep, op, expected);
+            if (status == UCS_OK) {
+                return;
+            }
+        }
+        --ep->tx.cas_loops;
+        gdr_op_complete(op, ep, status);
+    }
+}
+
+/*
+ * A CAS of @a op completed.  After a miss: on an op's first miss that found
+ * what the guess was computed from, the retry of the op that found it first,
+ * posted before ours, changes the word from there: chain behind it (once: a
+ * loop cannot spin on a guess while the word stays still).  Otherwise another
+ * initiator changed the word, and every op this endpoint has in flight on it
+ * will miss too: one of them (the retrier) retries with what it found, the
+ * others wait for it, instead of all of them retrying at once and all but one
+ * missing again, round after round.
+ */
 static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
 {
     uint64_t observed;
@@ -168,17 +205,31 @@ static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
 
     /* No credit check: this runs from gdr_ep_tx_completed() before the
      * completed WRs' credits are returned, and the send queue and CQ do have
-     * room for at least the one WR whose completion brought us here. */
+     * room for at least the one WR whose completion brought us here (a parked
+     * op posts in place of the retrier that finished). */
     if ((status == UCS_OK) && (observed != op->amo.expected)) {
         if (op->amo.missed < 2) {
             ++op->amo.missed;
         }
-        status = gdr_amo_post_cas(gdr_ep_iface(ep), ep, op, &observed);
+        gdr_amo_guess_for(ep, op);
+        if ((op->amo.missed == 1) && (observed == ep->amo.basis)) {
+            status = gdr_amo_post_cas(gdr_ep_iface(ep), ep, op, ep->amo.next);
+        } else if ((ep->amo.retrier != NULL) && (ep->amo.retrier != op)) {
+            op->amo.expected = observed; /* where it goes on from */
+            ucs_queue_push(&ep->amo.parked, &op->queue);
+            return;
+        } else {
+            status = gdr_amo_retry(ep, op, observed);
+        }
         if (status == UCS_OK) {
             return; /* back here when the CAS completes */
         }
     }
 
+    if (ep->amo.retrier == op) {
+        ep->amo.retrier = NULL;
+        gdr_amo_unpark(ep, op, status);
+    }
     --ep->tx.cas_loops;
     if ((status == UCS_OK) && (op->result != NULL)) {
         *(uint64_t *)op->result = observed;
@@ -209,7 +260,8 @@ gdr_ep_atomic_cas_loop(uct_ep_h tl_ep, uct_atomic_op_t opcode, uint64_t value,
     op->amo.rkey        = rkey;
     op->amo.op          = opcode;
     op->amo.missed      = 0;
-    status = gdr_ep_op_posted(gdr_amo_post_cas(iface, ep, op, NULL), op,
+    gdr_amo_guess_for(ep, op);
+    status = gdr_ep_op_posted(gdr_amo_post_cas(iface, ep, op, ep->amo.next), op,
                               success);
     if (status == success) {
         ++ep->tx.cas_loops;
