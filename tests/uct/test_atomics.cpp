@@ -164,6 +164,29 @@ TEST_F(Atomics, Every32BitOp)
     run_advertised<uint32_t>(a_->attr().cap.atomic32.op_flags, a_->attr().cap.atomic32.fop_flags);
 }
 
+// Initiators (interfaces of their own, one QP each) connected to one target, and a word in the
+// target's registered memory with each initiator's key to it: what the contended tests share.
+struct InitiatorsOfOneWord {
+    InitiatorsOfOneWord(const TlResource &res, Entity &target, int count)
+        : word(target.md(), 64, 4096),
+          remote(reinterpret_cast<uint64_t *>(word.data() + 8)),
+          addr(word.address() + 8)
+    {
+        for (int i = 0; i < count; ++i) {
+            from.push_back(std::make_unique<Entity>(res));
+            pairs.push_back(connect_pair(*from.back(), target));
+            rkeys.push_back(std::make_unique<RemoteKey>(from.back()->md().component(),
+                                                        word.registration().packed_rkey()));
+        }
+    }
+    RegisteredBuffer word;
+    uint64_t *remote;  // naturally aligned, not at the start
+    uint64_t addr;
+    std::vector<std::unique_ptr<Entity>> from;
+    std::vector<EpPair> pairs;
+    std::vector<std::unique_ptr<RemoteKey>> rkeys;
+};
+
 // and/or/xor/swap are compare-and-swap loops on gdr_rc (fetch, compute, cswap, retry on a miss):
 // correct alone, they are atomic only if a loop that lost the race retries. Three initiators
 // (interfaces of their own, one QP each) set and then clear disjoint bits of one word, every op
@@ -175,25 +198,17 @@ TEST(AtomicsContended, CasLoopOpsFromThreeInitiatorsLoseNoUpdate)
     UCTEST_REQUIRE_TARGET(res);
     constexpr int kInitiators = 3, kBitsEach = 16;
     Entity target(res);
-    std::vector<std::unique_ptr<Entity>> from;
-    std::vector<EpPair> pairs;
-    for (int i = 0; i < kInitiators; ++i) {
-        from.push_back(std::make_unique<Entity>(res));
-        pairs.push_back(connect_pair(*from.back(), target));
-    }
+    InitiatorsOfOneWord w(res, target, kInitiators);
+    auto &from            = w.from;
+    auto &pairs           = w.pairs;
+    auto &rkeys           = w.rkeys;
+    uint64_t *remote      = w.remote;
+    const uint64_t addr   = w.addr;
     const uint64_t needed = UCS_BIT(UCT_ATOMIC_OP_OR) | UCS_BIT(UCT_ATOMIC_OP_AND);
     if ((from[0]->attr().cap.atomic64.op_flags & needed) != needed) {
         GTEST_SKIP() << res.tl_name << " does not advertise 64-bit atomic or/and";
     }
-    RegisteredBuffer word(target.md(), 64, 4096);
-    auto *remote        = reinterpret_cast<uint64_t *>(word.data() + 8);
-    const uint64_t addr = word.address() + 8;
-    std::vector<std::unique_ptr<RemoteKey>> rkeys;
     std::initializer_list<Entity *> all = {from[0].get(), from[1].get(), from[2].get(), &target};
-    for (auto &e : from) {
-        rkeys.push_back(
-            std::make_unique<RemoteKey>(e->md().component(), word.registration().packed_rkey()));
-    }
     auto bit = [](int initiator, int k) { return 1ull << (initiator * kBitsEach + k); };
     // post every op of a phase round-robin, then flush every initiator
     auto phase = [&](uct_atomic_op_t op, bool set) {
@@ -234,25 +249,17 @@ TEST(AtomicsContended, WrongGuessesStillFetchTheWordEachOpChanged)
     TlResource res;
     UCTEST_REQUIRE_TARGET(res);
     Entity target(res);
-    std::vector<std::unique_ptr<Entity>> from;
-    std::vector<EpPair> pairs;
-    for (int i = 0; i < 2; ++i) {
-        from.push_back(std::make_unique<Entity>(res));
-        pairs.push_back(connect_pair(*from.back(), target));
-    }
+    InitiatorsOfOneWord w(res, target, 2);
+    auto &from            = w.from;
+    auto &pairs           = w.pairs;
+    auto &rkeys           = w.rkeys;
+    uint64_t *remote      = w.remote;
+    const uint64_t addr   = w.addr;
     const uint64_t needed = UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) |
                             UCS_BIT(UCT_ATOMIC_OP_OR) | UCS_BIT(UCT_ATOMIC_OP_XOR) |
                             UCS_BIT(UCT_ATOMIC_OP_SWAP);
     if ((from[0]->attr().cap.atomic64.fop_flags & needed) != needed) {
         GTEST_SKIP() << res.tl_name << " does not advertise every 64-bit fetching atomic";
-    }
-    RegisteredBuffer word(target.md(), 64, 4096);
-    auto *remote        = reinterpret_cast<uint64_t *>(word.data() + 8);
-    const uint64_t addr = word.address() + 8;
-    std::vector<std::unique_ptr<RemoteKey>> rkeys;
-    for (auto &e : from) {
-        rkeys.push_back(
-            std::make_unique<RemoteKey>(e->md().component(), word.registration().packed_rkey()));
     }
     std::initializer_list<Entity *> all = {from[0].get(), from[1].get(), &target};
     // posts one fetching op from initiator i, counted by comp; its old value lands in *result
