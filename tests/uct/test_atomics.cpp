@@ -164,6 +164,29 @@ TEST_F(Atomics, Every32BitOp)
     run_advertised<uint32_t>(a_->attr().cap.atomic32.op_flags, a_->attr().cap.atomic32.fop_flags);
 }
 
+// Initiators (interfaces of their own, one QP each) connected to one target, and a word in the
+// target's registered memory with each initiator's key to it: what the contended tests share.
+struct InitiatorsOfOneWord {
+    InitiatorsOfOneWord(const TlResource &res, Entity &target, int count)
+        : word(target.md(), 64, 4096),
+          remote(reinterpret_cast<uint64_t *>(word.data() + 8)),
+          addr(word.address() + 8)
+    {
+        for (int i = 0; i < count; ++i) {
+            from.push_back(std::make_unique<Entity>(res));
+            pairs.push_back(connect_pair(*from.back(), target));
+            rkeys.push_back(std::make_unique<RemoteKey>(from.back()->md().component(),
+                                                        word.registration().packed_rkey()));
+        }
+    }
+    RegisteredBuffer word;
+    uint64_t *remote;  // naturally aligned, not at the start
+    uint64_t addr;
+    std::vector<std::unique_ptr<Entity>> from;
+    std::vector<EpPair> pairs;
+    std::vector<std::unique_ptr<RemoteKey>> rkeys;
+};
+
 // and/or/xor/swap are compare-and-swap loops on gdr_rc (fetch, compute, cswap, retry on a miss):
 // correct alone, they are atomic only if a loop that lost the race retries. Three initiators
 // (interfaces of their own, one QP each) set and then clear disjoint bits of one word, every op
@@ -175,25 +198,17 @@ TEST(AtomicsContended, CasLoopOpsFromThreeInitiatorsLoseNoUpdate)
     UCTEST_REQUIRE_TARGET(res);
     constexpr int kInitiators = 3, kBitsEach = 16;
     Entity target(res);
-    std::vector<std::unique_ptr<Entity>> from;
-    std::vector<EpPair> pairs;
-    for (int i = 0; i < kInitiators; ++i) {
-        from.push_back(std::make_unique<Entity>(res));
-        pairs.push_back(connect_pair(*from.back(), target));
-    }
+    InitiatorsOfOneWord w(res, target, kInitiators);
+    auto &from            = w.from;
+    auto &pairs           = w.pairs;
+    auto &rkeys           = w.rkeys;
+    uint64_t *remote      = w.remote;
+    const uint64_t addr   = w.addr;
     const uint64_t needed = UCS_BIT(UCT_ATOMIC_OP_OR) | UCS_BIT(UCT_ATOMIC_OP_AND);
     if ((from[0]->attr().cap.atomic64.op_flags & needed) != needed) {
         GTEST_SKIP() << res.tl_name << " does not advertise 64-bit atomic or/and";
     }
-    RegisteredBuffer word(target.md(), 64, 4096);
-    auto *remote        = reinterpret_cast<uint64_t *>(word.data() + 8);
-    const uint64_t addr = word.address() + 8;
-    std::vector<std::unique_ptr<RemoteKey>> rkeys;
     std::initializer_list<Entity *> all = {from[0].get(), from[1].get(), from[2].get(), &target};
-    for (auto &e : from) {
-        rkeys.push_back(
-            std::make_unique<RemoteKey>(e->md().component(), word.registration().packed_rkey()));
-    }
     auto bit = [](int initiator, int k) { return 1ull << (initiator * kBitsEach + k); };
     // post every op of a phase round-robin, then flush every initiator
     auto phase = [&](uct_atomic_op_t op, bool set) {
@@ -220,6 +235,100 @@ TEST(AtomicsContended, CasLoopOpsFromThreeInitiatorsLoseNoUpdate)
     phase(UCT_ATOMIC_OP_AND, false);
     EXPECT_EQ(0u, *remote) << "and from " << kInitiators << " initiators left bits 0x" << std::hex
                            << *remote;
+}
+
+// gdr_rc's compare-and-swap loops do not read the word first: their first CAS compares with a
+// guess (what the endpoint's own CASes will have left there, 0 for a word it has not changed),
+// and a miss returns the word to go on from. Every way a guess can be wrong must still give each
+// op the word it changed: a word that is not 0, the target's CPU writing it, another initiator
+// changing it, the endpoint's own native fetch-add on it, and ops posted in bursts from two
+// initiators, so that retries and fresh guesses interleave. Transports that do these ops
+// natively pass the same way.
+TEST(AtomicsContended, WrongGuessesStillFetchTheWordEachOpChanged)
+{
+    TlResource res;
+    UCTEST_REQUIRE_TARGET(res);
+    Entity target(res);
+    InitiatorsOfOneWord w(res, target, 2);
+    auto &from            = w.from;
+    auto &pairs           = w.pairs;
+    auto &rkeys           = w.rkeys;
+    uint64_t *remote      = w.remote;
+    const uint64_t addr   = w.addr;
+    const uint64_t needed = UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) |
+                            UCS_BIT(UCT_ATOMIC_OP_OR) | UCS_BIT(UCT_ATOMIC_OP_XOR) |
+                            UCS_BIT(UCT_ATOMIC_OP_SWAP);
+    if ((from[0]->attr().cap.atomic64.fop_flags & needed) != needed) {
+        GTEST_SKIP() << res.tl_name << " does not advertise every 64-bit fetching atomic";
+    }
+    std::initializer_list<Entity *> all = {from[0].get(), from[1].get(), &target};
+    // posts one fetching op from initiator i, counted by comp; its old value lands in *result
+    auto post = [&](int i, uct_atomic_op_t op, uint64_t operand, uint64_t *result,
+                    Completion &comp) {
+        ucs_status_t st = post_with_retry(
+            [&] {
+                ucs_status_t s = uct_ep_atomic64_fetch(pairs[i].ab, op, operand, result, addr,
+                                                       rkeys[i]->rkey(), comp.arm());
+                comp.posted(s);
+                return s;
+            },
+            all);
+        ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << status_name(st);
+    };
+    auto fetch = [&](int i, uct_atomic_op_t op, uint64_t operand) {
+        uint64_t result = 0;
+        Completion comp;
+        post(i, op, operand, &result, comp);
+        EXPECT_TRUE(progress_until([&] { return comp.done(); }, all, "atomic fetch"));
+        EXPECT_EQ(UCS_OK, comp.status());
+        return result;
+    };
+
+    const uint64_t x = 0x5a5a5a5a0f0f0f0fULL, a = 0x0123456789abcdefULL;
+    *remote = x;  // not the blind guess 0
+    EXPECT_EQ(x, fetch(0, UCT_ATOMIC_OP_XOR, a));
+    EXPECT_EQ(x ^ a, fetch(0, UCT_ATOMIC_OP_XOR, a));  // guessed right
+    EXPECT_EQ(x, *remote);
+    *remote = 77;  // the target's CPU
+    EXPECT_EQ(77u, fetch(0, UCT_ATOMIC_OP_SWAP, a));
+    EXPECT_EQ(a, fetch(1, UCT_ATOMIC_OP_XOR, x));  // another initiator
+    EXPECT_EQ(a ^ x, fetch(0, UCT_ATOMIC_OP_OR, 0xff));
+    EXPECT_EQ((a ^ x) | 0xff, fetch(0, UCT_ATOMIC_OP_ADD, 1));  // native: not in the guess
+    EXPECT_EQ(((a ^ x) | 0xff) + 1, fetch(0, UCT_ATOMIC_OP_AND, ~0xf0ULL));
+    const uint64_t before_burst = (((a ^ x) | 0xff) + 1) & ~0xf0ULL;
+    ASSERT_EQ(before_burst, *remote);
+
+    // bursts: every op of both initiators posted before any completes, round-robin
+    constexpr int kEach = 48;
+    std::vector<uint64_t> operand(2 * kEach), fetched(2 * kEach);
+    uint64_t expected_end = before_burst;
+    for (size_t k = 0; k < operand.size(); ++k) {
+        operand[k] = (k + 1) * 0x9e3779b97f4a7c15ULL;  // distinct, not 0
+        expected_end ^= operand[k];
+    }
+    Completion burst;
+    for (int k = 0; k < kEach; ++k) {
+        for (int i = 0; i < 2; ++i) {
+            post(i, UCT_ATOMIC_OP_XOR, operand[2 * k + i], &fetched[2 * k + i], burst);
+        }
+    }
+    ASSERT_TRUE(progress_until([&] { return burst.done(); }, all, "the bursts' fetches"));
+    ASSERT_EQ(UCS_OK, burst.status());
+    EXPECT_EQ(expected_end, *remote) << "a lost or repeated update";
+    // linearizable: the ops, each from the word it fetched, chain from before_burst to the end
+    std::vector<bool> used(operand.size());
+    uint64_t value = before_burst;
+    for (size_t step = 0; step < operand.size(); ++step) {
+        size_t k = 0;
+        while (k < operand.size() && (used[k] || fetched[k] != value)) {
+            ++k;
+        }
+        ASSERT_LT(k, operand.size())
+            << "after " << step << " ops no op fetched 0x" << std::hex << value;
+        used[k] = true;
+        value ^= operand[k];
+    }
+    EXPECT_EQ(expected_end, value);
 }
 
 }  // namespace

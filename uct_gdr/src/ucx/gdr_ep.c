@@ -162,6 +162,9 @@ UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)
     self->tx.unsignaled   = 0;
     self->tx.available    = iface->tx.queue_len;
     self->tx.cas_loops    = 0;
+    self->amo.valid       = 0;
+    self->amo.retrier     = NULL;
+    ucs_queue_head_init(&self->amo.parked);
     ucs_queue_head_init(&self->tx.outstanding);
     ucs_arbiter_group_init(&self->arb_group);
     ucs_list_add_tail(&iface->ep_list, &self->list);

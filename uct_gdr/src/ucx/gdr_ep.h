@@ -60,6 +60,20 @@ struct gdr_ep {
         unsigned cas_loops; /* emulated atomics in flight */
         ucs_queue_head_t outstanding; /* gdr_tx_op_t, sn order */
     } tx;
+    /* The emulated atomics' state (gdr_ep_atomic.c): what they expect of the
+     * last word they changed, so that the first CAS of the next one compares
+     * with it instead of reading the word first; and the one op at a time that
+     * retries after another initiator changed the word, with the ops that
+     * missed meanwhile waiting behind it.  Nothing else reads or writes it. */
+    struct {
+        uint64_t remote_addr;
+        uint64_t next; /* the word once every CAS posted on it succeeded */
+        uint64_t basis; /* the value `next` was last computed from */
+        uint32_t rkey;
+        uint8_t valid;
+        struct gdr_tx_op *retrier; /* NULL: none */
+        ucs_queue_head_t parked; /* gdr_tx_op_t that missed, behind retrier */
+    } amo;
     /* The peer's GID as its device address named it: a QP connected without a
      * GRH knows only the LID (gdr_ep_is_connected_to).  Last: the data path
      * never reads it. */

@@ -79,7 +79,7 @@ struct gdr_tx_op {
         uint64_t expected; /* what the last CAS compared with */
         uint32_t rkey;
         uint8_t op; /* uct_atomic_op_t */
-        uint8_t swapping; /* 0: reading the value, 1: CAS posted */
+        uint8_t missed; /* CASes of this op that found another value (max 2) */
     } amo;
 };
 
