@@ -7,6 +7,7 @@
 #include "coll_harness.hpp"
 
 #include "../common/loopback_port.hpp"
+#include "coll_processes.hpp"
 #include "../ucp_cpp/peer_harness.hpp"
 
 #include <ucp_cpp/coll/gpu.hpp>
@@ -654,21 +655,155 @@ void gpu_process_rank(int rank, int size, uint16_t port)
     world.barrier();
 }
 
+// ---------------------------------------------------------------- the direct allreduce
+
+/// One allreduce of value<T>(rank, i, op) on CUDA buffers of this rank, every element checked
+/// against the host reference (integers exact, floating sums within p * unit * sum|x|), the
+/// element past the end untouched, and whether the call read the peers' buffers directly as
+/// @p direct says.  Out of place it runs twice on the same buffers (the second call reuses the
+/// mappings of the first) and checks that the input was left alone.
+template <class T>
+void checked_allreduce(const coll::communicator &world, const gpu::driver &cu, coll::op_kind op,
+                       size_t count, bool in_place, bool direct,
+                       const coll::call_options &options = {})
+{
+    const int rank = world.rank(), size = world.size();
+    std::vector<T> mine(count), out(count + 1, sentinel<T>());
+    for (size_t i = 0; i < count; ++i)
+        mine[i] = value<T>(rank, i, op);
+    if (in_place)
+        std::copy(mine.begin(), mine.end(), out.begin());
+    device_array<T> d_in(cu, mine), d_out(cu, out);
+    for (int call = 0; call < (in_place ? 1 : 2); ++call) {
+        auto req = world.iallreduce(in_place ? d_out.get() : d_in.get(), d_out.get(), count,
+                                    op_object(op), options);
+        req.wait(60s);
+        if (req.gpu_direct() != direct) {
+            throw std::runtime_error(what("allreduce", coll::name_of(coll::datatype_of<T>()), op,
+                                          count, size, in_place ? "in place" : "out of place") +
+                                     (direct ? ": did not read the peers' buffers"
+                                             : ": read the peers' buffers"));
+        }
+        const auto got = d_out.download();
+        for (size_t i = 0; i < count; ++i) {
+            const auto verdict = matches(got[i], reference_of<T>(size, op, [i](int) { return i; }));
+            if (!verdict) {
+                throw std::runtime_error(
+                    what("allreduce", coll::name_of(coll::datatype_of<T>()), op, count, size,
+                         in_place ? "in place" : "out of place") +
+                    " rank " + std::to_string(rank) + " element " + std::to_string(i) + ": " +
+                    verdict.message());
+            }
+        }
+        PEER_CHECK(same_bits(got[count], sentinel<T>()));
+    }
+    if (!in_place) {
+        const auto input = d_in.download();
+        PEER_CHECK(std::memcmp(input.data(), mine.data(), count * sizeof(T)) == 0);
+    }
+}
+
+/// Counts for 4 ranks: below p (1, 3), odd and not divisible by p, over several vector widths.
+const std::vector<size_t> direct_counts = {1, 3, 1001, (size_t(1) << 20) + 3};
+
+/// A rank of CollGpuProcesses.DirectAllreduce: its own process and CUDA context, all on GPU 0.
+void direct_allreduce_rank(int rank, int size, uint16_t forced_port, uint16_t auto_port)
+{
+    cuda_session session(0);
+    PEER_CHECK(session.cu() != nullptr);
+    const gpu::driver &cu = *session.cu();
+
+    // Forced (config gpu_direct always): a call that cannot read the peers' buffers fails.
+    coll::communicator_params forced;
+    forced.config = coll::config::from_environment().gpu_direct(coll::gpu::direct::always);
+    auto world    = coll::communicator::bootstrap(ucp_cpp::worker::create(make_context()),
+                                                  rendezvous(rank, size, forced_port), forced);
+    for (size_t count : direct_counts) {
+        for (bool in_place : {false, true}) {
+            checked_allreduce<int32_t>(world, cu, coll::op_kind::sum, count, in_place, true);
+            checked_allreduce<int32_t>(world, cu, coll::op_kind::max, count, in_place, true);
+            checked_allreduce<float>(world, cu, coll::op_kind::sum, count, in_place, true);
+            checked_allreduce<float>(world, cu, coll::op_kind::min, count, in_place, true);
+            checked_allreduce<bfloat16_t>(world, cu, coll::op_kind::sum, count, in_place, true);
+            checked_allreduce<half_t>(world, cu, coll::op_kind::sum, count, in_place, true);
+            checked_allreduce<double>(world, cu, coll::op_kind::prod, count, in_place, true);
+        }
+    }
+
+    // Automatic: direct for device memory; managed memory cannot be exported, so every rank
+    // falls back to the algorithm (and agrees to); a named algorithm is run as named.
+    auto automatic = coll::communicator::bootstrap(ucp_cpp::worker::create(make_context()),
+                                                   rendezvous(rank, size, auto_port));
+    checked_allreduce<float>(automatic, cu, coll::op_kind::sum, 4099, false, true);
+    checked_allreduce<float>(automatic, cu, coll::op_kind::sum, 4099, false, false,
+                             run_with("ring"));
+    const size_t n = 4099;
+    gpu::CUdeviceptr managed = 0;
+    gpu::check(cu.cuMemAllocManaged(&managed, n * sizeof(float), 1 /* CU_MEM_ATTACH_GLOBAL */),
+               "cuMemAllocManaged");
+    auto *shared = reinterpret_cast<float *>(uintptr_t(managed));
+    for (size_t i = 0; i < n; ++i)
+        shared[i] = value<float>(rank, i, coll::op_kind::sum);
+    auto req = automatic.iallreduce(shared, shared, n, coll::sum);
+    req.wait(60s);
+    PEER_CHECK(!req.gpu_direct());
+    for (size_t i = 0; i < n; ++i) {
+        PEER_CHECK(matches(shared[i], reference_of<float>(size, coll::op_kind::sum,
+                                                          [i](int) { return i; })));
+    }
+
+    // ... and forced, the same call fails on every rank, naming why.
+    try {
+        world.allreduce(shared, shared, n, coll::sum);
+        PEER_CHECK(!"the forced direct allreduce of managed memory succeeded");
+    } catch (const ucp_cpp::ucx_error &e) {
+        std::fprintf(stderr, "[rank %d] forced direct on managed memory: %s\n", rank, e.what());
+        PEER_CHECK(e.status() == UCS_ERR_UNSUPPORTED);
+        PEER_CHECK(std::string(e.what()).find("cannot be exported") != std::string::npos);
+    }
+    cu.cuMemFree_v2(managed);
+}
+
+/// Skips the calling test when no CUDA device can be used (probed in a child: CUDA does not
+/// survive fork(), so this process never touches it).
+#define SKIP_WITHOUT_CUDA()                                                           \
+    do {                                                                              \
+        ucp_cpp_test::peer_process probe([](ucp_cpp_test::channel &ch) {              \
+            cuda_session session;                                                     \
+            ch.send_value(session.cu() != nullptr ? 1 : 0);                           \
+            if (session.cu() == nullptr)                                              \
+                ch.send(session.why().data(), session.why().size());                  \
+        });                                                                           \
+        if (probe.control().recv_value() == 0) {                                      \
+            const auto why = probe.control().recv();                                  \
+            GTEST_SKIP() << std::string(why.begin(), why.end());                      \
+        }                                                                             \
+        ASSERT_EQ(probe.wait_exit(), 0);                                              \
+    } while (0)
+
+TEST(CollGpuProcesses, DirectAllreduceReadsThePeersBuffers)
+{
+    SKIP_WITHOUT_CUDA();
+    ::setenv("UCP_CPP_COLL_TIMEOUT", "60", 1);
+    const int size = 4;
+    const uint16_t forced_port = free_loopback_port(), auto_port = free_loopback_port();
+    std::vector<std::unique_ptr<ucp_cpp_test::peer_process>> ranks;
+    for (int r = 0; r < size; ++r) {
+        ranks.push_back(std::make_unique<ucp_cpp_test::peer_process>(
+            [=](ucp_cpp_test::channel &) {
+                direct_allreduce_rank(r, size, forced_port, auto_port);
+            },
+            240));
+    }
+    for (int r = 0; r < size; ++r)
+        EXPECT_EQ(ranks[size_t(r)]->wait_exit(200s), 0) << "rank " << r;
+}
+
 TEST(CollGpuProcesses, FourProcessesBootstrapOverTcp)
 {
     // CUDA does not survive fork(): this process never touches it; the probe and every rank
     // run in children.
-    ucp_cpp_test::peer_process probe([](ucp_cpp_test::channel &ch) {
-        cuda_session session;
-        ch.send_value(session.cu() != nullptr ? 1 : 0);
-        if (session.cu() == nullptr)
-            ch.send(session.why().data(), session.why().size());
-    });
-    if (probe.control().recv_value() == 0) {
-        const auto why = probe.control().recv();
-        GTEST_SKIP() << std::string(why.begin(), why.end());
-    }
-    ASSERT_EQ(probe.wait_exit(), 0);
+    SKIP_WITHOUT_CUDA();
 
     ::setenv("UCP_CPP_COLL_TIMEOUT", "60", 1);
     const int size      = 4;
