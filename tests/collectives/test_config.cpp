@@ -706,7 +706,7 @@ TEST(CollConfig, DocsListEveryVariable)
 }
 
 // The direct allreduce's decision is a function of the p descriptors alone (every rank holds
-// the same and must decide alike); its blocks cover the vector once, 16-byte aligned.
+// the same and must decide alike).
 TEST(CollDirect, EveryRankDecidesAlikeFromTheDescriptors)
 {
     std::vector<detail::direct_descriptor> all(4);
@@ -744,25 +744,6 @@ TEST(CollDirect, EveryRankDecidesAlikeFromTheDescriptors)
                              d[1].who.context = 8;
                          }),
                          "ranks 0 and 1 share a process but not a CUDA context"));
-}
-
-TEST(CollDirect, BlocksCoverTheVectorOnceAligned)
-{
-    for (size_t elem : {size_t(1), size_t(2), size_t(4), size_t(8)}) {
-        for (int p : {2, 3, 4, 7, 16}) {
-            for (size_t n : {size_t(0), size_t(1), size_t(3), size_t(1001), size_t(1 << 20) + 3}) {
-                const detail::direct_blocks b(n, p, elem);
-                size_t covered = 0;
-                for (int q = 0; q < p; ++q) {
-                    EXPECT_EQ(b.first(q), covered) << n << " " << p << " " << elem;
-                    EXPECT_EQ(b.offset(q) % 16, 0u) << n << " " << p << " " << elem;
-                    covered += b.elements(q);
-                }
-                EXPECT_EQ(covered, n) << p << " " << elem;
-                EXPECT_LE(b.elements(0), (n + size_t(p) - 1) / size_t(p) + 16 / elem);
-            }
-        }
-    }
 }
 
 }  // namespace

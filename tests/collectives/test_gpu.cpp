@@ -598,6 +598,57 @@ TEST(CollGpuKernels, MatchHostReductionsBitForBit)
 }
 
 
+// The direct allreduce's kernel: up to 16 outputs from any number of inputs (chained 8 at a
+// time), in place too, against the host reduction in the same order, bit for bit (int32 and
+// float: the host applies the inputs in the same order).
+TEST(CollGpuKernels, ManyInputsIntoManyOutputs)
+{
+    cuda_session session;
+    if (session.cu() == nullptr)
+        GTEST_SKIP() << "no usable CUDA driver/device: " << session.why();
+    const gpu::driver &cu = *session.cu();
+    device_array<uint8_t> probe(cu, 1);
+    auto lane = std::make_shared<gpu::lane>(gpu::locate(probe.get()), size_t(1) << 20);
+    for (size_t k : {size_t(1), size_t(4), size_t(8), size_t(9), size_t(16)}) {
+        for (size_t n : {size_t(3), size_t(1001), size_t(1 << 18) + 5}) {
+            for (bool in_place : {false, true}) {
+                std::vector<std::unique_ptr<device_array<float>>> in, out;
+                std::vector<const void *> inputs;
+                std::vector<void *> outputs;
+                std::vector<float> expected(n);
+                for (size_t j = 0; j < k; ++j) {
+                    std::vector<float> x(n);
+                    for (size_t i = 0; i < n; ++i)
+                        x[i] = value<float>(int(j), i, coll::op_kind::sum);
+                    for (size_t i = 0; i < n; ++i)
+                        expected[i] = j == 0 ? x[i] : expected[i] + x[i];
+                    in.push_back(std::make_unique<device_array<float>>(cu, x));
+                    inputs.push_back(in.back()->get());
+                }
+                const size_t m = std::min<size_t>(k, gpu::max_kernel_outputs);
+                for (size_t o = 0; o < m; ++o) {
+                    if (in_place) {
+                        outputs.push_back(in[o]->get());
+                    } else {
+                        out.push_back(std::make_unique<device_array<float>>(
+                            cu, std::vector<float>(n, sentinel<float>())));
+                        outputs.push_back(out.back()->get());
+                    }
+                }
+                lane->reduce_many(coll::sum, coll::datatype::float32, inputs.data(), k,
+                                  outputs.data(), m, n);
+                gpu::check(cu.cuStreamSynchronize(lane->stream()), "cuStreamSynchronize");
+                for (size_t o = 0; o < m; ++o) {
+                    const auto got = in_place ? in[o]->download() : out[o]->download();
+                    ASSERT_EQ(std::memcmp(got.data(), expected.data(), n * sizeof(float)), 0)
+                        << "k=" << k << " n=" << n << " output " << o
+                        << (in_place ? " in place" : "");
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------- ranks as processes
 
 using gdr_test::free_loopback_port;

@@ -1,24 +1,26 @@
 /**
  * @file coll/direct.hpp
- * @brief The direct allreduce of CUDA buffers: ranks whose buffers this process can map (peer
- *        processes on the same node and device, or ranks of this process in the same context)
- *        read each other's buffers instead of sending them.
+ * @brief The direct allreduce of CUDA buffers: ranks whose buffers one process can map (peer
+ *        processes on the same node and device, or ranks of one process in one context) are
+ *        served by one kernel that reads every rank's input and writes every rank's output.
  *
- * Schedule (p ranks, n elements cut into p blocks aligned to 16 bytes; the messages are a few
- * hundred bytes of host memory each, so they cost microseconds, not the ~150 µs of a transfer
- * of CUDA memory through UCX 1.13):
- *   1. every rank sends every other its descriptor (node, process, context, device, and for
- *      its send and recv buffers an IPC handle and the offset in the allocation).  Then each
- *      rank decides, from the same p descriptors, whether all can read all (direct_obstacle);
- *      if so it maps the peers' buffers (cached per peer allocation, gpu/peer_memory.hpp) and
- *      launches one kernel: its output block = op over the p inputs' block, read in rank order.
- *      The stream drains before the next round.
- *   2. everyone tells everyone its block is reduced (empty messages); then each rank copies
- *      the other blocks from their owners' outputs.  The stream drains.
- *   3. everyone tells everyone its copies are done, so no rank returns (and lets its caller
- *      reuse a buffer) while a peer still reads it.
- * In place is safe: in step 1 a rank writes only its own block, which no peer reads then; in
- * step 2 it writes the other blocks, which every peer finished reading in step 1.
+ * Schedule (p ranks; the messages are a few hundred bytes of host memory, so they cost
+ * microseconds, not the ~150 µs of a transfer of CUDA memory through UCX 1.13):
+ *   1. every rank sends every other its descriptor (node, process, context, device, and for its
+ *      send and recv buffers an IPC handle and the offset in the allocation).  Then each rank
+ *      decides, from the same p descriptors, whether all buffers can be mapped (direct_obstacle).
+ *      If so, rank 0 maps the peers' buffers (cached per peer allocation, gpu/peer_memory.hpp)
+ *      and launches one kernel: every output = op over the p inputs, read in rank order.  Its
+ *      stream drains before the next round.
+ *   2. rank 0 tells every other rank that its output is written; they complete then, and rank 0
+ *      once the kernel is done, so no buffer is read or written after its rank completed.
+ * Why one rank does it all: the ranks share one GPU, so spreading the work over p contexts buys
+ * no bandwidth (one device's memory either way) but makes the GPU switch between the ranks'
+ * contexts.  A first version had each rank reduce its 1/p block and copy the others from their
+ * owners (three rounds, every rank's context busy twice): it cost 1.15 ms per call at 64 KiB
+ * on the H200 and reached 72.7 GB/s busbw at 64 MiB (docs/collectives.md).  One kernel also
+ * moves less: p·n read and p·n written, against (2p − 1)·n read and p·n written.
+ * In place is safe: a thread reads all p inputs of an element before it writes the outputs.
  *
  * When the descriptors say it cannot run (another node or device, memory that cannot be
  * exported, two contexts in one process), every rank comes to the same conclusion and runs the
@@ -38,14 +40,16 @@
 
 namespace ucp_cpp::coll::detail {
 
-/// The most ranks the direct allreduce serves (its first round is an all-to-all, and a node
-/// holds few GPUs).
-inline constexpr int max_direct_ranks = 16;
+/// The most ranks the direct allreduce serves (its first round is an all-to-all; the kernel
+/// writes at most this many outputs).
+inline constexpr int max_direct_ranks = int(gpu::max_kernel_outputs);
 
 /// Steps of the direct rounds: the top of the step field, above every algorithm's steps.
 inline constexpr uint32_t direct_step_descriptors = uint32_t(field_mask);
-inline constexpr uint32_t direct_step_reduced     = uint32_t(field_mask) - 1;
-inline constexpr uint32_t direct_step_copied      = uint32_t(field_mask) - 2;
+inline constexpr uint32_t direct_step_written     = uint32_t(field_mask) - 1;
+
+/// The rank whose context runs the kernel.
+inline constexpr int direct_leader = 0;
 
 /// What a rank sends every other in the first round (raw bytes).
 struct direct_descriptor {
@@ -89,23 +93,6 @@ inline std::string direct_obstacle(const std::vector<direct_descriptor> &all)
     return "";
 }
 
-/// Blocks of the direct allreduce: ceil(n / p) elements rounded up to 16 bytes, so that every
-/// block starts 16-byte aligned where the buffers do (the kernels' vector loads); the last
-/// blocks may be short or empty (n < p).
-struct direct_blocks {
-    size_t count, elem, chunk;
-    direct_blocks(size_t n, int p, size_t elem_bytes) : count(n), elem(elem_bytes)
-    {
-        const size_t per_vector = elem < 16 ? 16 / elem : 1;
-        chunk = (n + size_t(p) - 1) / size_t(p);
-        chunk = (chunk + per_vector - 1) / per_vector * per_vector;
-    }
-    size_t first(int i) const { return std::min(count, size_t(i) * chunk); }
-    size_t elements(int i) const { return first(i + 1) - first(i); }
-    size_t offset(int i) const { return first(i) * elem; }
-    size_t bytes(int i) const { return elements(i) * elem; }
-};
-
 /// What the rounds of one direct allreduce share.
 struct direct_state {
     std::vector<direct_descriptor> all;  ///< every rank's, own included
@@ -113,7 +100,6 @@ struct direct_state {
     bool forced = false;  ///< the config says always: fail instead of falling back
     std::function<void()> fallback_prologue;  ///< the algorithm's, run only when falling back
     std::shared_ptr<gpu::lane> lane;
-    std::vector<std::byte *> peer_outputs;  ///< every rank's recv as mapped here
 };
 
 /**
@@ -144,8 +130,8 @@ inline void build_direct_allreduce(context &c, const arguments &a,
     schedule *plan        = &c.plan;
     const reduction *op   = a.op;
     const datatype type   = c.type;
-    const direct_blocks b(a.count, p, c.elem);
-    static char token;  // the notifications carry no bytes
+    const size_t count    = a.count;
+    static char token;  // the notification carries no bytes
 
     round &describe = c.plan.add_round();
     for (int q = 0; q < p; ++q) {
@@ -158,7 +144,7 @@ inline void build_direct_allreduce(context &c, const arguments &a,
                                               true});
     }
     describe.drain = true;
-    describe.then  = [state, plan, op, type, b, r, p, send = a.send, recv = a.recv] {
+    describe.then  = [state, plan, op, type, count, r, p] {
         const std::string obstacle = direct_obstacle(state->all);
         if (!obstacle.empty()) {
             if (state->forced) {
@@ -173,59 +159,37 @@ inline void build_direct_allreduce(context &c, const arguments &a,
         }
         state->direct      = true;
         plan->direct_reads = true;
-        gpu::lane &lane    = *state->lane;
-        const uint64_t me  = state->all[size_t(r)].who.process;
+        if (r != direct_leader)
+            return;
+        gpu::lane &lane   = *state->lane;
+        const uint64_t me = state->all[size_t(r)].who.process;
         std::vector<const void *> inputs(static_cast<size_t>(p), nullptr);
-        state->peer_outputs.assign(size_t(p), nullptr);
+        std::vector<void *> outputs(static_cast<size_t>(p), nullptr);
         for (int q = 0; q < p; ++q) {
             const direct_descriptor &d = state->all[size_t(q)];
-            const std::byte *in = nullptr;
-            std::byte *out      = nullptr;
-            if (q == r) {
-                in  = send;
-                out = recv;
-            } else if (d.who.process == me) {  // a rank of this process: its own pointers
-                in  = reinterpret_cast<const std::byte *>(uintptr_t(d.send.address));
-                out = reinterpret_cast<std::byte *>(uintptr_t(d.recv.address));
+            if (d.who.process == me) {  // this rank, or a rank of this process: its pointers
+                inputs[size_t(q)]  = reinterpret_cast<const void *>(uintptr_t(d.send.address));
+                outputs[size_t(q)] = reinterpret_cast<void *>(uintptr_t(d.recv.address));
             } else {
-                in  = static_cast<const std::byte *>(lane.map_peer(d.who.process, d.send));
-                out = static_cast<std::byte *>(lane.map_peer(d.who.process, d.recv));
-            }
-            inputs[size_t(q)]             = in + b.offset(r);
-            state->peer_outputs[size_t(q)] = out;
-        }
-        lane.reduce_many(*op, type, inputs.data(), inputs.size(), recv + b.offset(r),
-                         b.elements(r));
-    };
-
-    auto not_direct = [state] { return !state->direct; };
-    round &reduced  = c.plan.add_round();
-    for (int q = 0; q < p; ++q) {
-        if (q == r)
-            continue;
-        reduced.transfers.push_back(transfer{true, q, &token, 0, direct_step_reduced, true});
-        reduced.transfers.push_back(transfer{false, q, &token, 0, direct_step_reduced, true});
-    }
-    reduced.skip  = not_direct;
-    reduced.drain = true;
-    reduced.then  = [state, b, r, p, recv = a.recv] {
-        for (int q = 0; q < p; ++q) {
-            if (q != r && b.bytes(q) != 0) {
-                state->lane->copy(recv + b.offset(q), state->peer_outputs[size_t(q)] + b.offset(q),
-                                  b.bytes(q));
+                inputs[size_t(q)]  = lane.map_peer(d.who.process, d.send);
+                outputs[size_t(q)] = lane.map_peer(d.who.process, d.recv);
             }
         }
+        lane.reduce_many(*op, type, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
+                         count);
     };
 
-    round &copied = c.plan.add_round();
+    round &written = c.plan.add_round();
     for (int q = 0; q < p; ++q) {
-        if (q == r)
-            continue;
-        copied.transfers.push_back(transfer{true, q, &token, 0, direct_step_copied, true});
-        copied.transfers.push_back(transfer{false, q, &token, 0, direct_step_copied, true});
+        if (r == direct_leader && q != r)
+            written.transfers.push_back(transfer{true, q, &token, 0, direct_step_written, true});
     }
-    copied.skip  = not_direct;
-    copied.drain = true;
+    if (r != direct_leader) {
+        written.transfers.push_back(
+            transfer{false, direct_leader, &token, 0, direct_step_written, true});
+    }
+    written.skip  = [state] { return !state->direct; };
+    written.drain = true;
 
     // The algorithm's schedule, for when the first round decides against the direct path.
     const size_t first_fallback = c.plan.rounds.size();

@@ -28,8 +28,8 @@ namespace ucp_cpp::coll::gpu {
 /// @brief The CUDA C++ source of every reduction kernel, given to NVRTC at run time (so the
 ///        library needs no CUDA toolkit to build).
 /// @return kernel source: ucp_cpp_reduce_<type>_<op>(T *inout, const T *in, unsigned long long n)
-///         and ucp_cpp_reduce_many_<type>_<op>(T *out, many_inputs in, unsigned k,
-///         unsigned long long n) (out = op over k <= 8 inputs).
+///         and ucp_cpp_reduce_many_<type>_<op>(many_outputs out, unsigned m, many_inputs in,
+///         unsigned k, unsigned long long n) (m <= 16 outputs = op over k <= 8 inputs).
 inline const char *kernel_source()
 {
     return R"CUDA(
@@ -120,19 +120,21 @@ __device__ __forceinline__ void reduce_body(T *__restrict__ inout, const T *__re
         inout[i] = combine<T, OP>(inout[i], in[i]);
 }
 
-/* out[i] = op over in.p[0..k)[i] (k <= 8), in that order; 16-byte vectors when every pointer is
-   16-byte aligned.  out may be one of the inputs (in place: each element is read before the same
-   thread writes it); the inputs may be other processes' buffers (the direct allreduce), so no
-   read goes through the non-coherent cache. */
+/* out.p[0..m)[i] = op over in.p[0..k)[i] (k <= 8, m <= 16), the inputs in that order; 16-byte
+   vectors when every pointer is 16-byte aligned.  Outputs may be inputs (in place: a thread
+   reads all inputs of an element before it writes it); the pointers may be other processes'
+   buffers (the direct allreduce), so no read goes through the non-coherent cache. */
 struct many_inputs { const void *p[8]; };
+struct many_outputs { void *p[16]; };
 template <class T, int OP>
-__device__ __forceinline__ void reduce_many_body(T *out, many_inputs in, unsigned k,
-                                                 unsigned long long n)
+__device__ __forceinline__ void reduce_many_body(many_outputs out, unsigned m, many_inputs in,
+                                                 unsigned k, unsigned long long n)
 {
     const unsigned long long tid = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    unsigned long long start = 0, bits = (unsigned long long)out;
+    unsigned long long start = 0, bits = 0;
     for (unsigned j = 0; j < k; ++j) bits |= (unsigned long long)in.p[j];
+    for (unsigned o = 0; o < m; ++o) bits |= (unsigned long long)out.p[o];
     if ((bits & 15ull) == 0) {
         const unsigned V = 16 / sizeof(T);
         const unsigned long long vectors = n / V;
@@ -144,14 +146,14 @@ __device__ __forceinline__ void reduce_many_body(T *out, many_inputs in, unsigne
 #pragma unroll
                 for (unsigned e = 0; e < V; ++e) a.e[e] = combine<T, OP>(a.e[e], b.e[e]);
             }
-            ((uint4 *)out)[i] = a.v;
+            for (unsigned o = 0; o < m; ++o) ((uint4 *)out.p[o])[i] = a.v;
         }
         start = vectors * V;
     }
     for (unsigned long long i = start + tid; i < n; i += stride) {
         T a = ((const T *)in.p[0])[i];
         for (unsigned j = 1; j < k; ++j) a = combine<T, OP>(a, ((const T *)in.p[j])[i]);
-        out[i] = a;
+        for (unsigned o = 0; o < m; ++o) ((T *)out.p[o])[i] = a;
     }
 }
 
@@ -161,10 +163,10 @@ __device__ __forceinline__ void reduce_many_body(T *out, many_inputs in, unsigne
     { \
         reduce_body<T, ID>(io, in, n); \
     } \
-    extern "C" __global__ void ucp_cpp_reduce_many_##NAME##_##OP(T *out, many_inputs in, \
-                                                                 unsigned k, unsigned long long n) \
+    extern "C" __global__ void ucp_cpp_reduce_many_##NAME##_##OP( \
+        many_outputs out, unsigned m, many_inputs in, unsigned k, unsigned long long n) \
     { \
-        reduce_many_body<T, ID>(out, in, k, n); \
+        reduce_many_body<T, ID>(out, m, in, k, n); \
     }
 #define KERNELS(NAME, T) \
     KERNEL(NAME, T, sum, 0) KERNEL(NAME, T, prod, 1) KERNEL(NAME, T, min, 2) KERNEL(NAME, T, max, 3)
@@ -188,8 +190,10 @@ inline std::string kernel_name(datatype type, op_kind op, bool many = false)
            ops[int(op)];
 }
 
-/// The most inputs one launch of the many-input kernel reduces (its parameter struct's size).
-inline constexpr size_t max_kernel_inputs = 8;
+/// The most inputs one launch of the many-input kernel reduces, and the most outputs it writes
+/// (its parameter structs' sizes).
+inline constexpr size_t max_kernel_inputs  = 8;
+inline constexpr size_t max_kernel_outputs = 16;
 
 namespace detail {
 
@@ -264,34 +268,42 @@ public:
               "cuLaunchKernel");
     }
 
-    /// @brief Queues out[i] = op(inputs[0][i], ..., inputs[k-1][i]) for @p count elements on
-    ///        @p stream: one launch per max_kernel_inputs inputs (the later ones fold @p out in).
-    /// @param type   the elements' datatype.
-    /// @param op     the reduction (not op_kind::custom).
-    /// @param inputs @p k device operands, read (any may be @p out: in place).
-    /// @param k      how many, >= 1.
-    /// @param out    device result.
-    /// @param count  the number of elements.
-    /// @param stream the stream to queue on.
+    /// @brief Queues outputs[o][i] = op(inputs[0][i], ..., inputs[k-1][i]) for @p count
+    ///        elements and every output on @p stream: one launch per max_kernel_inputs inputs
+    ///        (the earlier ones write outputs[0] only, which the next folds in as its first
+    ///        operand).
+    /// @param type    the elements' datatype.
+    /// @param op      the reduction (not op_kind::custom).
+    /// @param inputs  @p k device operands, read (outputs may be inputs: in place).
+    /// @param k       how many, >= 1.
+    /// @param outputs @p m device results.
+    /// @param m       how many, 1 to max_kernel_outputs.
+    /// @param count   the number of elements.
+    /// @param stream  the stream to queue on.
     /// @throws ucx_error as launch().
-    void launch_many(datatype type, op_kind op, const void *const *inputs, size_t k, void *out,
-                     size_t count, CUstream stream)
+    void launch_many(datatype type, op_kind op, const void *const *inputs, size_t k,
+                     void *const *outputs, size_t m, size_t count, CUstream stream)
     {
         CUfunction f = function(type, op, /*many=*/true);
         struct {
             const void *p[max_kernel_inputs];
         } operands{};
+        struct {
+            void *p[max_kernel_outputs];
+        } results{};
+        std::copy(outputs, outputs + std::min(m, max_kernel_outputs), results.p);
         const size_t items = (count * size_of(type) + 15) / 16;
         for (size_t first = 0; first < k;) {
-            // After the first launch, out holds the reduction so far: it is the first operand.
+            // After the first launch, outputs[0] holds the reduction so far: the first operand.
             size_t used = 0;
             if (first > 0)
-                operands.p[used++] = out;
+                operands.p[used++] = outputs[0];
             while (used < max_kernel_inputs && first < k)
                 operands.p[used++] = inputs[first++];
             unsigned used_inputs = unsigned(used);
+            unsigned written     = first == k ? unsigned(std::min(m, max_kernel_outputs)) : 1u;
             unsigned long long n = count;
-            void *args[]         = {&out, &operands, &used_inputs, &n};
+            void *args[]         = {&results, &written, &operands, &used_inputs, &n};
             check(cu_.cuLaunchKernel(f, grid(items), 1, 1, block_threads, 1, 1, 0, stream, args,
                                      nullptr),
                   "cuLaunchKernel");

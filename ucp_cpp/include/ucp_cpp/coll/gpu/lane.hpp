@@ -182,27 +182,33 @@ public:
                                           });
     }
 
-    /// @brief out = op over @p k device operands (kernels on the main stream; see
+    /// @brief Every output = op over @p k device operands (kernels on the main stream; see
     ///        reduction_kernels::launch_many()).
-    /// @param op     the reduction (not custom).
-    /// @param type   the elements' datatype.
-    /// @param inputs the operands (this context's pointers, or peers' through map_peer()).
-    /// @param k      how many.
-    /// @param out    the result (may be one of the inputs).
-    /// @param count  the number of elements.
+    /// @param op      the reduction (not custom).
+    /// @param type    the elements' datatype.
+    /// @param inputs  the operands (this context's pointers, or peers' through map_peer()).
+    /// @param k       how many.
+    /// @param outputs the results (may be inputs: in place).
+    /// @param m       how many, at most max_kernel_outputs.
+    /// @param count   the number of elements.
     /// @throws ucx_error(UCS_ERR_UNSUPPORTED) for a custom reduction or when the kernels cannot
     ///         be built; ucx_error(UCS_ERR_IO_ERROR) when a CUDA call fails.
     void reduce_many(const reduction &op, datatype type, const void *const *inputs, size_t k,
-                     void *out, size_t count)
+                     void *const *outputs, size_t m, size_t count)
     {
-        if (count == 0 || k == 0)
+        if (count == 0 || k == 0 || m == 0)
             return;
+        if (m > max_kernel_outputs) {
+            throw ucx_error(UCS_ERR_UNSUPPORTED, "coll/gpu: at most " +
+                                                     std::to_string(max_kernel_outputs) +
+                                                     " outputs per reduction kernel");
+        }
         if (op.kind() == op_kind::custom) {
             throw ucx_error(UCS_ERR_UNSUPPORTED,
                             "coll/gpu: a custom reduction has no many-input kernel");
         }
         context_scope scope(cu_, context_.get());
-        kernels_.launch_many(type, op.kind(), inputs, k, out, count, streams_.main());
+        kernels_.launch_many(type, op.kind(), inputs, k, outputs, m, count, streams_.main());
     }
 
     // -------------------------------------------------- direct reads of peers' buffers
