@@ -803,6 +803,28 @@ void direct_allreduce_rank(int rank, int size, uint16_t forced_port, uint16_t au
                                                           [i](int) { return i; })));
     }
 
+    // Next to UCX's own transfers of the same buffer (with CUDA transports, UCX's cuda_ipc maps
+    // the peers' allocations in this process too, and the driver maps one only once): allreduce,
+    // allgather of its blocks, allreduce again, every element checked.  The second allreduce
+    // reads directly or falls back (rank 0 cannot map what UCX holds): correct either way.
+    const size_t m = 4099, total = m * size_t(size);
+    std::vector<float> x(total);
+    for (size_t i = 0; i < total; ++i)
+        x[i] = value<float>(rank, i, coll::op_kind::sum);
+    device_array<float> buf(cu, x), gathered(cu, total);
+    automatic.allreduce(buf.get(), buf.get(), total, coll::sum);
+    const auto reduced = buf.download();
+    for (size_t i = 0; i < total; ++i) {
+        PEER_CHECK(matches(reduced[i], reference_of<float>(size, coll::op_kind::sum,
+                                                           [i](int) { return i; })));
+    }
+    automatic.allgather(buf.get() + size_t(rank) * m, gathered.get(), m);
+    PEER_CHECK(std::memcmp(gathered.download().data(), reduced.data(), total * sizeof(float)) == 0);
+    automatic.allreduce(buf.get(), buf.get(), total, coll::sum);
+    const auto twice = buf.download();
+    for (size_t i = 0; i < total; ++i)  // multiples of 1/64 below 2^8: exact
+        PEER_CHECK(twice[i] == reduced[i] * float(size));
+
     // ... and forced, the same call fails on every rank, naming why.
     try {
         world.allreduce(shared, shared, n, coll::sum);

@@ -634,8 +634,11 @@ private:
             call.knomial_radix = config_->knomial_radix();
             const detail::builder build = detail::row_of(chosen).builder_for(which);
             if (tries_direct(*started, which, options, op)) {
+                // Rank 0 keeps its mappings of the peers' buffers only where UCX moves no CUDA
+                // memory itself (its cuda_ipc cannot map what we hold: coll/direct.hpp).
                 detail::build_direct_allreduce(c, call, started->lane,
-                                               config_->gpu_direct() == gpu::direct::always, build);
+                                               config_->gpu_direct() == gpu::direct::always,
+                                               /*keep_mappings=*/started->staged, build);
             } else {
                 build(c, call);
             }

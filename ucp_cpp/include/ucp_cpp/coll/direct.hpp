@@ -9,11 +9,15 @@
  *   1. every rank sends every other its descriptor (node, process, context, device, and for its
  *      send and recv buffers an IPC handle and the offset in the allocation).  Then each rank
  *      decides, from the same p descriptors, whether all buffers can be mapped (direct_obstacle).
- *      If so, rank 0 maps the peers' buffers (cached per peer allocation, gpu/peer_memory.hpp)
- *      and launches one kernel: every output = op over the p inputs, read in rank order.  Its
- *      stream drains before the next round.
- *   2. rank 0 tells every other rank that its output is written; they complete then, and rank 0
- *      once the kernel is done, so no buffer is read or written after its rank completed.
+ *      If so, rank 0 maps the peers' buffers (gpu/peer_memory.hpp) and launches one kernel:
+ *      every output = op over the p inputs, read in rank order.  Its stream drains before the
+ *      next round.
+ *   2. rank 0 tells every other rank (one byte) that its output is written, or that it could
+ *      not map a buffer (UCX's cuda_ipc may hold that allocation mapped: the driver maps an
+ *      allocation once per process), and then all run the algorithm.  Nobody reads or writes a
+ *      rank's buffers after that rank completed.  Rank 0 keeps its mappings for the next call
+ *      only where UCX moves no CUDA memory (staged transfers): elsewhere a mapping we hold would
+ *      make UCX's cuda_ipc fail (UCX 1.13 aborts), so each call opens and closes them.
  * Why one rank does it all: the ranks share one GPU, so spreading the work over p contexts buys
  * no bandwidth (one device's memory either way) but makes the GPU switch between the ranks'
  * contexts.  A first version had each rank reduce its 1/p block and copy the others from their
@@ -100,7 +104,44 @@ struct direct_state {
     bool forced = false;  ///< the config says always: fail instead of falling back
     std::function<void()> fallback_prologue;  ///< the algorithm's, run only when falling back
     std::shared_ptr<gpu::lane> lane;
+    bool keep_mappings = false;  ///< rank 0: leave the peers' buffers mapped for later calls
+    char written       = 0;  ///< rank 0's verdict: 1 the outputs are written, 0 fall back
+    std::string problem;  ///< rank 0: why it could not map
+    std::vector<std::pair<uint64_t, gpu::exported_buffer>> mapped;  ///< rank 0: to release
 };
+
+/// Rank 0 of a direct allreduce: maps every rank's buffers and queues the kernel; false (the
+/// uses taken so far given back, the reason in state.problem) when a buffer cannot be mapped.
+inline bool direct_launch(direct_state &state, const reduction &op, datatype type, size_t count)
+{
+    gpu::lane &lane   = *state.lane;
+    const size_t p    = state.all.size();
+    const uint64_t me = state.all[size_t(direct_leader)].who.process;
+    std::vector<const void *> inputs(p, nullptr);
+    std::vector<void *> outputs(p, nullptr);
+    try {
+        for (size_t q = 0; q < p; ++q) {
+            const direct_descriptor &d = state.all[q];
+            if (d.who.process == me) {  // this rank, or a rank of this process: its pointers
+                inputs[q]  = reinterpret_cast<const void *>(uintptr_t(d.send.address));
+                outputs[q] = reinterpret_cast<void *>(uintptr_t(d.recv.address));
+                continue;
+            }
+            inputs[q] = lane.map_peer(d.who.process, d.send);
+            state.mapped.emplace_back(d.who.process, d.send);
+            outputs[q] = lane.map_peer(d.who.process, d.recv);
+            state.mapped.emplace_back(d.who.process, d.recv);
+        }
+    } catch (const ucx_error &e) {
+        for (const auto &[process, b] : state.mapped)
+            lane.release_peer(process, b, state.keep_mappings);
+        state.mapped.clear();
+        state.problem = e.what();
+        return false;
+    }
+    lane.reduce_many(op, type, inputs.data(), p, outputs.data(), p, count);
+    return true;
+}
 
 /**
  * @brief Compiles the direct allreduce (see the file comment) followed by @p fallback's
@@ -109,18 +150,21 @@ struct direct_state {
  * @param a        the call (a.op not custom)
  * @param lane     the lane of the buffers
  * @param forced   config gpu::direct::always: fail rather than fall back
+ * @param keep_mappings rank 0 keeps the peers' buffers mapped (only where UCX moves no CUDA
+ *                 memory: see the file comment)
  * @param fallback the builder of the algorithm chosen for the call
  * @throws ucx_error(UCS_ERR_IO_ERROR) when the driver cannot describe the buffers
  */
 inline void build_direct_allreduce(context &c, const arguments &a,
                                    const std::shared_ptr<gpu::lane> &lane, bool forced,
-                                   builder fallback)
+                                   bool keep_mappings, builder fallback)
 {
     const int p = c.size, r = c.rank;
     auto state  = std::make_shared<direct_state>();
     state->all.resize(size_t(p));
     state->forced = forced;
     state->lane   = lane;
+    state->keep_mappings = keep_mappings;
     // The caller's buffers are ready at issue (the collectives' contract): describe them now.
     direct_descriptor &mine = state->all[size_t(r)];
     mine.who                = lane->identity();
@@ -131,7 +175,6 @@ inline void build_direct_allreduce(context &c, const arguments &a,
     const reduction *op   = a.op;
     const datatype type   = c.type;
     const size_t count    = a.count;
-    static char token;  // the notification carries no bytes
 
     round &describe = c.plan.add_round();
     for (int q = 0; q < p; ++q) {
@@ -144,7 +187,7 @@ inline void build_direct_allreduce(context &c, const arguments &a,
                                               true});
     }
     describe.drain = true;
-    describe.then  = [state, plan, op, type, count, r, p] {
+    describe.then  = [state, plan, op, type, count, r] {
         const std::string obstacle = direct_obstacle(state->all);
         if (!obstacle.empty()) {
             if (state->forced) {
@@ -157,39 +200,46 @@ inline void build_direct_allreduce(context &c, const arguments &a,
                 state->fallback_prologue();
             return;
         }
+        // Every rank's buffers can be mapped: rank 0 confirms in the next round.
         state->direct      = true;
         plan->direct_reads = true;
-        if (r != direct_leader)
-            return;
-        gpu::lane &lane   = *state->lane;
-        const uint64_t me = state->all[size_t(r)].who.process;
-        std::vector<const void *> inputs(static_cast<size_t>(p), nullptr);
-        std::vector<void *> outputs(static_cast<size_t>(p), nullptr);
-        for (int q = 0; q < p; ++q) {
-            const direct_descriptor &d = state->all[size_t(q)];
-            if (d.who.process == me) {  // this rank, or a rank of this process: its pointers
-                inputs[size_t(q)]  = reinterpret_cast<const void *>(uintptr_t(d.send.address));
-                outputs[size_t(q)] = reinterpret_cast<void *>(uintptr_t(d.recv.address));
-            } else {
-                inputs[size_t(q)]  = lane.map_peer(d.who.process, d.send);
-                outputs[size_t(q)] = lane.map_peer(d.who.process, d.recv);
-            }
-        }
-        lane.reduce_many(*op, type, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
-                         count);
+        if (r == direct_leader)
+            state->written = direct_launch(*state, *op, type, count) ? 1 : 0;
     };
 
     round &written = c.plan.add_round();
     for (int q = 0; q < p; ++q) {
-        if (r == direct_leader && q != r)
-            written.transfers.push_back(transfer{true, q, &token, 0, direct_step_written, true});
+        if (r == direct_leader && q != r) {
+            written.transfers.push_back(
+                transfer{true, q, &state->written, 1, direct_step_written, true});
+        }
     }
     if (r != direct_leader) {
         written.transfers.push_back(
-            transfer{false, direct_leader, &token, 0, direct_step_written, true});
+            transfer{false, direct_leader, &state->written, 1, direct_step_written, true});
     }
     written.skip  = [state] { return !state->direct; };
     written.drain = true;
+    written.then  = [state, plan] {
+        // The kernel is done (the stream drained before this round was posted).
+        for (const auto &[process, b] : state->mapped)
+            state->lane->release_peer(process, b, state->keep_mappings);
+        state->mapped.clear();
+        if (state->written == 1)
+            return;
+        state->direct      = false;
+        plan->direct_reads = false;
+        if (state->forced) {
+            throw ucx_error(UCS_ERR_UNSUPPORTED,
+                            "coll::allreduce: UCP_CPP_COLL_GPU_DIRECT=yes (config::gpu_direct"
+                            "(always)) but rank 0 could not map the peers' buffers" +
+                                (state->problem.empty() ? std::string(" (UCX's cuda_ipc may "
+                                                                      "hold them mapped)")
+                                                        : ": " + state->problem));
+        }
+        if (state->fallback_prologue)
+            state->fallback_prologue();
+    };
 
     // The algorithm's schedule, for when the first round decides against the direct path.
     const size_t first_fallback = c.plan.rounds.size();

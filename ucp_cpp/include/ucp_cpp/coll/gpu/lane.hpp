@@ -242,6 +242,15 @@ public:
         context_scope scope(cu_, context_.get());
         return peers_.map(process, b);
     }
+    /// @brief Gives back a use map_peer() took (see peer_mappings::release()).
+    /// @param process the peer's process_identity().
+    /// @param b       what was passed to map_peer().
+    /// @param keep    keep the mapping for later calls.
+    void release_peer(uint64_t process, const exported_buffer &b, bool keep) noexcept
+    {
+        gdr::cuda_driver::scoped_context scope(cu_, context_.get());
+        peers_.release(process, b, keep);
+    }
     /// @return how many peer allocations this lane has mapped.
     [[nodiscard]] size_t mapped_peer_allocations() const noexcept { return peers_.open_count(); }
 

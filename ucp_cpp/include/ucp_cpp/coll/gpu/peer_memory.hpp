@@ -5,10 +5,14 @@
  *        handle, the buffer's offset in its allocation), who the rank is (which node, process,
  *        CUDA context and device), and the per-lane cache of opened mappings (peer_mappings).
  *
- * Opening a handle (cuIpcOpenMemHandle) costs milliseconds, so a mapping is opened once per
- * (peer process, allocation) and kept.  A peer that freed an allocation and made a new one gets
- * a new CU_POINTER_ATTRIBUTE_BUFFER_ID: a descriptor whose id differs from the cached one, or
- * whose range overlaps a cached one of the same process, closes the old mapping first.
+ * A mapping is opened once per (peer process, allocation) and counted: map() takes a use,
+ * release() gives it back and, unless the mappings are kept, closes the mapping with its last
+ * use.  Keeping them saves the open of the next call, but the driver maps an allocation once
+ * per process: while we hold it, UCX's cuda_ipc cannot open it (UCX 1.13 aborts then), and
+ * while UCX holds it, we cannot (map() throws).  So mappings are kept only where UCX moves no
+ * CUDA memory (the direct allreduce decides).  A peer that freed an allocation and made a new
+ * one gets a new CU_POINTER_ATTRIBUTE_BUFFER_ID: a descriptor whose id differs from the kept
+ * one, or whose range overlaps a kept one of the same process, closes the old mapping first.
  * Threading: a peer_mappings belongs to one lane (one thread at a time).
  */
 #pragma once
@@ -135,15 +139,18 @@ public:
         return out;
     }
 
-    /// @brief The address, in this process, of the buffer @p b of the peer process @p process.
+    /// @brief The address, in this process, of the buffer @p b of the peer process @p process;
+    ///        takes a use of its mapping (give it back with release()).
     /// @param process the peer's process_identity()
     /// @param b       what the peer exported (exportable)
     /// @return a device pointer for this context's kernels and copies
-    /// @throws ucx_error(UCS_ERR_IO_ERROR) when cuIpcOpenMemHandle fails
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when cuIpcOpenMemHandle fails (e.g.
+    ///         CUDA_ERROR_ALREADY_MAPPED: UCX's cuda_ipc holds that allocation)
     void *map(uint64_t process, const exported_buffer &b)
     {
         auto found = open_.find({process, b.base});
-        if (found != open_.end() && found->second.buffer_id != b.buffer_id) {
+        if (found != open_.end() && found->second.buffer_id != b.buffer_id &&
+            found->second.users == 0) {
             close(found);  // the peer freed that allocation and made a new one there
             found = open_.end();
         }
@@ -153,7 +160,7 @@ public:
                  it != open_.end() && it->first.first == process;) {
                 const bool overlaps = it->first.second < b.base + b.size &&
                                       b.base < it->first.second + it->second.size;
-                it                  = overlaps ? close(it) : std::next(it);
+                it = overlaps && it->second.users == 0 ? close(it) : std::next(it);
             }
             mapping m;
             check(cu_.cuIpcOpenMemHandle_v2(&m.local, b.handle,
@@ -163,7 +170,22 @@ public:
             m.size      = b.size;
             found       = open_.emplace(std::make_pair(process, b.base), m).first;
         }
+        ++found->second.users;
         return reinterpret_cast<void *>(uintptr_t(found->second.local + (b.address - b.base)));
+    }
+
+    /// @brief Gives back a use that map() took of the mapping of @p b; closes the mapping with
+    ///        its last use unless @p keep.  Call it once the work that used the address is done.
+    /// @param process the peer's process_identity()
+    /// @param b       what was passed to map()
+    /// @param keep    keep the mapping open for later calls
+    void release(uint64_t process, const exported_buffer &b, bool keep) noexcept
+    {
+        auto found = open_.find({process, b.base});
+        if (found == open_.end() || found->second.users == 0)
+            return;
+        if (--found->second.users == 0 && !keep)
+            close(found);
     }
 
     /// @return how many peer allocations are mapped (diagnostics and tests).
@@ -174,6 +196,7 @@ private:
         CUdeviceptr local  = 0;
         uint64_t buffer_id = 0;
         uint64_t size      = 0;
+        size_t users       = 0;  ///< calls between map() and release()
     };
     using table = std::map<std::pair<uint64_t, uint64_t>, mapping>;  // (process, base)
 
