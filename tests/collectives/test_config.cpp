@@ -183,7 +183,8 @@ std::map<std::string, accepted_case> accepted_cases()
         {"UCP_CPP_COLL_GPU_SEGMENT",
          {"64K", [](const coll::config &c) { return c.gpu_segment_bytes() == 65536; }}},
         {"UCP_CPP_COLL_GPU_DIRECT",
-         {"yes", [](const coll::config &c) { return c.gpu_direct() == coll::gpu::direct::always; }}},
+         {"yes",
+          [](const coll::config &c) { return c.gpu_direct() == coll::gpu::direct::always; }}},
         {"UCP_CPP_COLL_ALLREDUCE_RABENSEIFNER_THRESH",
          {"1M",
           [](const coll::config &c) { return c.thresholds().allreduce_rabenseifner == 1u << 20; }}},
@@ -712,9 +713,9 @@ TEST(CollDirect, EveryRankDecidesAlikeFromTheDescriptors)
     std::vector<detail::direct_descriptor> all(4);
     for (size_t r = 0; r < all.size(); ++r) {
         std::strcpy(all[r].who.node, "boot-id-of-this-node");
-        all[r].who.process    = 100 + r;  // four processes
-        all[r].who.context    = 7;
-        all[r].who.pci_bus    = 0x1b;
+        all[r].who.process     = 100 + r;  // four processes
+        all[r].who.context     = 7;
+        all[r].who.pci_bus     = 0x1b;
         all[r].send.exportable = all[r].recv.exportable = 1;
     }
     EXPECT_EQ(detail::direct_obstacle(all), "");
@@ -734,7 +735,7 @@ TEST(CollDirect, EveryRankDecidesAlikeFromTheDescriptors)
     // Ranks of one process read each other's pointers: one context needed, no export.
     EXPECT_EQ(with([](auto &d) {
                   for (auto &x : d) {
-                      x.who.process   = 1;
+                      x.who.process     = 1;
                       x.send.exportable = 0;
                   }
               }),

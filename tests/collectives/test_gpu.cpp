@@ -730,20 +730,20 @@ void checked_allreduce(const coll::communicator &world, const gpu::driver &cu, c
                                     op_object(op), options);
         req.wait(60s);
         if (req.gpu_direct() != direct) {
-            throw std::runtime_error(what("allreduce", coll::name_of(coll::datatype_of<T>()), op,
-                                          count, size, in_place ? "in place" : "out of place") +
-                                     (direct ? ": did not read the peers' buffers"
-                                             : ": read the peers' buffers"));
+            throw std::runtime_error(
+                what("allreduce", coll::name_of(coll::datatype_of<T>()), op, count, size,
+                     in_place ? "in place" : "out of place") +
+                (direct ? ": did not read the peers' buffers" : ": read the peers' buffers"));
         }
         const auto got = d_out.download();
         for (size_t i = 0; i < count; ++i) {
             const auto verdict = matches(got[i], reference_of<T>(size, op, [i](int) { return i; }));
             if (!verdict) {
-                throw std::runtime_error(
-                    what("allreduce", coll::name_of(coll::datatype_of<T>()), op, count, size,
-                         in_place ? "in place" : "out of place") +
-                    " rank " + std::to_string(rank) + " element " + std::to_string(i) + ": " +
-                    verdict.message());
+                throw std::runtime_error(what("allreduce", coll::name_of(coll::datatype_of<T>()),
+                                              op, count, size,
+                                              in_place ? "in place" : "out of place") +
+                                         " rank " + std::to_string(rank) + " element " +
+                                         std::to_string(i) + ": " + verdict.message());
             }
         }
         PEER_CHECK(same_bits(got[count], sentinel<T>()));
@@ -788,7 +788,7 @@ void direct_allreduce_rank(int rank, int size, uint16_t forced_port, uint16_t au
     checked_allreduce<float>(automatic, cu, coll::op_kind::sum, 4099, false, true);
     checked_allreduce<float>(automatic, cu, coll::op_kind::sum, 4099, false, false,
                              run_with("ring"));
-    const size_t n = 4099;
+    const size_t n           = 4099;
     gpu::CUdeviceptr managed = 0;
     gpu::check(cu.cuMemAllocManaged(&managed, n * sizeof(float), 1 /* CU_MEM_ATTACH_GLOBAL */),
                "cuMemAllocManaged");
@@ -799,8 +799,8 @@ void direct_allreduce_rank(int rank, int size, uint16_t forced_port, uint16_t au
     req.wait(60s);
     PEER_CHECK(!req.gpu_direct());
     for (size_t i = 0; i < n; ++i) {
-        PEER_CHECK(matches(shared[i], reference_of<float>(size, coll::op_kind::sum,
-                                                          [i](int) { return i; })));
+        PEER_CHECK(matches(shared[i],
+                           reference_of<float>(size, coll::op_kind::sum, [i](int) { return i; })));
     }
 
     // Next to UCX's own transfers of the same buffer (with CUDA transports, UCX's cuda_ipc maps
@@ -815,8 +815,8 @@ void direct_allreduce_rank(int rank, int size, uint16_t forced_port, uint16_t au
     automatic.allreduce(buf.get(), buf.get(), total, coll::sum);
     const auto reduced = buf.download();
     for (size_t i = 0; i < total; ++i) {
-        PEER_CHECK(matches(reduced[i], reference_of<float>(size, coll::op_kind::sum,
-                                                           [i](int) { return i; })));
+        PEER_CHECK(matches(reduced[i],
+                           reference_of<float>(size, coll::op_kind::sum, [i](int) { return i; })));
     }
     automatic.allgather(buf.get() + size_t(rank) * m, gathered.get(), m);
     PEER_CHECK(std::memcmp(gathered.download().data(), reduced.data(), total * sizeof(float)) == 0);
@@ -839,26 +839,26 @@ void direct_allreduce_rank(int rank, int size, uint16_t forced_port, uint16_t au
 
 /// Skips the calling test when no CUDA device can be used (probed in a child: CUDA does not
 /// survive fork(), so this process never touches it).
-#define SKIP_WITHOUT_CUDA()                                                           \
-    do {                                                                              \
-        ucp_cpp_test::peer_process probe([](ucp_cpp_test::channel &ch) {              \
-            cuda_session session;                                                     \
-            ch.send_value(session.cu() != nullptr ? 1 : 0);                           \
-            if (session.cu() == nullptr)                                              \
-                ch.send(session.why().data(), session.why().size());                  \
-        });                                                                           \
-        if (probe.control().recv_value() == 0) {                                      \
-            const auto why = probe.control().recv();                                  \
-            GTEST_SKIP() << std::string(why.begin(), why.end());                      \
-        }                                                                             \
-        ASSERT_EQ(probe.wait_exit(), 0);                                              \
+#define SKIP_WITHOUT_CUDA()                                              \
+    do {                                                                 \
+        ucp_cpp_test::peer_process probe([](ucp_cpp_test::channel &ch) { \
+            cuda_session session;                                        \
+            ch.send_value(session.cu() != nullptr ? 1 : 0);              \
+            if (session.cu() == nullptr)                                 \
+                ch.send(session.why().data(), session.why().size());     \
+        });                                                              \
+        if (probe.control().recv_value() == 0) {                         \
+            const auto why = probe.control().recv();                     \
+            GTEST_SKIP() << std::string(why.begin(), why.end());         \
+        }                                                                \
+        ASSERT_EQ(probe.wait_exit(), 0);                                 \
     } while (0)
 
 TEST(CollGpuProcesses, DirectAllreduceReadsThePeersBuffers)
 {
     SKIP_WITHOUT_CUDA();
     ::setenv("UCP_CPP_COLL_TIMEOUT", "60", 1);
-    const int size = 4;
+    const int size             = 4;
     const uint16_t forced_port = free_loopback_port(), auto_port = free_loopback_port();
     std::vector<std::unique_ptr<ucp_cpp_test::peer_process>> ranks;
     for (int r = 0; r < size; ++r) {

@@ -626,12 +626,12 @@ private:
             place(*started, which, {send, recv});
             detail::context c{started->plan, self.rank, self.size(), datatype_of<T>(), sizeof(T)};
             detail::arguments call;
-            call.send          = reinterpret_cast<const std::byte *>(send);
-            call.recv          = reinterpret_cast<std::byte *>(recv);
-            call.count         = count;
-            call.op            = op != nullptr ? &keep(c, *op) : nullptr;
-            call.root          = root;
-            call.knomial_radix = config_->knomial_radix();
+            call.send                   = reinterpret_cast<const std::byte *>(send);
+            call.recv                   = reinterpret_cast<std::byte *>(recv);
+            call.count                  = count;
+            call.op                     = op != nullptr ? &keep(c, *op) : nullptr;
+            call.root                   = root;
+            call.knomial_radix          = config_->knomial_radix();
             const detail::builder build = detail::row_of(chosen).builder_for(which);
             if (tries_direct(*started, which, options, op)) {
                 // Rank 0 keeps its mappings of the peers' buffers only where UCX moves no CUDA

@@ -160,10 +160,10 @@ inline void build_direct_allreduce(context &c, const arguments &a,
                                    bool keep_mappings, builder fallback)
 {
     const int p = c.size, r = c.rank;
-    auto state  = std::make_shared<direct_state>();
+    auto state = std::make_shared<direct_state>();
     state->all.resize(size_t(p));
-    state->forced = forced;
-    state->lane   = lane;
+    state->forced        = forced;
+    state->lane          = lane;
     state->keep_mappings = keep_mappings;
     // The caller's buffers are ready at issue (the collectives' contract): describe them now.
     direct_descriptor &mine = state->all[size_t(r)];
@@ -171,10 +171,10 @@ inline void build_direct_allreduce(context &c, const arguments &a,
     mine.send               = lane->export_buffer(a.send);
     mine.recv               = lane->export_buffer(a.recv);
 
-    schedule *plan        = &c.plan;
-    const reduction *op   = a.op;
-    const datatype type   = c.type;
-    const size_t count    = a.count;
+    schedule *plan      = &c.plan;
+    const reduction *op = a.op;
+    const datatype type = c.type;
+    const size_t count  = a.count;
 
     round &describe = c.plan.add_round();
     for (int q = 0; q < p; ++q) {
@@ -192,9 +192,9 @@ inline void build_direct_allreduce(context &c, const arguments &a,
         if (!obstacle.empty()) {
             if (state->forced) {
                 throw ucx_error(UCS_ERR_UNSUPPORTED,
-                                "coll::allreduce: UCP_CPP_COLL_GPU_DIRECT=yes (config::gpu_direct"
-                                "(always)) but the ranks cannot read each other's buffers: " +
-                                    obstacle);
+                                 "coll::allreduce: UCP_CPP_COLL_GPU_DIRECT=yes (config::gpu_direct"
+                                  "(always)) but the ranks cannot read each other's buffers: " +
+                                     obstacle);
             }
             if (state->fallback_prologue)
                 state->fallback_prologue();
@@ -231,11 +231,11 @@ inline void build_direct_allreduce(context &c, const arguments &a,
         plan->direct_reads = false;
         if (state->forced) {
             throw ucx_error(UCS_ERR_UNSUPPORTED,
-                            "coll::allreduce: UCP_CPP_COLL_GPU_DIRECT=yes (config::gpu_direct"
-                            "(always)) but rank 0 could not map the peers' buffers" +
-                                (state->problem.empty() ? std::string(" (UCX's cuda_ipc may "
-                                                                      "hold them mapped)")
-                                                        : ": " + state->problem));
+                             "coll::allreduce: UCP_CPP_COLL_GPU_DIRECT=yes (config::gpu_direct"
+                              "(always)) but rank 0 could not map the peers' buffers" +
+                                 (state->problem.empty() ? std::string(" (UCX's cuda_ipc may "
+                                                                        "hold them mapped)")
+                                                         : ": " + state->problem));
         }
         if (state->fallback_prologue)
             state->fallback_prologue();

@@ -260,7 +260,7 @@ public:
         const size_t elem = size_of(type);
         const bool aligned =
             ((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(inout)) & 15u) == 0;
-        const size_t items = aligned ? (count * elem + 15) / 16 : count;
+        const size_t items   = aligned ? (count * elem + 15) / 16 : count;
         unsigned long long n = count;
         void *args[]         = {&inout, &in, &n};
         check(cu_.cuLaunchKernel(f, grid(items), 1, 1, block_threads, 1, 1, 0, stream, args,

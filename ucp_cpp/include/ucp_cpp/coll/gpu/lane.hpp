@@ -49,7 +49,7 @@ public:
                                       gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                       device_),
               "cuDeviceGetAttribute");
-        cc_ = major * 10 + minor;
+        cc_                                   = major * 10 + minor;
         const std::pair<int32_t *, int> pci[] = {
             {&pci_domain_, gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID},
             {&pci_bus_, gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID},

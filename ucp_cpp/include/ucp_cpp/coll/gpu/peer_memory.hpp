@@ -35,10 +35,10 @@ namespace ucp_cpp::coll::gpu {
 /// What a rank tells its peers about one of its CUDA buffers (sent as raw bytes).
 struct exported_buffer {
     gdr::cuda_driver::CUipcMemHandle handle{};  ///< of the allocation (valid if exportable)
-    uint64_t address   = 0;  ///< the buffer in the exporter's process (same-process peers)
-    uint64_t base      = 0;  ///< its allocation's start, in the exporter's process
-    uint64_t size      = 0;  ///< its allocation's size
-    uint64_t buffer_id = 0;  ///< CU_POINTER_ATTRIBUTE_BUFFER_ID: unique per allocation
+    uint64_t address    = 0;  ///< the buffer in the exporter's process (same-process peers)
+    uint64_t base       = 0;  ///< its allocation's start, in the exporter's process
+    uint64_t size       = 0;  ///< its allocation's size
+    uint64_t buffer_id  = 0;  ///< CU_POINTER_ATTRIBUTE_BUFFER_ID: unique per allocation
     uint32_t exportable = 0;  ///< cuIpcGetMemHandle accepted it (not managed or VMM memory)
     uint32_t reserved   = 0;
 };
@@ -49,7 +49,7 @@ struct rank_identity {
     uint64_t process   = 0;  ///< process_identity()
     uint64_t context   = 0;  ///< the lane's CUcontext (meaningful between ranks of one process)
     int32_t pci_domain = -1, pci_bus = -1, pci_device = -1;  ///< the lane's device
-    int32_t reserved   = 0;
+    int32_t reserved = 0;
 };
 
 /// A random number drawn once per process: equal identities are the same process (pids repeat
@@ -59,8 +59,7 @@ struct rank_identity {
     static const uint64_t id = [] {
         std::random_device entropy;
         const uint64_t drawn = (uint64_t(entropy()) << 32) ^ uint64_t(entropy());
-        const uint64_t now =
-            uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+        const uint64_t now = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
         return drawn ^ (now * 0x9E3779B97F4A7C15ull) ^ uint64_t(::getpid());
     }();
     return id;
