@@ -520,17 +520,37 @@ INSTANTIATE_TEST_SUITE_P(Ranks, CollGpu, ::testing::Values(1, 2, 3, 4),
                              return std::to_string(info.param) + "ranks";
                          });
 
+/// A lane on device 0 for the kernel tests (a 1-byte buffer tells it the context); cu() is
+/// null without a usable device.
+class kernel_lane {
+public:
+    kernel_lane()
+    {
+        if (session_.cu() == nullptr)
+            return;
+        probe_ = std::make_unique<device_array<uint8_t>>(*session_.cu(), 1);
+        lane_  = std::make_shared<gpu::lane>(gpu::locate(probe_->get()), size_t(1) << 20);
+    }
+    const gpu::driver *cu() const { return session_.cu(); }
+    const std::string &why() const { return session_.why(); }
+    std::shared_ptr<gpu::lane> lane() const { return lane_; }
+
+private:
+    cuda_session session_;
+    std::unique_ptr<device_array<uint8_t>> probe_;
+    std::shared_ptr<gpu::lane> lane_;
+};
+
 /// The reduction kernels against the host reductions, bit for bit (float16/bfloat16 included:
 /// both compute in float and round to nearest even), every type x op, aligned and unaligned.
 TEST(CollGpuKernels, MatchHostReductionsBitForBit)
 {
-    cuda_session session;
-    if (session.cu() == nullptr)
-        GTEST_SKIP() << "no usable CUDA driver/device: " << session.why();
-    const gpu::driver &cu = *session.cu();
-    device_array<uint8_t> probe(cu, 1);
-    auto lane      = std::make_shared<gpu::lane>(gpu::locate(probe.get()), size_t(1) << 20);
-    const size_t n = 100000;
+    kernel_lane device;
+    if (device.cu() == nullptr)
+        GTEST_SKIP() << "no usable CUDA driver/device: " << device.why();
+    const gpu::driver &cu = *device.cu();
+    auto lane             = device.lane();
+    const size_t n        = 100000;
     for (int t = 0; t <= int(coll::datatype::bfloat16); ++t) {
         const auto type   = coll::datatype(t);
         const size_t elem = coll::size_of(type);
@@ -603,12 +623,11 @@ TEST(CollGpuKernels, MatchHostReductionsBitForBit)
 // float: the host applies the inputs in the same order).
 TEST(CollGpuKernels, ManyInputsIntoManyOutputs)
 {
-    cuda_session session;
-    if (session.cu() == nullptr)
-        GTEST_SKIP() << "no usable CUDA driver/device: " << session.why();
-    const gpu::driver &cu = *session.cu();
-    device_array<uint8_t> probe(cu, 1);
-    auto lane = std::make_shared<gpu::lane>(gpu::locate(probe.get()), size_t(1) << 20);
+    kernel_lane device;
+    if (device.cu() == nullptr)
+        GTEST_SKIP() << "no usable CUDA driver/device: " << device.why();
+    const gpu::driver &cu = *device.cu();
+    auto lane             = device.lane();
     for (size_t k : {size_t(1), size_t(4), size_t(8), size_t(9), size_t(16)}) {
         for (size_t n : {size_t(3), size_t(1001), size_t(1 << 18) + 5}) {
             for (bool in_place : {false, true}) {
