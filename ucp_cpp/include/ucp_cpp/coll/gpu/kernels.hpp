@@ -190,9 +190,9 @@ inline std::string kernel_name(datatype type, op_kind op, bool many = false)
            ops[int(op)];
 }
 
-/// The most inputs one launch of the many-input kernel reduces, and the most outputs it writes
-/// (its parameter structs' sizes).
-inline constexpr size_t max_kernel_inputs  = 8;
+/// The most inputs one launch of the many-input kernel reduces (its parameter struct's size).
+inline constexpr size_t max_kernel_inputs = 8;
+/// The most outputs one launch of the many-input kernel writes (its parameter struct's size).
 inline constexpr size_t max_kernel_outputs = 16;
 
 namespace detail {

@@ -40,7 +40,7 @@ struct exported_buffer {
     uint64_t size       = 0;  ///< its allocation's size
     uint64_t buffer_id  = 0;  ///< CU_POINTER_ATTRIBUTE_BUFFER_ID: unique per allocation
     uint32_t exportable = 0;  ///< cuIpcGetMemHandle accepted it (not managed or VMM memory)
-    uint32_t reserved   = 0;
+    uint32_t reserved   = 0;  ///< zero (padding, so that the bytes sent are all defined)
 };
 
 /// Who a rank is, as the direct allreduce decides whether it can read its peers' buffers.
@@ -48,12 +48,15 @@ struct rank_identity {
     char node[40]      = {};  ///< /proc/sys/kernel/random/boot_id, else the host name
     uint64_t process   = 0;  ///< process_identity()
     uint64_t context   = 0;  ///< the lane's CUcontext (meaningful between ranks of one process)
-    int32_t pci_domain = -1, pci_bus = -1, pci_device = -1;  ///< the lane's device
-    int32_t reserved = 0;
+    int32_t pci_domain = -1;  ///< the lane's device: PCI domain,
+    int32_t pci_bus    = -1;  ///< bus
+    int32_t pci_device = -1;  ///< and device number (the same in every process of the node)
+    int32_t reserved   = 0;  ///< zero (padding, so that the bytes sent are all defined)
 };
 
-/// A random number drawn once per process: equal identities are the same process (pids repeat
-/// across containers and over time).
+/// @brief A random number drawn once per process: equal identities are the same process (pids
+///        repeat across containers and over time).
+/// @return this process's identity
 [[nodiscard]] inline uint64_t process_identity()
 {
     static const uint64_t id = [] {
@@ -65,8 +68,9 @@ struct rank_identity {
     return id;
 }
 
-/// This machine's identity for rank_identity::node: the kernel's boot id (the same for every
-/// process of one running kernel), else the host name.
+/// @brief This machine's identity for rank_identity::node: the kernel's boot id (the same for
+///        every process of one running kernel), else the host name.
+/// @param out where it goes, NUL-terminated
 inline void node_identity(char (&out)[40])
 {
     std::memset(out, 0, sizeof out);
