@@ -65,6 +65,7 @@ GDR_SAME_VALUE(CU_MEM_LOCATION_TYPE_DEVICE);
 GDR_SAME_VALUE(CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
 GDR_SAME_VALUE(CU_MEM_ALLOC_GRANULARITY_MINIMUM);
 GDR_SAME_VALUE(CU_MEM_ATTACH_GLOBAL);
+GDR_SAME_VALUE(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 static_assert(ours::kMemHostAllocPortable == CU_MEMHOSTALLOC_PORTABLE);
 static_assert(ours::kMemHostAllocDeviceMap == CU_MEMHOSTALLOC_DEVICEMAP);
 static_assert(ours::kMemHostRegisterPortable == CU_MEMHOSTREGISTER_PORTABLE);
@@ -107,6 +108,8 @@ GDR_SAME_LAYOUT(CUmemAllocationProp, allocFlags.usage);
 static_assert(sizeof(drv::CUmemAccessDesc) == sizeof(::CUmemAccessDesc), "CUmemAccessDesc size");
 GDR_SAME_LAYOUT(CUmemAccessDesc, location);
 GDR_SAME_LAYOUT(CUmemAccessDesc, flags);
+static_assert(sizeof(drv::CUipcMemHandle) == sizeof(::CUipcMemHandle), "CUipcMemHandle size");
+static_assert(sizeof(drv::CUipcMemHandle) == CU_IPC_HANDLE_SIZE, "CUipcMemHandle size");
 #undef GDR_SAME_LAYOUT
 
 // The symbols looked up are the ones cuda.h maps the API names to.  (Without
@@ -140,6 +143,9 @@ GDR_SAME_SYMBOL(cuMemHostAlloc, cuMemHostAlloc);
 GDR_SAME_SYMBOL(cuPointerGetAttributes, cuPointerGetAttributes);
 GDR_SAME_SYMBOL(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain);
 GDR_SAME_SYMBOL(cuMemGetHandleForAddressRange, cuMemGetHandleForAddressRange);
+GDR_SAME_SYMBOL(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2);
+GDR_SAME_SYMBOL(cuIpcGetMemHandle, cuIpcGetMemHandle);
+GDR_SAME_SYMBOL(cuIpcCloseMemHandle, cuIpcCloseMemHandle);
 #undef GDR_SAME_SYMBOL
 #undef GDR_STR
 #undef GDR_STR2
@@ -158,6 +164,12 @@ template <> struct Ours<const ::CUmemAllocationProp *> {
 };
 template <> struct Ours<const ::CUmemAccessDesc *> {
     using type = const drv::CUmemAccessDesc *;
+};
+template <> struct Ours<::CUipcMemHandle> {
+    using type = drv::CUipcMemHandle;
+};
+template <> struct Ours<::CUipcMemHandle *> {
+    using type = drv::CUipcMemHandle *;
 };
 template <typename F> struct OurPrototype;
 template <typename R, typename... A> struct OurPrototype<R (*)(A...)> {
@@ -199,6 +211,9 @@ GDR_SAME_PROTOTYPE(cuMemHostAlloc);
 GDR_SAME_PROTOTYPE(cuMemFreeHost);
 GDR_SAME_PROTOTYPE(cuMemHostRegister_v2);
 GDR_SAME_PROTOTYPE(cuMemHostUnregister);
+GDR_SAME_PROTOTYPE(cuIpcGetMemHandle);
+GDR_SAME_PROTOTYPE(cuIpcOpenMemHandle_v2);
+GDR_SAME_PROTOTYPE(cuIpcCloseMemHandle);
 GDR_SAME_PROTOTYPE(cuMemsetD8_v2);
 GDR_SAME_PROTOTYPE(cuMemcpyHtoD_v2);
 GDR_SAME_PROTOTYPE(cuMemcpyDtoH_v2);

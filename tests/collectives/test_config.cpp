@@ -6,6 +6,7 @@
 #include "coll_checks.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -181,6 +182,9 @@ std::map<std::string, accepted_case> accepted_cases()
           [](const coll::config &c) { return c.gpu_staging() == coll::gpu::staging::never; }}},
         {"UCP_CPP_COLL_GPU_SEGMENT",
          {"64K", [](const coll::config &c) { return c.gpu_segment_bytes() == 65536; }}},
+        {"UCP_CPP_COLL_GPU_DIRECT",
+         {"yes",
+          [](const coll::config &c) { return c.gpu_direct() == coll::gpu::direct::always; }}},
         {"UCP_CPP_COLL_ALLREDUCE_RABENSEIFNER_THRESH",
          {"1M",
           [](const coll::config &c) { return c.thresholds().allreduce_rabenseifner == 1u << 20; }}},
@@ -224,6 +228,16 @@ TEST(CollConfig, EveryVariableTakesEffect)
         scoped_environment env(variables{{"UCP_CPP_COLL_GPU_STAGING", value}});
         EXPECT_EQ(coll::config::from_environment().gpu_staging(), staging) << value;
     }
+    // ... and of the direct allreduce's (default automatic).
+    EXPECT_EQ(coll::config().gpu_direct(), coll::gpu::direct::automatic);
+    for (const auto &[value, direct] :
+         std::map<std::string, coll::gpu::direct>{{"auto", coll::gpu::direct::automatic},
+                                                  {"on", coll::gpu::direct::always},
+                                                  {"0", coll::gpu::direct::never},
+                                                  {"off", coll::gpu::direct::never}}) {
+        scoped_environment env(variables{{"UCP_CPP_COLL_GPU_DIRECT", value}});
+        EXPECT_EQ(coll::config::from_environment().gpu_direct(), direct) << value;
+    }
 }
 
 TEST(CollConfig, MalformedValuesNameTheVariable)
@@ -241,6 +255,7 @@ TEST(CollConfig, MalformedValuesNameTheVariable)
         {"UCP_CPP_COLL_GPU_SEGMENT", "1T"},
         {"UCP_CPP_COLL_GPU_SEGMENT", "64KB"},
         {"UCP_CPP_COLL_GPU_STAGING", "Auto"},
+        {"UCP_CPP_COLL_GPU_DIRECT", "always"},
         {"UCP_CPP_COLL_GPU", "of"},
         {"UCP_CPP_COLL_ALLGATHER_RING_THRESH", "1.5M"},
         {"UCP_CPP_COLL_ALLGATHER_RING_THRESH", "-1"},
@@ -689,6 +704,47 @@ TEST(CollConfig, DocsListEveryVariable)
         EXPECT_TRUE(known.count(name))
             << "docs/collectives.md names " << name << ", which the config does not know";
     }
+}
+
+// The direct allreduce's decision is a function of the p descriptors alone (every rank holds
+// the same and must decide alike).
+TEST(CollDirect, EveryRankDecidesAlikeFromTheDescriptors)
+{
+    std::vector<detail::direct_descriptor> all(4);
+    for (size_t r = 0; r < all.size(); ++r) {
+        std::strcpy(all[r].who.node, "boot-id-of-this-node");
+        all[r].who.process     = 100 + r;  // four processes
+        all[r].who.context     = 7;
+        all[r].who.pci_bus     = 0x1b;
+        all[r].send.exportable = all[r].recv.exportable = 1;
+    }
+    EXPECT_EQ(detail::direct_obstacle(all), "");
+
+    auto with = [&](auto change) {
+        auto copy = all;
+        change(copy);
+        return detail::direct_obstacle(copy);
+    };
+    EXPECT_TRUE(contains(with([](auto &d) { std::strcpy(d[2].who.node, "another"); }),
+                         "rank 2 runs on another node"));
+    EXPECT_TRUE(contains(with([](auto &d) { d[3].who.pci_bus = 0x1c; }),
+                         "rank 3's buffers are on another GPU"));
+    EXPECT_TRUE(contains(with([](auto &d) { d[1].recv.exportable = 0; }),
+                         "rank 1's buffers cannot be exported"));
+    EXPECT_TRUE(contains(with([](auto &d) { d[3].magic[7] = '0'; }), "rank 3 sent no"));
+    // Ranks of one process read each other's pointers: one context needed, no export.
+    EXPECT_EQ(with([](auto &d) {
+                  for (auto &x : d) {
+                      x.who.process     = 1;
+                      x.send.exportable = 0;
+                  }
+              }),
+              "");
+    EXPECT_TRUE(contains(with([](auto &d) {
+                             d[1].who.process = d[0].who.process;
+                             d[1].who.context = 8;
+                         }),
+                         "ranks 0 and 1 share a process but not a CUDA context"));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "coll_harness.hpp"
 
 #include "../common/loopback_port.hpp"
+#include "coll_processes.hpp"
 #include "../ucp_cpp/peer_harness.hpp"
 
 #include <ucp_cpp/coll/gpu.hpp>
@@ -519,17 +520,37 @@ INSTANTIATE_TEST_SUITE_P(Ranks, CollGpu, ::testing::Values(1, 2, 3, 4),
                              return std::to_string(info.param) + "ranks";
                          });
 
+/// A lane on device 0 for the kernel tests (a 1-byte buffer tells it the context); cu() is
+/// null without a usable device.
+class kernel_lane {
+public:
+    kernel_lane()
+    {
+        if (session_.cu() == nullptr)
+            return;
+        probe_ = std::make_unique<device_array<uint8_t>>(*session_.cu(), 1);
+        lane_  = std::make_shared<gpu::lane>(gpu::locate(probe_->get()), size_t(1) << 20);
+    }
+    const gpu::driver *cu() const { return session_.cu(); }
+    const std::string &why() const { return session_.why(); }
+    std::shared_ptr<gpu::lane> lane() const { return lane_; }
+
+private:
+    cuda_session session_;
+    std::unique_ptr<device_array<uint8_t>> probe_;
+    std::shared_ptr<gpu::lane> lane_;
+};
+
 /// The reduction kernels against the host reductions, bit for bit (float16/bfloat16 included:
 /// both compute in float and round to nearest even), every type x op, aligned and unaligned.
 TEST(CollGpuKernels, MatchHostReductionsBitForBit)
 {
-    cuda_session session;
-    if (session.cu() == nullptr)
-        GTEST_SKIP() << "no usable CUDA driver/device: " << session.why();
-    const gpu::driver &cu = *session.cu();
-    device_array<uint8_t> probe(cu, 1);
-    auto lane      = std::make_shared<gpu::lane>(gpu::locate(probe.get()), size_t(1) << 20);
-    const size_t n = 100000;
+    kernel_lane device;
+    if (device.cu() == nullptr)
+        GTEST_SKIP() << "no usable CUDA driver/device: " << device.why();
+    const gpu::driver &cu = *device.cu();
+    auto lane             = device.lane();
+    const size_t n        = 100000;
     for (int t = 0; t <= int(coll::datatype::bfloat16); ++t) {
         const auto type   = coll::datatype(t);
         const size_t elem = coll::size_of(type);
@@ -597,6 +618,56 @@ TEST(CollGpuKernels, MatchHostReductionsBitForBit)
 }
 
 
+// The direct allreduce's kernel: up to 16 outputs from any number of inputs (chained 8 at a
+// time), in place too, against the host reduction in the same order, bit for bit (int32 and
+// float: the host applies the inputs in the same order).
+TEST(CollGpuKernels, ManyInputsIntoManyOutputs)
+{
+    kernel_lane device;
+    if (device.cu() == nullptr)
+        GTEST_SKIP() << "no usable CUDA driver/device: " << device.why();
+    const gpu::driver &cu = *device.cu();
+    auto lane             = device.lane();
+    for (size_t k : {size_t(1), size_t(4), size_t(8), size_t(9), size_t(16)}) {
+        for (size_t n : {size_t(3), size_t(1001), size_t(1 << 18) + 5}) {
+            for (bool in_place : {false, true}) {
+                std::vector<std::unique_ptr<device_array<float>>> in, out;
+                std::vector<const void *> inputs;
+                std::vector<void *> outputs;
+                std::vector<float> expected(n);
+                for (size_t j = 0; j < k; ++j) {
+                    std::vector<float> x(n);
+                    for (size_t i = 0; i < n; ++i)
+                        x[i] = value<float>(int(j), i, coll::op_kind::sum);
+                    for (size_t i = 0; i < n; ++i)
+                        expected[i] = j == 0 ? x[i] : expected[i] + x[i];
+                    in.push_back(std::make_unique<device_array<float>>(cu, x));
+                    inputs.push_back(in.back()->get());
+                }
+                const size_t m = std::min<size_t>(k, gpu::max_kernel_outputs);
+                for (size_t o = 0; o < m; ++o) {
+                    if (in_place) {
+                        outputs.push_back(in[o]->get());
+                    } else {
+                        out.push_back(std::make_unique<device_array<float>>(
+                            cu, std::vector<float>(n, sentinel<float>())));
+                        outputs.push_back(out.back()->get());
+                    }
+                }
+                lane->reduce_many(coll::sum, coll::datatype::float32, inputs.data(), k,
+                                  outputs.data(), m, n);
+                gpu::check(cu.cuStreamSynchronize(lane->stream()), "cuStreamSynchronize");
+                for (size_t o = 0; o < m; ++o) {
+                    const auto got = in_place ? in[o]->download() : out[o]->download();
+                    ASSERT_EQ(std::memcmp(got.data(), expected.data(), n * sizeof(float)), 0)
+                        << "k=" << k << " n=" << n << " output " << o
+                        << (in_place ? " in place" : "");
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------- ranks as processes
 
 using gdr_test::free_loopback_port;
@@ -654,21 +725,177 @@ void gpu_process_rank(int rank, int size, uint16_t port)
     world.barrier();
 }
 
+// ---------------------------------------------------------------- the direct allreduce
+
+/// One allreduce of value<T>(rank, i, op) on CUDA buffers of this rank, every element checked
+/// against the host reference (integers exact, floating sums within p * unit * sum|x|), the
+/// element past the end untouched, and whether the call read the peers' buffers directly as
+/// @p direct says.  Out of place it runs twice on the same buffers (the second call reuses the
+/// mappings of the first) and checks that the input was left alone.
+template <class T>
+void checked_allreduce(const coll::communicator &world, const gpu::driver &cu, coll::op_kind op,
+                       size_t count, bool in_place, bool direct,
+                       const coll::call_options &options = {})
+{
+    const int rank = world.rank(), size = world.size();
+    std::vector<T> mine(count), out(count + 1, sentinel<T>());
+    for (size_t i = 0; i < count; ++i)
+        mine[i] = value<T>(rank, i, op);
+    if (in_place)
+        std::copy(mine.begin(), mine.end(), out.begin());
+    device_array<T> d_in(cu, mine), d_out(cu, out);
+    for (int call = 0; call < (in_place ? 1 : 2); ++call) {
+        auto req = world.iallreduce(in_place ? d_out.get() : d_in.get(), d_out.get(), count,
+                                    op_object(op), options);
+        req.wait(60s);
+        if (req.gpu_direct() != direct) {
+            throw std::runtime_error(
+                what("allreduce", coll::name_of(coll::datatype_of<T>()), op, count, size,
+                     in_place ? "in place" : "out of place") +
+                (direct ? ": did not read the peers' buffers" : ": read the peers' buffers"));
+        }
+        const auto got = d_out.download();
+        for (size_t i = 0; i < count; ++i) {
+            const auto verdict = matches(got[i], reference_of<T>(size, op, [i](int) { return i; }));
+            if (!verdict) {
+                throw std::runtime_error(what("allreduce", coll::name_of(coll::datatype_of<T>()),
+                                              op, count, size,
+                                              in_place ? "in place" : "out of place") +
+                                         " rank " + std::to_string(rank) + " element " +
+                                         std::to_string(i) + ": " + verdict.message());
+            }
+        }
+        PEER_CHECK(same_bits(got[count], sentinel<T>()));
+    }
+    if (!in_place) {
+        const auto input = d_in.download();
+        PEER_CHECK(std::memcmp(input.data(), mine.data(), count * sizeof(T)) == 0);
+    }
+}
+
+/// Counts for 4 ranks: below p (1, 3), odd and not divisible by p, over several vector widths.
+const std::vector<size_t> direct_counts = {1, 3, 1001, (size_t(1) << 20) + 3};
+
+/// A rank of CollGpuProcesses.DirectAllreduce: its own process and CUDA context, all on GPU 0.
+void direct_allreduce_rank(int rank, int size, uint16_t forced_port, uint16_t auto_port)
+{
+    cuda_session session(0);
+    PEER_CHECK(session.cu() != nullptr);
+    const gpu::driver &cu = *session.cu();
+
+    // Forced (config gpu_direct always): a call that cannot read the peers' buffers fails.
+    coll::communicator_params forced;
+    forced.config = coll::config::from_environment().gpu_direct(coll::gpu::direct::always);
+    auto world    = coll::communicator::bootstrap(ucp_cpp::worker::create(make_context()),
+                                                  rendezvous(rank, size, forced_port), forced);
+    for (size_t count : direct_counts) {
+        for (bool in_place : {false, true}) {
+            checked_allreduce<int32_t>(world, cu, coll::op_kind::sum, count, in_place, true);
+            checked_allreduce<int32_t>(world, cu, coll::op_kind::max, count, in_place, true);
+            checked_allreduce<float>(world, cu, coll::op_kind::sum, count, in_place, true);
+            checked_allreduce<float>(world, cu, coll::op_kind::min, count, in_place, true);
+            checked_allreduce<bfloat16_t>(world, cu, coll::op_kind::sum, count, in_place, true);
+            checked_allreduce<half_t>(world, cu, coll::op_kind::sum, count, in_place, true);
+            checked_allreduce<double>(world, cu, coll::op_kind::prod, count, in_place, true);
+        }
+    }
+
+    // Automatic: direct for device memory; managed memory cannot be exported, so every rank
+    // falls back to the algorithm (and agrees to); a named algorithm is run as named.
+    auto automatic = coll::communicator::bootstrap(ucp_cpp::worker::create(make_context()),
+                                                   rendezvous(rank, size, auto_port));
+    checked_allreduce<float>(automatic, cu, coll::op_kind::sum, 4099, false, true);
+    checked_allreduce<float>(automatic, cu, coll::op_kind::sum, 4099, false, false,
+                             run_with("ring"));
+    const size_t n           = 4099;
+    gpu::CUdeviceptr managed = 0;
+    gpu::check(cu.cuMemAllocManaged(&managed, n * sizeof(float), 1 /* CU_MEM_ATTACH_GLOBAL */),
+               "cuMemAllocManaged");
+    auto *shared = reinterpret_cast<float *>(uintptr_t(managed));
+    for (size_t i = 0; i < n; ++i)
+        shared[i] = value<float>(rank, i, coll::op_kind::sum);
+    auto req = automatic.iallreduce(shared, shared, n, coll::sum);
+    req.wait(60s);
+    PEER_CHECK(!req.gpu_direct());
+    for (size_t i = 0; i < n; ++i) {
+        PEER_CHECK(matches(shared[i],
+                           reference_of<float>(size, coll::op_kind::sum, [i](int) { return i; })));
+    }
+
+    // Next to UCX's own transfers of the same buffer (with CUDA transports, UCX's cuda_ipc maps
+    // the peers' allocations in this process too, and the driver maps one only once): allreduce,
+    // allgather of its blocks, allreduce again, every element checked.  The second allreduce
+    // reads directly or falls back (rank 0 cannot map what UCX holds): correct either way.
+    const size_t m = 4099, total = m * size_t(size);
+    std::vector<float> x(total);
+    for (size_t i = 0; i < total; ++i)
+        x[i] = value<float>(rank, i, coll::op_kind::sum);
+    device_array<float> buf(cu, x), gathered(cu, total);
+    automatic.allreduce(buf.get(), buf.get(), total, coll::sum);
+    const auto reduced = buf.download();
+    for (size_t i = 0; i < total; ++i) {
+        PEER_CHECK(matches(reduced[i],
+                           reference_of<float>(size, coll::op_kind::sum, [i](int) { return i; })));
+    }
+    automatic.allgather(buf.get() + size_t(rank) * m, gathered.get(), m);
+    PEER_CHECK(std::memcmp(gathered.download().data(), reduced.data(), total * sizeof(float)) == 0);
+    automatic.allreduce(buf.get(), buf.get(), total, coll::sum);
+    const auto twice = buf.download();
+    for (size_t i = 0; i < total; ++i)  // multiples of 1/64 below 2^8: exact
+        PEER_CHECK(twice[i] == reduced[i] * float(size));
+
+    // ... and forced, the same call fails on every rank, naming why.
+    try {
+        world.allreduce(shared, shared, n, coll::sum);
+        PEER_CHECK(!"the forced direct allreduce of managed memory succeeded");
+    } catch (const ucp_cpp::ucx_error &e) {
+        std::fprintf(stderr, "[rank %d] forced direct on managed memory: %s\n", rank, e.what());
+        PEER_CHECK(e.status() == UCS_ERR_UNSUPPORTED);
+        PEER_CHECK(std::string(e.what()).find("cannot be exported") != std::string::npos);
+    }
+    cu.cuMemFree_v2(managed);
+}
+
+/// Skips the calling test when no CUDA device can be used (probed in a child: CUDA does not
+/// survive fork(), so this process never touches it).
+#define SKIP_WITHOUT_CUDA()                                              \
+    do {                                                                 \
+        ucp_cpp_test::peer_process probe([](ucp_cpp_test::channel &ch) { \
+            cuda_session session;                                        \
+            ch.send_value(session.cu() != nullptr ? 1 : 0);              \
+            if (session.cu() == nullptr)                                 \
+                ch.send(session.why().data(), session.why().size());     \
+        });                                                              \
+        if (probe.control().recv_value() == 0) {                         \
+            const auto why = probe.control().recv();                     \
+            GTEST_SKIP() << std::string(why.begin(), why.end());         \
+        }                                                                \
+        ASSERT_EQ(probe.wait_exit(), 0);                                 \
+    } while (0)
+
+TEST(CollGpuProcesses, DirectAllreduceReadsThePeersBuffers)
+{
+    SKIP_WITHOUT_CUDA();
+    ::setenv("UCP_CPP_COLL_TIMEOUT", "60", 1);
+    const int size             = 4;
+    const uint16_t forced_port = free_loopback_port(), auto_port = free_loopback_port();
+    std::vector<std::unique_ptr<ucp_cpp_test::peer_process>> ranks;
+    for (int r = 0; r < size; ++r) {
+        ranks.push_back(std::make_unique<ucp_cpp_test::peer_process>(
+            [=](ucp_cpp_test::channel &) {
+                direct_allreduce_rank(r, size, forced_port, auto_port);
+            },
+            240));
+    }
+    for (int r = 0; r < size; ++r)
+        EXPECT_EQ(ranks[size_t(r)]->wait_exit(200s), 0) << "rank " << r;
+}
+
 TEST(CollGpuProcesses, FourProcessesBootstrapOverTcp)
 {
     // CUDA does not survive fork(): this process never touches it; the probe and every rank
     // run in children.
-    ucp_cpp_test::peer_process probe([](ucp_cpp_test::channel &ch) {
-        cuda_session session;
-        ch.send_value(session.cu() != nullptr ? 1 : 0);
-        if (session.cu() == nullptr)
-            ch.send(session.why().data(), session.why().size());
-    });
-    if (probe.control().recv_value() == 0) {
-        const auto why = probe.control().recv();
-        GTEST_SKIP() << std::string(why.begin(), why.end());
-    }
-    ASSERT_EQ(probe.wait_exit(), 0);
+    SKIP_WITHOUT_CUDA();
 
     ::setenv("UCP_CPP_COLL_TIMEOUT", "60", 1);
     const int size      = 4;

@@ -52,6 +52,10 @@ struct driver_api {
     CUresult (*cuMemFreeHost)(void *ptr);
     CUresult (*cuMemHostRegister_v2)(void *ptr, size_t size, unsigned flags);
     CUresult (*cuMemHostUnregister)(void *ptr);
+    // inter-process memory (the collectives' direct reads of peer processes' buffers)
+    CUresult (*cuIpcGetMemHandle)(CUipcMemHandle *handle, CUdeviceptr ptr);
+    CUresult (*cuIpcOpenMemHandle_v2)(CUdeviceptr *ptr, CUipcMemHandle handle, unsigned flags);
+    CUresult (*cuIpcCloseMemHandle)(CUdeviceptr ptr);
     // copies and memset
     CUresult (*cuMemsetD8_v2)(CUdeviceptr ptr, unsigned char value, size_t count);
     CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr dst, const void *src, size_t bytes);
@@ -135,6 +139,9 @@ inline constexpr entry_point entry_points[] = {
     GDR_CUDA_DRIVER_ENTRY(cuMemFreeHost),
     GDR_CUDA_DRIVER_ENTRY(cuMemHostRegister_v2),
     GDR_CUDA_DRIVER_ENTRY(cuMemHostUnregister),
+    GDR_CUDA_DRIVER_ENTRY(cuIpcGetMemHandle),
+    GDR_CUDA_DRIVER_ENTRY(cuIpcOpenMemHandle_v2),
+    GDR_CUDA_DRIVER_ENTRY(cuIpcCloseMemHandle),
     GDR_CUDA_DRIVER_ENTRY(cuMemsetD8_v2),
     GDR_CUDA_DRIVER_ENTRY(cuMemcpyHtoD_v2),
     GDR_CUDA_DRIVER_ENTRY(cuMemcpyDtoH_v2),

@@ -148,4 +148,12 @@ struct CUmemAccessDesc {
     int flags;  // CUmemAccess_flags
 };
 
+/// An allocation exported to other processes (cuIpcGetMemHandle): opaque bytes.
+struct CUipcMemHandle {
+    char reserved[64];  // CU_IPC_HANDLE_SIZE
+};
+enum : unsigned {
+    CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1
+};  // CUipcMem_flags
+
 }  // namespace gdr::cuda_driver

@@ -39,6 +39,7 @@
 #include <ucp_cpp/coll/algorithms.hpp>
 #include <ucp_cpp/coll/bootstrap.hpp>
 #include <ucp_cpp/coll/config.hpp>
+#include <ucp_cpp/coll/direct.hpp>
 #include <ucp_cpp/coll/engine.hpp>
 #include <ucp_cpp/coll/types.hpp>
 
@@ -580,6 +581,30 @@ private:
         op.plan.device        = op.lane;
     }
 
+    /// Whether an allreduce of CUDA buffers (@p op placed on a lane) starts with the direct
+    /// path (coll/direct.hpp): config::gpu_direct, and in automatic mode only when neither the
+    /// call nor the config names an algorithm.  Decided from the call and the config alone, so
+    /// that every rank decides alike.
+    bool tries_direct(const detail::operation &op, collective which, const call_options &options,
+                      const reduction *reduce) const
+    {
+        const gpu::direct mode = config_->gpu_direct();
+        if (which != collective::allreduce || !op.lane || size() < 2 || mode == gpu::direct::never)
+            return false;
+        if (mode == gpu::direct::automatic) {
+            return options.algo == algorithm::automatic &&
+                   config_->algorithm_for(which) == algorithm::automatic &&
+                   reduce->kind() != op_kind::custom && size() <= detail::max_direct_ranks;
+        }
+        if (reduce->kind() == op_kind::custom || size() > detail::max_direct_ranks) {
+            throw ucx_error(UCS_ERR_UNSUPPORTED,
+                            "coll::allreduce: UCP_CPP_COLL_GPU_DIRECT=yes but the direct path "
+                            "takes no custom reduction and at most " +
+                                std::to_string(detail::max_direct_ranks) + " ranks");
+        }
+        return true;
+    }
+
     /// Chooses the algorithm, builds the schedule of the call and starts it.  Every rank
     /// consumes a sequence number even for empty collectives, so the numbering stays aligned;
     /// a call that throws takes none.  @p send / @p recv: the caller's (null where the
@@ -601,13 +626,22 @@ private:
             place(*started, which, {send, recv});
             detail::context c{started->plan, self.rank, self.size(), datatype_of<T>(), sizeof(T)};
             detail::arguments call;
-            call.send          = reinterpret_cast<const std::byte *>(send);
-            call.recv          = reinterpret_cast<std::byte *>(recv);
-            call.count         = count;
-            call.op            = op != nullptr ? &keep(c, *op) : nullptr;
-            call.root          = root;
-            call.knomial_radix = config_->knomial_radix();
-            detail::row_of(chosen).builder_for(which)(c, call);
+            call.send                   = reinterpret_cast<const std::byte *>(send);
+            call.recv                   = reinterpret_cast<std::byte *>(recv);
+            call.count                  = count;
+            call.op                     = op != nullptr ? &keep(c, *op) : nullptr;
+            call.root                   = root;
+            call.knomial_radix          = config_->knomial_radix();
+            const detail::builder build = detail::row_of(chosen).builder_for(which);
+            if (tries_direct(*started, which, options, op)) {
+                // Rank 0 keeps its mappings of the peers' buffers only where UCX moves no CUDA
+                // memory itself (its cuda_ipc cannot map what we hold: coll/direct.hpp).
+                detail::build_direct_allreduce(c, call, started->lane,
+                                               config_->gpu_direct() == gpu::direct::always,
+                                               /*keep_mappings=*/started->staged, build);
+            } else {
+                build(c, call);
+            }
         }
         started->sequence = self.next_sequence++;
         self.owner->start(started);

@@ -200,6 +200,25 @@ public:
     /// @brief The pipeline segment of staged CUDA transfers. @return bytes
     [[nodiscard]] size_t gpu_segment_bytes() const noexcept { return gpu_.segment_bytes; }
 
+    /**
+     * @brief Whether an allreduce of CUDA buffers reads the other ranks' buffers directly
+     *        (coll/direct.hpp: every rank reduces its block from all ranks' inputs, then copies
+     *        the other blocks from their outputs).
+     * @param how automatic (when every rank's buffers can be mapped, i.e. ranks on one node and
+     *        one device, and neither the call nor this config names an allreduce algorithm),
+     *        always (a call where it cannot run fails with UCS_ERR_UNSUPPORTED on every rank),
+     *        or never
+     * @return this config
+     */
+    config &gpu_direct(gpu::direct how)
+    {
+        gpu_.direct = how;
+        return *this;
+    }
+    /// @brief Whether an allreduce of CUDA buffers reads the peers' buffers directly.
+    /// @return automatic, always or never
+    [[nodiscard]] gpu::direct gpu_direct() const noexcept { return gpu_.direct; }
+
 private:
     std::array<algorithm, detail::collective_count> algorithms_;
     int knomial_radix_                = 4;
@@ -240,6 +259,18 @@ template <size_t thresholds::*member> bool read_threshold(config &into, const st
 
 inline constexpr const char *accepted_bytes = "bytes, with an optional K, M or G suffix";
 
+/// Reads `auto` or a switch into a setting of automatic / always / never (gpu::staging,
+/// gpu::direct); false when @p value is neither.
+template <class Setting, class Set> bool read_three_way(const std::string &value, Set &&set)
+{
+    if (value == "auto") {
+        set(Setting::automatic);
+        return true;
+    }
+    return read_parsed(parse_switch(value),
+                       [&](bool on) { set(on ? Setting::always : Setting::never); });
+}
+
 /// Every UCP_CPP_COLL_* variable but UCP_CPP_COLL_<COLLECTIVE>_ALGORITHM (see the collective
 /// table); docs/collectives.md lists the same (a test compares them).
 inline constexpr config_variable config_variables[] = {
@@ -255,13 +286,12 @@ inline constexpr config_variable config_variables[] = {
      }},
     {"UCP_CPP_COLL_GPU_STAGING", "auto; yes, on or 1; no, off or 0",
      [](config &into, const std::string &value) {
-         if (value == "auto") {
-             into.gpu_staging(gpu::staging::automatic);
-             return true;
-         }
-         return read_parsed(parse_switch(value), [&](bool stage) {
-             into.gpu_staging(stage ? gpu::staging::always : gpu::staging::never);
-         });
+         return read_three_way<gpu::staging>(value,
+                                             [&](gpu::staging how) { into.gpu_staging(how); });
+     }},
+    {"UCP_CPP_COLL_GPU_DIRECT", "auto; yes, on or 1; no, off or 0",
+     [](config &into, const std::string &value) {
+         return read_three_way<gpu::direct>(value, [&](gpu::direct how) { into.gpu_direct(how); });
      }},
     {"UCP_CPP_COLL_GPU_SEGMENT", "bytes >= 4096, with an optional K, M or G suffix",
      [](config &into, const std::string &value) {

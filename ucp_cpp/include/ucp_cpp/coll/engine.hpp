@@ -86,11 +86,20 @@ struct transfer {
     void *buffer;
     size_t bytes;
     uint32_t step;  ///< same number on both sides of a message; unique per (sender, receiver)
+    /// The buffer is host memory also in a collective of CUDA buffers (a control message of
+    /// the direct allreduce): never staged.
+    bool host = false;
 };
 
 struct round {
     std::vector<transfer> transfers;
     std::function<void()> then;  ///< runs after every transfer of the round completed
+    /// Asked when the round is due: true passes over it (nothing posted, `then` not run).  How
+    /// a schedule holds two paths and takes one after a round decided (coll/direct.hpp).
+    std::function<bool()> skip;
+    /// The collective's stream must drain after `then` before the next round is posted, also
+    /// when transfers are staged (the next round tells the peers that `then`'s work is done).
+    bool drain = false;
 };
 
 /// What a round's `then` and the prologue use for their copies and reductions, so that the same
@@ -131,6 +140,8 @@ struct schedule {
     /// Set (before the builders run) when the collective's buffers are device memory: scratch
     /// then lives on the device and local actions run there (see local_actions).
     std::shared_ptr<device_actions> device;
+    /// Set by the direct allreduce (coll/direct.hpp) once it reads the peers' buffers.
+    bool direct_reads = false;
 
     /// Scratch in the collective's memory (host, or device when `device` is set).
     std::byte *allocate(size_t bytes)
@@ -212,6 +223,8 @@ struct gpu_options {
     gpu::staging staging = gpu::staging::automatic;
     /// Pipeline segment of staged transfers: the size of a pinned block.
     size_t segment_bytes = size_t(1) << 20;
+    /// Whether an allreduce reads the peers' buffers directly (coll/direct.hpp).
+    gpu::direct direct = gpu::direct::automatic;
 };
 
 class engine : public std::enable_shared_from_this<engine> {
@@ -431,6 +444,9 @@ private:
                 if (then) {
                     try {
                         then();
+                    } catch (const ucx_error &e) {  // e.g. the direct allreduce cannot run
+                        fail(op, e.status(), std::string("local step failed: ") + e.what());
+                        return true;
                     } catch (const std::exception &e) {
                         fail(op, UCS_ERR_INVALID_PARAM,
                              std::string("local step failed: ") + e.what());
@@ -438,7 +454,8 @@ private:
                     }
                 }
             }
-            if (op.lane && (!op.staged || op.next_round == op.plan.rounds.size())) {
+            const bool drain = op.next_round > 0 && op.plan.rounds[op.next_round - 1].drain;
+            if (op.lane && (!op.staged || drain || op.next_round == op.plan.rounds.size())) {
                 op.fence = op.lane->record();
                 continue;
             }
@@ -452,6 +469,10 @@ private:
     /// false once the operation finished (either way).
     bool finish_or_post(operation &op)
     {
+        while (op.next_round < op.plan.rounds.size() && op.plan.rounds[op.next_round].skip &&
+               op.plan.rounds[op.next_round].skip()) {
+            ++op.next_round;
+        }
         if (op.next_round == op.plan.rounds.size()) {
             if (op.staged)
                 release_blocks(op, op.forward);
@@ -565,7 +586,7 @@ private:
             // collectives waiting on it (UCP receives name no endpoint).
             if (!connected(op, t.peer, world_peer))
                 return false;
-            if (op.staged && t.bytes != 0) {
+            if (op.staged && t.bytes != 0 && !t.host) {
                 stage(op, t, tag);
                 continue;
             }
@@ -875,6 +896,12 @@ public:
     {
         return op_ ? op_->chosen : coll::algorithm::automatic;
     }
+
+    /// @brief Whether the collective read the other ranks' CUDA buffers directly (the direct
+    ///        allreduce, coll/direct.hpp) instead of running algorithm()'s schedule; known once
+    ///        its first round completed.
+    /// @return true when it did
+    [[nodiscard]] bool gpu_direct() const { return op_ && op_->plan.direct_reads; }
 
 private:
     /// Empty progress rounds before wait() sleeps.

@@ -9,7 +9,9 @@
  *   pinned bounce buffers and device scratch.
  * - gpu/lane.hpp: per engine (worker) and CUDA context, the local actions of collectives on CUDA
  *   buffers (gpu/device_actions.hpp) and the staging of their transfers (engine.hpp).
- * - gpu/staging.hpp: how transfers of CUDA buffers travel (set in coll::config).
+ * - gpu/peer_memory.hpp: peers' buffers read directly (IPC handles, their cached mappings).
+ * - gpu/staging.hpp: how transfers of CUDA buffers travel, and whether the allreduce reads
+ *   the peers' buffers directly (both set in coll::config).
  */
 #pragma once
 
@@ -18,6 +20,7 @@
 #include <ucp_cpp/coll/gpu/kernels.hpp>
 #include <ucp_cpp/coll/gpu/lane.hpp>
 #include <ucp_cpp/coll/gpu/nvrtc.hpp>
+#include <ucp_cpp/coll/gpu/peer_memory.hpp>
 #include <ucp_cpp/coll/gpu/pinned_pool.hpp>
 #include <ucp_cpp/coll/gpu/scratch_pool.hpp>
 #include <ucp_cpp/coll/gpu/staging.hpp>

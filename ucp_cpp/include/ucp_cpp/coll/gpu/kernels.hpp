@@ -27,7 +27,9 @@ namespace ucp_cpp::coll::gpu {
 
 /// @brief The CUDA C++ source of every reduction kernel, given to NVRTC at run time (so the
 ///        library needs no CUDA toolkit to build).
-/// @return kernel source: ucp_cpp_reduce_<type>_<op>(T *inout, const T *in, unsigned long long n).
+/// @return kernel source: ucp_cpp_reduce_<type>_<op>(T *inout, const T *in, unsigned long long n)
+///         and ucp_cpp_reduce_many_<type>_<op>(many_outputs out, unsigned m, many_inputs in,
+///         unsigned k, unsigned long long n) (m <= 16 outputs = op over k <= 8 inputs).
 inline const char *kernel_source()
 {
     return R"CUDA(
@@ -118,11 +120,53 @@ __device__ __forceinline__ void reduce_body(T *__restrict__ inout, const T *__re
         inout[i] = combine<T, OP>(inout[i], in[i]);
 }
 
+/* out.p[0..m)[i] = op over in.p[0..k)[i] (k <= 8, m <= 16), the inputs in that order; 16-byte
+   vectors when every pointer is 16-byte aligned.  Outputs may be inputs (in place: a thread
+   reads all inputs of an element before it writes it); the pointers may be other processes'
+   buffers (the direct allreduce), so no read goes through the non-coherent cache. */
+struct many_inputs { const void *p[8]; };
+struct many_outputs { void *p[16]; };
+template <class T, int OP>
+__device__ __forceinline__ void reduce_many_body(many_outputs out, unsigned m, many_inputs in,
+                                                 unsigned k, unsigned long long n)
+{
+    const unsigned long long tid = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long start = 0, bits = 0;
+    for (unsigned j = 0; j < k; ++j) bits |= (unsigned long long)in.p[j];
+    for (unsigned o = 0; o < m; ++o) bits |= (unsigned long long)out.p[o];
+    if ((bits & 15ull) == 0) {
+        const unsigned V = 16 / sizeof(T);
+        const unsigned long long vectors = n / V;
+        for (unsigned long long i = tid; i < vectors; i += stride) {
+            union { uint4 v; T e[16 / sizeof(T)]; } a, b;
+            a.v = ((const uint4 *)in.p[0])[i];
+            for (unsigned j = 1; j < k; ++j) {
+                b.v = ((const uint4 *)in.p[j])[i];
+#pragma unroll
+                for (unsigned e = 0; e < V; ++e) a.e[e] = combine<T, OP>(a.e[e], b.e[e]);
+            }
+            for (unsigned o = 0; o < m; ++o) ((uint4 *)out.p[o])[i] = a.v;
+        }
+        start = vectors * V;
+    }
+    for (unsigned long long i = start + tid; i < n; i += stride) {
+        T a = ((const T *)in.p[0])[i];
+        for (unsigned j = 1; j < k; ++j) a = combine<T, OP>(a, ((const T *)in.p[j])[i]);
+        for (unsigned o = 0; o < m; ++o) ((T *)out.p[o])[i] = a;
+    }
+}
+
 #define KERNEL(NAME, T, OP, ID) \
     extern "C" __global__ void ucp_cpp_reduce_##NAME##_##OP(T *io, const T *in, \
                                                             unsigned long long n) \
     { \
         reduce_body<T, ID>(io, in, n); \
+    } \
+    extern "C" __global__ void ucp_cpp_reduce_many_##NAME##_##OP( \
+        many_outputs out, unsigned m, many_inputs in, unsigned k, unsigned long long n) \
+    { \
+        reduce_many_body<T, ID>(out, m, in, k, n); \
     }
 #define KERNELS(NAME, T) \
     KERNEL(NAME, T, sum, 0) KERNEL(NAME, T, prod, 1) KERNEL(NAME, T, min, 2) KERNEL(NAME, T, max, 3)
@@ -137,12 +181,19 @@ KERNELS(float32, float) KERNELS(float64, double) KERNELS(float16, f16) KERNELS(b
 /// @brief The kernel of @p type and @p op in kernel_source().
 /// @param type the elements' datatype.
 /// @param op   the reduction (sum, prod, min or max; not custom).
+/// @param many  the kernel of many inputs (ucp_cpp_reduce_many_...) instead of two.
 /// @return its name, for cuModuleGetFunction (e.g. "ucp_cpp_reduce_float32_sum").
-inline std::string kernel_name(datatype type, op_kind op)
+inline std::string kernel_name(datatype type, op_kind op, bool many = false)
 {
     static const char *const ops[] = {"sum", "prod", "min", "max"};
-    return std::string("ucp_cpp_reduce_") + name_of(type) + "_" + ops[int(op)];
+    return std::string(many ? "ucp_cpp_reduce_many_" : "ucp_cpp_reduce_") + name_of(type) + "_" +
+           ops[int(op)];
 }
+
+/// The most inputs one launch of the many-input kernel reduces (its parameter struct's size).
+inline constexpr size_t max_kernel_inputs = 8;
+/// The most outputs one launch of the many-input kernel writes (its parameter struct's size).
+inline constexpr size_t max_kernel_outputs = 16;
 
 namespace detail {
 
@@ -209,21 +260,70 @@ public:
         const size_t elem = size_of(type);
         const bool aligned =
             ((reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(inout)) & 15u) == 0;
-        const size_t items     = aligned ? (count * elem + 15) / 16 : count;
-        const unsigned threads = 256;
-        const size_t wanted    = (items + threads - 1) / threads;
-        const unsigned blocks  = unsigned(
-            std::max<size_t>(1, std::min<size_t>(wanted, size_t(sm_count_) * 8)));
+        const size_t items   = aligned ? (count * elem + 15) / 16 : count;
         unsigned long long n = count;
         void *args[]         = {&inout, &in, &n};
-        check(cu_.cuLaunchKernel(f, blocks, 1, 1, threads, 1, 1, 0, stream, args, nullptr),
+        check(cu_.cuLaunchKernel(f, grid(items), 1, 1, block_threads, 1, 1, 0, stream, args,
+                                 nullptr),
               "cuLaunchKernel");
     }
 
-private:
-    CUfunction function(datatype type, op_kind op)
+    /// @brief Queues outputs[o][i] = op(inputs[0][i], ..., inputs[k-1][i]) for @p count
+    ///        elements and every output on @p stream: one launch per max_kernel_inputs inputs
+    ///        (the earlier ones write outputs[0] only, which the next folds in as its first
+    ///        operand).
+    /// @param type    the elements' datatype.
+    /// @param op      the reduction (not op_kind::custom).
+    /// @param inputs  @p k device operands, read (outputs may be inputs: in place).
+    /// @param k       how many, >= 1.
+    /// @param outputs @p m device results.
+    /// @param m       how many, 1 to max_kernel_outputs.
+    /// @param count   the number of elements.
+    /// @param stream  the stream to queue on.
+    /// @throws ucx_error as launch().
+    void launch_many(datatype type, op_kind op, const void *const *inputs, size_t k,
+                     void *const *outputs, size_t m, size_t count, CUstream stream)
     {
-        const size_t index = size_t(type) * 4 + size_t(op);
+        CUfunction f = function(type, op, /*many=*/true);
+        struct {
+            const void *p[max_kernel_inputs];
+        } operands{};
+        struct {
+            void *p[max_kernel_outputs];
+        } results{};
+        std::copy(outputs, outputs + std::min(m, max_kernel_outputs), results.p);
+        const size_t items = (count * size_of(type) + 15) / 16;
+        for (size_t first = 0; first < k;) {
+            // After the first launch, outputs[0] holds the reduction so far: the first operand.
+            size_t used = 0;
+            if (first > 0)
+                operands.p[used++] = outputs[0];
+            while (used < max_kernel_inputs && first < k)
+                operands.p[used++] = inputs[first++];
+            unsigned used_inputs = unsigned(used);
+            unsigned written     = first == k ? unsigned(std::min(m, max_kernel_outputs)) : 1u;
+            unsigned long long n = count;
+            void *args[]         = {&results, &written, &operands, &used_inputs, &n};
+            check(cu_.cuLaunchKernel(f, grid(items), 1, 1, block_threads, 1, 1, 0, stream, args,
+                                     nullptr),
+                  "cuLaunchKernel");
+        }
+    }
+
+private:
+    static constexpr unsigned block_threads = 256;
+
+    /// Blocks of a grid-stride launch over @p items work items: at most 8 per multiprocessor.
+    unsigned grid(size_t items) const
+    {
+        const size_t wanted = (items + block_threads - 1) / block_threads;
+        return unsigned(std::max<size_t>(1, std::min<size_t>(wanted, size_t(sm_count_) * 8)));
+    }
+
+    CUfunction function(datatype type, op_kind op, bool many = false)
+    {
+        const size_t kinds = size_t(datatype::bfloat16) * 4 + 4;
+        const size_t index = size_t(type) * 4 + size_t(op) + (many ? kinds : 0);
         if (functions_.empty()) {
             std::string how;
             auto image        = detail::kernel_image(cc_, &how);
@@ -237,10 +337,10 @@ private:
                                     " for the reduction kernels (" + how + ")");
             }
             module_ = module;
-            functions_.assign(size_t(datatype::bfloat16) * 4 + 4, nullptr);
+            functions_.assign(2 * kinds, nullptr);
         }
         if (functions_[index] == nullptr) {
-            const std::string name = kernel_name(type, op);
+            const std::string name = kernel_name(type, op, many);
             check(cu_.cuModuleGetFunction(&functions_[index], module_, name.c_str()),
                   "cuModuleGetFunction");
         }

@@ -14,6 +14,7 @@
 #include <ucp_cpp/coll/gpu/device_actions.hpp>
 #include <ucp_cpp/coll/gpu/driver.hpp>
 #include <ucp_cpp/coll/gpu/kernels.hpp>
+#include <ucp_cpp/coll/gpu/peer_memory.hpp>
 #include <ucp_cpp/coll/gpu/pinned_pool.hpp>
 #include <ucp_cpp/coll/gpu/scratch_pool.hpp>
 #include <ucp_cpp/coll/gpu/streams.hpp>
@@ -48,7 +49,23 @@ public:
                                       gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                       device_),
               "cuDeviceGetAttribute");
-        cc_ = major * 10 + minor;
+        cc_                                   = major * 10 + minor;
+        const std::pair<int32_t *, int> pci[] = {
+            {&pci_domain_, gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID},
+            {&pci_bus_, gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID},
+            {&pci_device_, gdr::cuda_driver::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID}};
+        for (const auto &[value, attribute] : pci)
+            check(cu.cuDeviceGetAttribute(value, attribute, device_), "cuDeviceGetAttribute");
+    }
+    /// @brief Fills the device and context fields of @p id (the device by its PCI address,
+    ///        which is the same in every process of the node).
+    /// @param id what a rank tells its peers (peer_memory.hpp).
+    void describe(rank_identity &id) const noexcept
+    {
+        id.context    = uint64_t(reinterpret_cast<uintptr_t>(context_));
+        id.pci_domain = pci_domain_;
+        id.pci_bus    = pci_bus_;
+        id.pci_device = pci_device_;
     }
 
     [[nodiscard]] CUcontext get() const noexcept { return context_; }
@@ -67,6 +84,7 @@ private:
     gdr::cuda_driver::retained_primary_context primary_;
     CUcontext context_;
     int cc_ = 0, sm_count_ = 1;
+    int32_t pci_domain_ = -1, pci_bus_ = -1, pci_device_ = -1;
 };
 
 }  // namespace detail
@@ -91,7 +109,8 @@ public:
           streams_(cu_, context_.get()),
           pinned_(cu_, context_.get(), segment_bytes, streams_),
           scratch_(cu_, context_.get()),
-          kernels_(cu_, context_.compute_capability(), context_.sm_count())
+          kernels_(cu_, context_.compute_capability(), context_.sm_count()),
+          peers_(cu_, context_.get())
     {}
 
     /// Waits for the queued work; the members then free their memory, events and streams.
@@ -162,6 +181,78 @@ public:
                                                                    rounded);
                                           });
     }
+
+    /// @brief Every output = op over @p k device operands (kernels on the main stream; see
+    ///        reduction_kernels::launch_many()).
+    /// @param op      the reduction (not custom).
+    /// @param type    the elements' datatype.
+    /// @param inputs  the operands (this context's pointers, or peers' through map_peer()).
+    /// @param k       how many.
+    /// @param outputs the results (may be inputs: in place).
+    /// @param m       how many, at most max_kernel_outputs.
+    /// @param count   the number of elements.
+    /// @throws ucx_error(UCS_ERR_UNSUPPORTED) for a custom reduction or when the kernels cannot
+    ///         be built; ucx_error(UCS_ERR_IO_ERROR) when a CUDA call fails.
+    void reduce_many(const reduction &op, datatype type, const void *const *inputs, size_t k,
+                     void *const *outputs, size_t m, size_t count)
+    {
+        if (count == 0 || k == 0 || m == 0)
+            return;
+        if (m > max_kernel_outputs) {
+            throw ucx_error(UCS_ERR_UNSUPPORTED, "coll/gpu: at most " +
+                                                     std::to_string(max_kernel_outputs) +
+                                                     " outputs per reduction kernel");
+        }
+        if (op.kind() == op_kind::custom) {
+            throw ucx_error(UCS_ERR_UNSUPPORTED,
+                            "coll/gpu: a custom reduction has no many-input kernel");
+        }
+        context_scope scope(cu_, context_.get());
+        kernels_.launch_many(type, op.kind(), inputs, k, outputs, m, count, streams_.main());
+    }
+
+    // -------------------------------------------------- direct reads of peers' buffers
+    /// @brief Who this rank is, for the direct allreduce's decision (node, process, context,
+    ///        device).
+    /// @return the identity
+    [[nodiscard]] rank_identity identity() const
+    {
+        rank_identity id;
+        node_identity(id.node);
+        id.process = process_identity();
+        context_.describe(id);
+        return id;
+    }
+    /// @brief Describes @p p (a buffer of this lane's context) for peer processes.
+    /// @param p a device pointer.
+    /// @return see peer_mappings::export_buffer().
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when the lane's context cannot be made current.
+    exported_buffer export_buffer(const void *p)
+    {
+        context_scope scope(cu_, context_.get());
+        return peers_.export_buffer(p);
+    }
+    /// @brief A peer process's buffer, mapped into this lane's context (cached).
+    /// @param process the peer's process_identity().
+    /// @param b       its export_buffer() description.
+    /// @return a device pointer this lane's kernels and copies can read and write.
+    /// @throws ucx_error(UCS_ERR_IO_ERROR) when cuIpcOpenMemHandle fails.
+    void *map_peer(uint64_t process, const exported_buffer &b)
+    {
+        context_scope scope(cu_, context_.get());
+        return peers_.map(process, b);
+    }
+    /// @brief Gives back a use map_peer() took (see peer_mappings::release()).
+    /// @param process the peer's process_identity().
+    /// @param b       what was passed to map_peer().
+    /// @param keep    keep the mapping for later calls.
+    void release_peer(uint64_t process, const exported_buffer &b, bool keep) noexcept
+    {
+        gdr::cuda_driver::scoped_context scope(cu_, context_.get());
+        peers_.release(process, b, keep);
+    }
+    /// @return how many peer allocations this lane has mapped.
+    [[nodiscard]] size_t mapped_peer_allocations() const noexcept { return peers_.open_count(); }
 
     // -------------------------------------------------- staging support (engine.hpp)
 
@@ -249,6 +340,7 @@ private:
     pinned_pool pinned_;
     scratch_pool scratch_;
     reduction_kernels kernels_;
+    peer_mappings peers_;  ///< closed before the context is released
 };
 
 }  // namespace ucp_cpp::coll::gpu
