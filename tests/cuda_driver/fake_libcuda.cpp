@@ -72,6 +72,9 @@ FAKE_STUB(cuMemUnmap)
 FAKE_STUB(cuMemSetAccess)
 FAKE_STUB(cuMemGetAllocationGranularity)
 FAKE_STUB(cuMemRetainAllocationHandle)
+FAKE_STUB(cuIpcGetMemHandle)
+FAKE_STUB(cuIpcOpenMemHandle_v2)
+FAKE_STUB(cuIpcCloseMemHandle)
 #undef FAKE_STUB
 
 
