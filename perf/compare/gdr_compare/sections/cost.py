@@ -73,6 +73,8 @@ ONE_OUTSTANDING = ("-O", "1")
 # receive queue keeps its receive buffers within the VM's memory.
 AM_64K = {"UCX_RC_VERBS_SEG_SIZE": "67584", "UCX_RC_VERBS_RX_QUEUE_LEN": "128",
           "UCX_GDR_SEG_SIZE": "67584", "UCX_GDR_RX_QUEUE_LEN": "128"}
+# gdr_rc with a completion requested for every send (default: every 32nd, TX_MODERATION)
+SIGNAL_EVERY_SEND = {"UCX_GDR_TX_MODERATION": "1"}
 COST_ROWS = [
     row("put_short", "put_lat", "short", 8, "uct_rc_verbs_ep_put_short", "gdr_ep_put_short"),
     row("am_short", "am_lat", "short", 8, "uct_rc_verbs_ep_am_short", "gdr_ep_am_short"),
@@ -95,6 +97,12 @@ COST_ROWS = [
     # does); whether the first call posts depends on the completions already polled
     row("ep_flush", "put_lat", "short", 8, "uct_rc_iface_flush", "gdr_iface_flush",
         method=FIRST_CALL),
+    # The same flush with every gdr_rc send signaled (UCX_GDR_TX_MODERATION=1, rc_verbs' own
+    # choice for its sends): gdr_rc's flush posts a signaled NOP only when its last send was
+    # unsignaled (moderation, as rc_mlx5 does), so this row posts none; what that costs
+    # instead, a send completion per operation, is recv_put_short_every_send_signaled below
+    row("ep_flush_every_send_signaled", "put_lat", "short", 8, "uct_rc_iface_flush",
+        "gdr_iface_flush", env=SIGNAL_EVERY_SEND, method=FIRST_CALL),
     # iface_progress with nothing to do: the client of put_lat 8 B spins in progress while it
     # waits for the reply, one dump per call; the row is the cheapest call
     row("iface_progress", "put_lat", "short", 8, "uct_rc_verbs_ep_put_short",
@@ -110,6 +118,11 @@ COST_ROWS = [
 # tag rows receive, hand the message up and refill the receive queue
 COST_ROWS += [receiver(r) for r in COST_ROWS
               if r.name in ("put_short", "am_short", "am_bcopy", "ucp_tag_eager")]
+# the other side of ep_flush_every_send_signaled: put_lat's server, whose progress now polls a
+# completion for each of its replies (rc_verbs' recv_put_short does the same by default)
+COST_ROWS += [receiver(row("put_short_every_send_signaled", "put_lat", "short", 8,
+                           "uct_rc_verbs_ep_put_short", "gdr_ep_put_short",
+                           env=SIGNAL_EVERY_SEND))]
 ROW_NAMES = tuple(r.name for r in COST_ROWS)
 N = 100  # a run makes 2N operations; a row is the mean of the last N
 
