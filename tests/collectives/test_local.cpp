@@ -346,6 +346,37 @@ TEST(CollLocalApi, CountMismatchFailsInsteadOfHanging)
 }
 
 
+// A collective nobody waits for any more (its caller gave up after a timeout, then dropped the
+// request and the communicator) must not keep the engine alive: the engine held its operations
+// in flight and each held the engine, so the engine, its endpoints and the worker leaked (found
+// by LeakSanitizer with a frozen rank).  The last handle going fails the collective and closes
+// the endpoints by force.
+TEST(CollLocalApi, AbandonedCollectiveReleasesTheEngineAndTheWorker)
+{
+    auto context = make_context();
+    ucp_cpp::worker_params params;
+    params.close_timeout = 300ms;
+    auto mine = ucp_cpp::worker::create(context, params);
+    auto peer = ucp_cpp::worker::create(context, params);
+    const std::vector<ucp_cpp::worker_address> addresses{mine->address(), peer->address()};
+    const std::weak_ptr<ucp_cpp::worker> watched = mine;
+    std::vector<int32_t> data(1024, 1);
+    {
+        auto comm      = coll::communicator::from_addresses(mine, 0, addresses, {});
+        auto peer_comm = coll::communicator::from_addresses(peer, 1, addresses, {});
+        auto request   = comm.iallreduce(data.data(), data.data(), data.size(), coll::sum);
+        try {
+            request.wait(200ms);  // the peer never joins
+            FAIL() << "an allreduce of one rank completed";
+        } catch (const ucp_cpp::ucx_error &e) {
+            EXPECT_EQ(e.status(), UCS_ERR_TIMED_OUT) << e.what();
+        }
+        mine.reset();
+    }
+    EXPECT_TRUE(watched.expired())
+        << "the worker outlived every handle: the abandoned allreduce keeps its engine alive";
+}
+
 TEST(CollLocalApi, SplitDupAndConcurrentCollectives)
 {
     local_world world(5);

@@ -24,7 +24,12 @@
  *
  * Lifetime: a communicator is a cheap copyable handle; copies share the sequence numbering (they
  * are the same communicator; use dup() for an independent one).  The communicator keeps its
- * worker alive.  Buffers must stay valid until the collective completes.
+ * worker alive.  Buffers must stay valid until the collective completes, or until the last
+ * handle to the worker's collectives is gone (every communicator of the worker, split and dup
+ * included, and every coll::request): a collective still in flight then fails, and the
+ * endpoints to the other ranks are closed by force, which purges their outstanding transfers,
+ * so nothing reads or writes its buffers afterwards.  That is how a caller abandons a
+ * collective that timed out.
  *
  * Connections: endpoints to the other ranks are created on demand, by the first collective that
  * sends to or receives from each (connected_peers() counts them); the bootstrap only exchanges
@@ -133,16 +138,16 @@ public:
         owner->ctx()->require_features(UCP_FEATURE_TAG, "coll::communicator");
         auto settings = std::make_shared<const coll::config>(
             options.config ? *options.config : coll::config::from_environment());
-        auto state   = std::make_shared<detail::comm_state>();
-        state->owner = detail::engine::create(std::move(owner), rank, addresses,
-                                              options.peer_error_handling,
-                                              detail::gpu_options{settings->gpu_staging(),
-                                                                  settings->gpu_segment_bytes()});
-        state->rank  = rank;
-        state->id    = 0;
+        auto engine = detail::engine::create(std::move(owner), rank, addresses,
+                                             options.peer_error_handling,
+                                             detail::gpu_options{settings->gpu_staging(),
+                                                                 settings->gpu_segment_bytes()});
+        auto state  = std::make_shared<detail::comm_state>();
+        state->rank = rank;
+        state->id   = 0;
         for (int r = 0; r < size; ++r)
             state->world_ranks.push_back(r);
-        return communicator(std::move(state), std::move(settings));
+        return communicator(std::move(engine), std::move(state), std::move(settings));
     }
 
     /// @brief Whether this is a communicator (not default-constructed or split away).
@@ -169,10 +174,10 @@ public:
      * several together) talked to every rank.
      * @return in [0, world size - 1] @throws ucx_error on an invalid communicator
      */
-    [[nodiscard]] int connected_peers() const { return live().owner->connected_peers(); }
+    [[nodiscard]] int connected_peers() const { return live_engine().connected_peers(); }
     /// @brief The worker the collectives run on.
     /// @return it @throws ucx_error on an invalid communicator
-    [[nodiscard]] const std::shared_ptr<worker> &owner() const { return live().owner->owner(); }
+    [[nodiscard]] const std::shared_ptr<worker> &owner() const { return live_engine().owner(); }
     /// @brief The settings of the collectives, fixed when the communicator (or the one it was
     ///        split from) was constructed.
     /// @return them @throws ucx_error on an invalid communicator
@@ -197,7 +202,7 @@ public:
         // Everybody contributes (color, key, next free communicator id); the new id is the
         // maximum over the parent, so it is free in every member process (MPI's context-id
         // argument).
-        int64_t mine[3] = {color, key, int64_t(self.owner->next_comm_id())};
+        int64_t mine[3] = {color, key, int64_t(engine_->next_comm_id())};
         std::vector<int64_t> all(size_t(3 * size()));
         allgather(mine, all.data(), 3);
         uint32_t id = 0;
@@ -207,7 +212,7 @@ public:
             throw ucx_error(UCS_ERR_EXCEEDS_LIMIT,
                             "coll::communicator::split: out of communicator ids");
         }
-        self.owner->next_comm_id() = id + 1;
+        engine_->next_comm_id() = id + 1;
         if (color < 0)
             return communicator();
         std::vector<std::tuple<int64_t, int, int>> members;  // key, old rank, world rank
@@ -217,15 +222,14 @@ public:
             }
         }
         std::sort(members.begin(), members.end());
-        auto state   = std::make_shared<detail::comm_state>();
-        state->owner = self.owner;
-        state->id    = id;
+        auto state = std::make_shared<detail::comm_state>();
+        state->id  = id;
         for (const auto &[member_key, old_rank, world] : members) {
             if (old_rank == self.rank)
                 state->rank = int(state->world_ranks.size());
             state->world_ranks.push_back(world);
         }
-        return communicator(std::move(state), config_);
+        return communicator(engine_, std::move(state), config_);
     }
 
     /**
@@ -498,9 +502,9 @@ public:
     }
 
 private:
-    communicator(std::shared_ptr<detail::comm_state> state,
+    communicator(std::shared_ptr<detail::engine> engine, std::shared_ptr<detail::comm_state> state,
                  std::shared_ptr<const coll::config> settings)
-        : state_(std::move(state)), config_(std::move(settings))
+        : engine_(std::move(engine)), state_(std::move(state)), config_(std::move(settings))
     {}
 
     const detail::comm_state &live() const
@@ -509,6 +513,12 @@ private:
             throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::communicator: not a valid communicator");
         }
         return *state_;
+    }
+
+    detail::engine &live_engine() const
+    {
+        live();
+        return *engine_;
     }
 
     void check_root(int root, collective which) const
@@ -575,7 +585,7 @@ private:
                                 ": one buffer is CUDA memory and another host memory; "
                                 "pass buffers of one kind");
         }
-        detail::engine &owner = *live().owner;
+        detail::engine &owner = live_engine();
         op.lane               = owner.lane_for(where);
         op.staged             = owner.stages_gpu_transfers();
         op.plan.device        = op.lane;
@@ -644,8 +654,8 @@ private:
             }
         }
         started->sequence = self.next_sequence++;
-        self.owner->start(started);
-        return request(self.owner, started);
+        engine_->start(started);
+        return request(engine_, started);
     }
 
     void finish(request req, const call_options &options) const
@@ -654,6 +664,8 @@ private:
         req.wait(per_call ? options.timeout : config_->timeout());
     }
 
+    /// Shared by every communicator of the worker and by their requests in flight
+    std::shared_ptr<detail::engine> engine_;
     std::shared_ptr<detail::comm_state> state_;
     std::shared_ptr<const coll::config> config_;
 };

@@ -162,9 +162,10 @@ struct schedule {
 
 class engine;
 
-/// The part of a communicator that in-flight operations need.
+/// The part of a communicator that in-flight operations need.  Not the engine: the engine
+/// holds its operations in flight, and an operation holding the engine would keep both alive
+/// for good once nobody waits for it (a collective abandoned after a timeout).
 struct comm_state {
-    std::shared_ptr<engine> owner;
     std::vector<int> world_ranks;  ///< communicator rank -> world rank (index into endpoints)
     int rank               = 0;
     uint32_t id            = 0;
@@ -251,14 +252,35 @@ public:
           endpoints_(addresses.size())
     {}
 
+    /**
+     * A collective still in flight when the last communicator of this worker goes (its caller
+     * gave up after a timeout, or dropped the request) fails here as a peer failure would:
+     * every endpoint is closed by force, which purges its outstanding transfers, so none of
+     * the collective's buffers is touched afterwards.  A graceful close instead would wait for
+     * peers that may never answer (a frozen rank), and UCX 1.13 loses the endpoints' state when
+     * the worker is destroyed with such a close pending.  The forced closes are finished here,
+     * bounded by close_wait.
+     */
     ~engine()
     {
-        // Drop pending work while the worker is still alive (requests hold it anyway).
         for (auto &op : active_) {
+            if (op->status == UCS_INPROGRESS) {
+                fail(*op, UCS_ERR_CANCELED,
+                     "the communicator was destroyed while the collective was in flight");
+            }
+        }
+        for (auto &op : active_) {  // drop the rest while the worker is alive
             if (op->lane)
                 op->lane->synchronize();
         }
         active_.clear();
+        for (ucp_cpp::request &close : closing_) {
+            try {
+                close.wait(close_wait);
+            } catch (const ucx_error &) {
+                // timed out or failed: the worker's destructor frees what is left
+            }
+        }
     }
 
     const std::shared_ptr<worker> &owner() const { return worker_; }
@@ -795,6 +817,8 @@ private:
     std::vector<std::shared_ptr<endpoint>> endpoints_;
     std::vector<std::shared_ptr<operation>> active_;
     std::vector<ucp_cpp::request> closing_;  ///< forced endpoint closes after a failure
+    /// Bound on finishing the forced closes in the destructor (they take a few progress calls)
+    static constexpr std::chrono::seconds close_wait{2};
     ucs_status_t broken_status_ = UCS_OK;
     std::string broken_reason_;
     uint32_t next_comm_id_ = 1;  // 0 is the world communicator
