@@ -356,8 +356,8 @@ TEST(CollLocalApi, AbandonedCollectiveReleasesTheEngineAndTheWorker)
     auto context = make_context();
     ucp_cpp::worker_params params;
     params.close_timeout = 300ms;
-    auto mine = ucp_cpp::worker::create(context, params);
-    auto peer = ucp_cpp::worker::create(context, params);
+    auto mine            = ucp_cpp::worker::create(context, params);
+    auto peer            = ucp_cpp::worker::create(context, params);
     const std::vector<ucp_cpp::worker_address> addresses{mine->address(), peer->address()};
     const std::weak_ptr<ucp_cpp::worker> watched = mine;
     std::vector<int32_t> data(1024, 1);
