@@ -354,8 +354,10 @@ def measure_calls(s, r, transport, provider, name, port, fn, scratch):
     if calls is None:
         return None, why, wall
     with open(os.path.join(s.logdir, f"{name}.calls"), "w") as f:
-        f.write("# per call of %s, in order: instructions, work requests posted\n" % fn)
-        f.write("".join("%d %d\n" % (c[INSTR], c["post_send_per_op"]) for c in calls))
+        f.write("# per call of %s, in order: instructions, work requests posted, system calls\n"
+                % fn)
+        f.write("".join("%d %d %d\n" % (c[INSTR], c["post_send_per_op"], c["syscalls_per_op"])
+                        for c in calls))
     per_op = first_post(calls) if r.method == FIRST_CALL else per_operation(calls)
     return per_op, None if per_op else f"too few calls of {fn}", wall
 
