@@ -86,11 +86,6 @@ struct ScriptedWorld {
             errno = w->reg_mr_errno;
             return w->reg_mr_errno == 0 ? w->fake_mr : nullptr;
         };
-        b.dereg_mr = [](void *ctx, ibv_mr *mr) {
-            auto *w = static_cast<ScriptedWorld *>(ctx);
-            w->calls.push_back("dereg_mr");
-            EXPECT_EQ(mr, w->fake_mr);
-        };
         return b;
     }
 
@@ -141,7 +136,7 @@ TEST(RegisterInOrder, DmabufMrFailureFallsBackToPeermemAndClosesFd)
     RegOutcome out         = world.run({TRY, TRY});
     EXPECT_EQ(out.status, UCS_OK);
     EXPECT_EQ(out.method, GDR_CUDA_REG_PEERMEM);
-    EXPECT_EQ(world.calls, (Calls{"export", "reg_dmabuf_mr", "peermem_module", "reg_mr", "close"}));
+    EXPECT_EQ(world.calls, (Calls{"export", "reg_dmabuf_mr", "close", "peermem_module", "reg_mr"}));
     EXPECT_EQ(world.open_fds, 0);
     EXPECT_NE(out.reason.find("ibv_reg_dmabuf_mr(offset 123, length 4096) failed"),
               std::string::npos)
@@ -159,6 +154,9 @@ TEST(RegisterInOrder, BothFailRefusesWithEveryReason)
     EXPECT_EQ(out.status, UCS_ERR_UNSUPPORTED);
     EXPECT_EQ(out.mr, nullptr);
     EXPECT_EQ(out.method, GDR_CUDA_REG_NONE);
+    // nothing is left behind: no MR was made, and the dma-buf was closed
+    EXPECT_EQ(world.calls, (Calls{"export", "reg_dmabuf_mr", "close", "peermem_module", "reg_mr"}));
+    EXPECT_EQ(world.open_fds, 0);
     EXPECT_NE(out.reason.find("dma-buf: ibv_reg_dmabuf_mr"), std::string::npos) << out.reason;
     EXPECT_NE(out.reason.find("peermem: ibv_reg_mr on the device pointer failed with "
                               "nvidia_peermem loaded: Bad address (errno 14)"),
@@ -239,96 +237,8 @@ TEST(RegisterInOrder, BadArgumentsAreInvalidParam)
     EXPECT_TRUE(world.calls.empty());
 }
 
-/* Several devices (one md over N HCAs): one export for all, fallback per device, all or nothing */
-static std::vector<RegTarget> targets(std::initializer_list<unsigned> methods)
-{
-    std::vector<RegTarget> out;
-    for (unsigned m : methods) {
-        out.push_back({ScriptedWorld::fake_pd(), m});
-    }
-    return out;
-}
-
 constexpr unsigned kDmabuf  = GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_DMABUF);
 constexpr unsigned kPeermem = GDR_CUDA_METHOD_BIT(GDR_CUDA_REG_PEERMEM);
-
-TEST(RegisterOnDevices, OneExportServesEveryDevice)
-{
-    ScriptedWorld world;
-    MultiRegOutcome out = register_on_devices(world.backend(), {TRY, TRY}, targets({0, 0, 0}),
-                                              ScriptedWorld::buffer(), 4096, 7);
-    ASSERT_EQ(out.status, UCS_OK) << out.reason;
-    ASSERT_EQ(out.devices.size(), 3u);
-    for (const RegOutcome &device : out.devices) {
-        EXPECT_EQ(device.method, GDR_CUDA_REG_DMABUF);
-        EXPECT_EQ(device.mr, world.fake_mr);
-    }
-    EXPECT_EQ(out.exports, 1u);
-    EXPECT_EQ(world.calls,
-              (Calls{"export", "reg_dmabuf_mr", "reg_dmabuf_mr", "reg_dmabuf_mr", "close"}));
-    EXPECT_EQ(world.open_fds, 0);
-}
-
-TEST(RegisterOnDevices, ExportIsMadeOnlyWhereADeviceMayUseIt)
-{
-    ScriptedWorld world;
-    MultiRegOutcome out = register_on_devices(world.backend(), {TRY, TRY},
-                                              targets({kPeermem, kDmabuf, kDmabuf | kPeermem}),
-                                              ScriptedWorld::buffer(), 4096, 7);
-    ASSERT_EQ(out.status, UCS_OK) << out.reason;
-    EXPECT_EQ(out.devices[0].method, GDR_CUDA_REG_PEERMEM);
-    EXPECT_EQ(out.devices[1].method, GDR_CUDA_REG_DMABUF);
-    EXPECT_EQ(out.devices[2].method, GDR_CUDA_REG_DMABUF);
-    EXPECT_EQ(world.calls, (Calls{"peermem_module", "reg_mr", "export", "reg_dmabuf_mr",
-                                  "reg_dmabuf_mr", "close"}));
-
-    ScriptedWorld peermem_only;
-    out = register_on_devices(peermem_only.backend(), {TRY, TRY}, targets({kPeermem, kPeermem}),
-                              ScriptedWorld::buffer(), 4096, 7);
-    EXPECT_EQ(out.status, UCS_OK);
-    EXPECT_EQ(out.exports, 0u);
-    EXPECT_EQ(peermem_only.calls, (Calls{"peermem_module", "reg_mr", "peermem_module", "reg_mr"}));
-}
-
-TEST(RegisterOnDevices, FailedExportIsNotRetriedPerDevice)
-{
-    ScriptedWorld world;
-    world.export_status = UCS_ERR_UNSUPPORTED;
-    MultiRegOutcome out = register_on_devices(world.backend(), {TRY, TRY}, targets({0, 0}),
-                                              ScriptedWorld::buffer(), 4096, 7);
-    ASSERT_EQ(out.status, UCS_OK) << out.reason;
-    EXPECT_EQ(out.exports, 0u);
-    EXPECT_EQ(world.calls,
-              (Calls{"export", "peermem_module", "reg_mr", "peermem_module", "reg_mr"}));
-    EXPECT_EQ(out.devices[1].reason, "dma-buf: export failed: CUDA_ERROR_NOT_SUPPORTED (scripted)");
-}
-
-TEST(RegisterOnDevices, LaterFailureUndoesEarlierDevicesAndClosesFd)
-{
-    ScriptedWorld failing;
-    failing.peermem     = "";  // the third device can only use peermem, which is not loaded
-    MultiRegOutcome out = register_on_devices(failing.backend(), {TRY, TRY},
-                                              targets({kDmabuf, kDmabuf, kPeermem}),
-                                              ScriptedWorld::buffer(), 4096, 7);
-    EXPECT_EQ(out.status, UCS_ERR_UNSUPPORTED);
-    EXPECT_EQ(out.failed_index, 2u);
-    EXPECT_TRUE(out.devices.empty());
-    EXPECT_EQ(failing.calls, (Calls{"export", "reg_dmabuf_mr", "reg_dmabuf_mr", "peermem_module",
-                                    "dereg_mr", "dereg_mr", "close"}));
-    EXPECT_EQ(failing.open_fds, 0);
-    EXPECT_NE(out.reason.find("peermem: neither nvidia_peermem nor nv_peer_mem is loaded"),
-              std::string::npos)
-        << out.reason;
-}
-
-TEST(RegisterOnDevices, NoTargetIsInvalidParam)
-{
-    ScriptedWorld world;
-    MultiRegOutcome out = register_on_devices(world.backend(), {TRY, TRY}, {},
-                                              ScriptedWorld::buffer(), 4096, 7);
-    EXPECT_EQ(out.status, UCS_ERR_INVALID_PARAM);
-    EXPECT_TRUE(world.calls.empty());
-}
 
 TEST(Config, OnlyDmabufYesWithGpuDirectNoIsContradictory)
 {
@@ -564,6 +474,16 @@ TEST(NoLibcuda, PublicApiIsHostOnlyAndSilent)
     EXPECT_EQ(reg.mr, nullptr);
     EXPECT_EQ(std::string(reason.text).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u)
         << reason.text;
+    // the md's way: its own classification (host memory here) is not registered as CUDA memory
+    EXPECT_EQ(gdr_cuda_reg_mr_classified(reinterpret_cast<ibv_pd *>(0x1), &info, host.data(),
+                                         host.size(), 0, &config, 0, &reg, &reason),
+              UCS_ERR_INVALID_ADDR);
+    EXPECT_EQ(reg.mr, nullptr);
+    EXPECT_EQ(std::string(reason.text).rfind("no CUDA: cannot load libcuda.so.1", 0), 0u)
+        << reason.text;
+    EXPECT_EQ(gdr_cuda_reg_mr_classified(reinterpret_cast<ibv_pd *>(0x1), nullptr, host.data(),
+                                         host.size(), 0, &config, 0, &reg, &reason),
+              UCS_ERR_INVALID_PARAM);
 
     EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
     EXPECT_EQ(testing::internal::GetCapturedStderr(), "");

@@ -14,7 +14,6 @@
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -151,11 +150,6 @@ ibv_mr *backend_reg_mr(void *, ibv_pd *pd, void *addr, size_t length, int access
     return ibv_reg_mr(pd, addr, length, access);
 }
 
-void backend_dereg_mr(void *, ibv_mr *mr)
-{
-    ibv_dereg_mr(mr);
-}
-
 const RegBackend &real_backend()
 {
     static const RegBackend backend = [] {
@@ -165,7 +159,6 @@ const RegBackend &real_backend()
         b.reg_dmabuf_mr  = backend_reg_dmabuf_mr;
         b.peermem_module = backend_peermem_module;
         b.reg_mr         = backend_reg_mr;
-        b.dereg_mr       = backend_dereg_mr;
         return b;
     }();
     return backend;
@@ -568,6 +561,34 @@ ucs_status_t gdr_cuda_probe(struct ibv_pd *pd, const gdr_cuda_config_t *config, 
     });
 }
 
+ucs_status_t gdr_cuda_reg_mr_classified(struct ibv_pd *pd, const gdr_cuda_mem_info_t *info,
+                                        const void *addr, size_t length, int access,
+                                        const gdr_cuda_config_t *config, unsigned methods,
+                                        gdr_cuda_reg_result_t *result, gdr_reason_t *reason)
+{
+    return gdr::guard(reason, [&] {
+        if (info == nullptr || config == nullptr || result == nullptr) {
+            throw gdr::error(UCS_ERR_INVALID_PARAM, "NULL argument");
+        }
+        *result = gdr_cuda_reg_result_t{};
+        if (info->kind != GDR_CUDA_MEM_DEVICE && info->kind != GDR_CUDA_MEM_MANAGED) {
+            const driver &cuda = driver::instance();
+            throw gdr::error(UCS_ERR_INVALID_ADDR, cuda.usable()
+                                                       ? hex(reinterpret_cast<uintptr_t>(addr)) +
+                                                             " is not CUDA device memory"
+                                                       : no_cuda_reason(cuda));
+        }
+        const RegOutcome outcome = register_in_order(real_backend(), *config, methods, pd, addr,
+                                                     length, access);
+        // Failure: why each method did not work; success: what failed before the one that did.
+        gdr::set_reason(reason, outcome.reason.c_str());
+        if (outcome.status == UCS_OK) {
+            *result = {outcome.mr, outcome.method};
+        }
+        return outcome.status;
+    });
+}
+
 ucs_status_t gdr_cuda_reg_mr(struct ibv_pd *pd, const void *addr, size_t length, int access,
                              const gdr_cuda_config_t *config, unsigned methods,
                              gdr_cuda_reg_result_t *result, gdr_reason_t *reason)
@@ -578,53 +599,8 @@ ucs_status_t gdr_cuda_reg_mr(struct ibv_pd *pd, const void *addr, size_t length,
         }
         gdr_cuda_mem_info_t info;
         query_memory(addr, length, &info);
-        return gdr_cuda_reg_mrs(&pd, &methods, 1, &info, addr, length, access, config, result,
-                                nullptr, reason);
-    });
-}
-
-ucs_status_t gdr_cuda_reg_mrs(struct ibv_pd *const *pds, const unsigned *methods, unsigned count,
-                              const gdr_cuda_mem_info_t *info, const void *addr, size_t length,
-                              int access, const gdr_cuda_config_t *config,
-                              gdr_cuda_reg_result_t *results, unsigned *failed_index,
-                              gdr_reason_t *reason)
-{
-    return gdr::guard(reason, [&] {
-        if (pds == nullptr || count == 0 || info == nullptr || config == nullptr ||
-            results == nullptr) {
-            throw gdr::error(UCS_ERR_INVALID_PARAM, "NULL argument or no device");
-        }
-        std::fill(results, results + count, gdr_cuda_reg_result_t{});
-        if (info->kind != GDR_CUDA_MEM_DEVICE && info->kind != GDR_CUDA_MEM_MANAGED) {
-            const driver &cuda = driver::instance();
-            throw gdr::error(UCS_ERR_INVALID_ADDR, cuda.usable()
-                                                       ? hex(reinterpret_cast<uintptr_t>(addr)) +
-                                                             " is not CUDA device memory"
-                                                       : no_cuda_reason(cuda));
-        }
-        std::vector<RegTarget> targets(count);
-        for (unsigned i = 0; i < count; ++i) {
-            targets[i] = {pds[i], methods != nullptr ? methods[i] : 0};
-        }
-        const MultiRegOutcome outcome = register_on_devices(real_backend(), *config, targets, addr,
-                                                            length, access);
-        if (outcome.status != UCS_OK) {
-            if (failed_index != nullptr) {
-                *failed_index = static_cast<unsigned>(outcome.failed_index);
-            }
-            gdr::set_reason(reason, outcome.reason.c_str());
-            return outcome.status;
-        }
-        // Success: what failed before the method that worked, on the first device that says so.
-        std::string before;
-        for (unsigned i = 0; i < count; ++i) {
-            results[i] = {outcome.devices[i].mr, outcome.devices[i].method};
-            if (before.empty()) {
-                before = outcome.devices[i].reason;
-            }
-        }
-        gdr::set_reason(reason, before.c_str());
-        return UCS_OK;
+        return gdr_cuda_reg_mr_classified(pd, &info, addr, length, access, config, methods, result,
+                                          reason);
     });
 }
 

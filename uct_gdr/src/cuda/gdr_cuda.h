@@ -189,36 +189,30 @@ typedef struct gdr_cuda_reg_result {
 } gdr_cuda_reg_result_t;
 
 /**
- * @brief Registers CUDA device memory [addr, addr+length) on pd, in order: dma-buf, then
+ * @brief Registers CUDA memory [addr, addr+length), already classified as `info` (the caller's
+ *        gdr_cuda_mem_query(), whose buffer id it keeps), on pd, in order: dma-buf, then
  *        peermem, else refuse, as `config` and `methods` allow (a mask from the probe; 0 means
- *        GDR_CUDA_METHODS_ALL).  The MR's iova is addr in every case, so rkeys use virtual
- *        addresses.
+ *        GDR_CUDA_METHODS_ALL).  A dma-buf is exported for this registration and closed before
+ *        returning (the MR holds its own reference).  The MR's iova is addr in every case, so
+ *        rkeys use virtual addresses.
  * @param reason  may be NULL.  On failure: every method tried or skipped and why.  On success:
  *                "", or what failed before the method that worked (worth a debug line).
- * @return UCS_OK with result->mr; UCS_ERR_UNSUPPORTED (nothing worked or was allowed);
- *         UCS_ERR_INVALID_ADDR (not CUDA device or managed memory); UCS_ERR_INVALID_PARAM.
+ * @return UCS_OK with result->mr; UCS_ERR_UNSUPPORTED (nothing worked or was allowed; no MR is
+ *         left); UCS_ERR_INVALID_ADDR (info is not CUDA device or managed memory);
+ *         UCS_ERR_INVALID_PARAM.
+ */
+ucs_status_t gdr_cuda_reg_mr_classified(struct ibv_pd *pd, const gdr_cuda_mem_info_t *info,
+                                        const void *addr, size_t length, int access,
+                                        const gdr_cuda_config_t *config, unsigned methods,
+                                        gdr_cuda_reg_result_t *result, gdr_reason_t *reason);
+
+/**
+ * @brief gdr_cuda_reg_mr_classified() for a caller that has not classified the memory: asks
+ *        gdr_cuda_mem_query() first.
  */
 ucs_status_t gdr_cuda_reg_mr(struct ibv_pd *pd, const void *addr, size_t length, int access,
                              const gdr_cuda_config_t *config, unsigned methods,
                              gdr_cuda_reg_result_t *result, gdr_reason_t *reason);
-
-/**
- * @brief Registers CUDA memory [addr, addr+length), already classified as `info` (from
- *        gdr_cuda_mem_query(), so the caller's one classification serves every device), on
- *        every pd of `pds`, all or nothing.  A dma-buf is exported once, at the first device
- *        whose `methods` entry allows it, registered on every such device and closed at the
- *        end; a device where dma-buf fails falls back to peermem as gdr_cuda_reg_mr() does.
- * @param methods  per device, a probe mask (0: GDR_CUDA_METHODS_ALL); may be NULL (all 0).
- * @param results  [count]: filled on success; on failure every MR made was deregistered.
- * @param failed_index  may be NULL; on failure, the device that could not be registered.
- * @param reason  may be NULL; on failure that device's reasons.
- * @return as gdr_cuda_reg_mr(); UCS_ERR_INVALID_ADDR when info is not device or managed memory.
- */
-ucs_status_t gdr_cuda_reg_mrs(struct ibv_pd *const *pds, const unsigned *methods, unsigned count,
-                              const gdr_cuda_mem_info_t *info, const void *addr, size_t length,
-                              int access, const gdr_cuda_config_t *config,
-                              gdr_cuda_reg_result_t *results, unsigned *failed_index,
-                              gdr_reason_t *reason);
 
 #ifdef __cplusplus
 }

@@ -30,6 +30,29 @@ bool has_method(unsigned methods, gdr_cuda_reg_method_t method)
     return (methods & GDR_CUDA_METHOD_BIT(method)) != 0;
 }
 
+/** An MR from a dma-buf of [addr, addr+length), or NULL with why not in `why`. */
+ibv_mr *register_dmabuf(const RegBackend &backend, ibv_pd *pd, const void *addr, size_t length,
+                        int access, std::string *why)
+{
+    int fd          = -1;
+    uint64_t offset = 0;
+    std::string export_why;
+    if (backend.export_dmabuf(backend.ctx, addr, length, &fd, &offset, &export_why) != UCS_OK) {
+        *why = "export failed: " + export_why;
+        return nullptr;
+    }
+    errno      = 0;
+    ibv_mr *mr = backend.reg_dmabuf_mr(backend.ctx, pd, offset, length,
+                                       reinterpret_cast<uintptr_t>(addr), fd, access);
+    int err    = errno;
+    backend.close_fd(backend.ctx, fd);  // the MR, if any, holds its own reference to the dma-buf
+    if (mr == nullptr) {
+        *why = "ibv_reg_dmabuf_mr(offset " + std::to_string(offset) + ", length " +
+               std::to_string(length) + ") failed: " + errno_text(err);
+    }
+    return mr;
+}
+
 }  // namespace
 
 std::string check_config(const gdr_cuda_config_t &config)
@@ -40,41 +63,9 @@ std::string check_config(const gdr_cuda_config_t &config)
     return {};
 }
 
-namespace {
-
-/** The dma-buf of one registration, exported on first need and shared by every device. */
-struct SharedExport {
-    bool tried          = false;
-    ucs_status_t status = UCS_ERR_UNSUPPORTED;
-    int fd              = -1;
-    uint64_t offset     = 0;
-    std::string why;
-    unsigned exports = 0;
-
-    bool get(const RegBackend &backend, const void *addr, size_t length)
-    {
-        if (!tried) {
-            tried  = true;
-            status = backend.export_dmabuf(backend.ctx, addr, length, &fd, &offset, &why);
-            exports += status == UCS_OK;
-        }
-        return status == UCS_OK;
-    }
-
-    // Every MR made from the fd holds its own reference to the dma-buf; ours goes at the end.
-    void release(const RegBackend &backend)
-    {
-        if (tried && status == UCS_OK) {
-            backend.close_fd(backend.ctx, fd);
-            status = UCS_ERR_UNSUPPORTED;
-        }
-    }
-};
-
-/** dma-buf -> peermem -> refuse on one pd, the dma-buf coming from `dmabuf`. */
-RegOutcome register_one(const RegBackend &backend, const gdr_cuda_config_t &config,
-                        unsigned methods, ibv_pd *pd, const void *addr, size_t length, int access,
-                        SharedExport *dmabuf)
+RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t &config,
+                             unsigned methods, ibv_pd *pd, const void *addr, size_t length,
+                             int access)
 {
     RegOutcome outcome;
     std::vector<std::string> tried;  // one "<method>: <why not>" per method that did not work
@@ -104,18 +95,13 @@ RegOutcome register_one(const RegBackend &backend, const gdr_cuda_config_t &conf
         tried.push_back("dma-buf: disabled by UCX_GDR_DMABUF=no");
     } else if (!has_method(methods, GDR_CUDA_REG_DMABUF)) {
         tried.push_back("dma-buf: not used (md-open probe found it unavailable)");
-    } else if (!dmabuf->get(backend, addr, length)) {
-        tried.push_back("dma-buf: export failed: " + dmabuf->why);
     } else {
-        errno      = 0;
-        ibv_mr *mr = backend.reg_dmabuf_mr(backend.ctx, pd, dmabuf->offset, length,
-                                           reinterpret_cast<uintptr_t>(addr), dmabuf->fd, access);
-        int err    = errno;
+        std::string why;
+        ibv_mr *mr = register_dmabuf(backend, pd, addr, length, access, &why);
         if (mr != nullptr) {
             return registered(mr, GDR_CUDA_REG_DMABUF);
         }
-        tried.push_back("dma-buf: ibv_reg_dmabuf_mr(offset " + std::to_string(dmabuf->offset) +
-                        ", length " + std::to_string(length) + ") failed: " + errno_text(err));
+        tried.push_back("dma-buf: " + why);
     }
 
     // (2) peermem.  UCX_GDR_DMABUF=yes means dma-buf or nothing: no silent fallback.
@@ -143,52 +129,6 @@ RegOutcome register_one(const RegBackend &backend, const gdr_cuda_config_t &conf
     outcome.status = UCS_ERR_UNSUPPORTED;
     outcome.reason = join(tried, "; ");
     return outcome;
-}
-
-}  // namespace
-
-RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t &config,
-                             unsigned methods, ibv_pd *pd, const void *addr, size_t length,
-                             int access)
-{
-    SharedExport dmabuf;
-    RegOutcome outcome = register_one(backend, config, methods, pd, addr, length, access, &dmabuf);
-    dmabuf.release(backend);
-    return outcome;
-}
-
-MultiRegOutcome register_on_devices(const RegBackend &backend, const gdr_cuda_config_t &config,
-                                    const std::vector<RegTarget> &targets, const void *addr,
-                                    size_t length, int access)
-{
-    MultiRegOutcome result;
-    SharedExport dmabuf;
-
-    if (targets.empty()) {
-        result.status = UCS_ERR_INVALID_PARAM;
-        result.reason = "no device to register with";
-        return result;
-    }
-    result.status = UCS_OK;
-    for (size_t i = 0; i < targets.size(); ++i) {
-        RegOutcome outcome = register_one(backend, config, targets[i].methods, targets[i].pd, addr,
-                                          length, access, &dmabuf);
-        if (outcome.status != UCS_OK) {
-            // all or nothing: an rkey must be valid on every device of the md
-            for (const RegOutcome &done : result.devices) {
-                backend.dereg_mr(backend.ctx, done.mr);
-            }
-            result.devices.clear();
-            result.status       = outcome.status;
-            result.failed_index = i;
-            result.reason       = std::move(outcome.reason);
-            break;
-        }
-        result.devices.push_back(std::move(outcome));
-    }
-    dmabuf.release(backend);
-    result.exports = dmabuf.exports;
-    return result;
 }
 
 ProbeVerdict decide_probe_verdict(const gdr_cuda_config_t &config, const ProbeInput &input)

@@ -2,11 +2,9 @@
  * @file reg_policy.h
  * The decisions of gdr_cuda, separated from the libraries they drive so that every branch is
  * unit-testable on a machine without a GPU or an HCA:
- *  - register_in_order(): dma-buf -> peermem -> refuse, under the UCX_GDR_* policies, over a
- *    RegBackend table that gdr_cuda.cpp fills from libcuda/libibverbs (tests fill it with
+ *  - register_in_order(): dma-buf -> peermem -> refuse on one pd, under the UCX_GDR_* policies,
+ *    over a RegBackend table that gdr_cuda.cpp fills from libcuda/libibverbs (tests fill it with
  *    failure-injecting functions; the order/policy logic under test is the real one);
- *  - register_on_devices(): the same order on several devices, with one dma-buf export shared
- *    by all of them (an MR holds its own reference to the dma-buf, so one fd serves every pd);
  *  - decide_probe_verdict(): md-open verdict from the facts gathered per GPU;
  *  - check_config().
  * Internal C++17 header.  All functions are pure or only touch what the backend does: thread-safe.
@@ -37,8 +35,6 @@ struct RegBackend {
     std::string (*peermem_module)(void *ctx) = nullptr;
     /** ibv_reg_mr; NULL + errno on failure. */
     ibv_mr *(*reg_mr)(void *ctx, ibv_pd *pd, void *addr, size_t length, int access) = nullptr;
-    /** ibv_dereg_mr: undoes the devices already registered when a later one fails. */
-    void (*dereg_mr)(void *ctx, ibv_mr *mr) = nullptr;
 };
 
 struct RegOutcome {
@@ -49,32 +45,12 @@ struct RegOutcome {
     std::string reason;
 };
 
-/** dma-buf -> peermem -> refuse, as `config` and `methods` (GDR_CUDA_METHOD_BIT mask) allow. */
+/** dma-buf -> peermem -> refuse, as `config` and `methods` (GDR_CUDA_METHOD_BIT mask) allow.
+ *  A dma-buf is exported for this one registration and closed before returning (the MR holds its
+ *  own reference to it); a failure leaves no MR and no fd behind. */
 RegOutcome register_in_order(const RegBackend &backend, const gdr_cuda_config_t &config,
                              unsigned methods, ibv_pd *pd, const void *addr, size_t length,
                              int access);
-
-/** One device of a multi-device registration: its pd and the methods its probe allows. */
-struct RegTarget {
-    ibv_pd *pd       = nullptr;
-    unsigned methods = 0;  ///< GDR_CUDA_METHOD_BIT mask; 0: all
-};
-
-struct MultiRegOutcome {
-    ucs_status_t status = UCS_ERR_UNSUPPORTED;
-    /** One per target on success.  On failure: empty (the MRs made were deregistered). */
-    std::vector<RegOutcome> devices;
-    size_t failed_index = 0;  ///< on failure: the target that could not be registered
-    std::string reason;  ///< on failure: that target's reasons
-    unsigned exports = 0;  ///< dma-buf exports made (0 or 1)
-};
-
-/** register_in_order() on every target, all or nothing: the dma-buf is exported at most once
- *  (at the first target that may use it) and closed once at the end; an export failure is not
- *  retried for the next targets, which go on to peermem with the same reason. */
-MultiRegOutcome register_on_devices(const RegBackend &backend, const gdr_cuda_config_t &config,
-                                    const std::vector<RegTarget> &targets, const void *addr,
-                                    size_t length, int access);
 
 /** Empty when consistent, else why not (a contradiction that must fail md open). */
 std::string check_config(const gdr_cuda_config_t &config);

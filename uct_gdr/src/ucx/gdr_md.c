@@ -158,12 +158,12 @@ static ucs_status_t gdr_md_reg_cuda(gdr_md_t *md, gdr_memh_t *memh,
                                     ucs_log_level_t level)
 {
     gdr_cuda_reg_result_t result;
-    unsigned failed;
     gdr_reason_t reason;
 
-    if (gdr_cuda_reg_mrs(&md->dev.pd, &md->cuda_methods, 1, info, memh->address,
-                         memh->length, memh->access, &md->cuda_config, &result,
-                         &failed, &reason) != UCS_OK) {
+    if (gdr_cuda_reg_mr_classified(md->dev.pd, info, memh->address,
+                                   memh->length, memh->access, &md->cuda_config,
+                                   md->cuda_methods, &result,
+                                   &reason) != UCS_OK) {
         ucs_log(level, "gdr: cannot register %s memory %p..%p with %s: %s",
                 ucs_memory_type_names[memh->mem_type], memh->address,
                 UCS_PTR_BYTE_OFFSET(memh->address, memh->length), md->dev.name,
