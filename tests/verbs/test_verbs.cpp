@@ -1,4 +1,5 @@
-// gdr_verbs without a device: the conversions, and opening "every device" where there may be none.
+// gdr_verbs without a device: the conversions, and opening or listing "every device" where there
+// may be none.
 #include "gdr_verbs.h"
 
 #include <gtest/gtest.h>
@@ -21,11 +22,13 @@ TEST(Mtu, BytesAndBackAgree)
     EXPECT_EQ(gdr_verbs_mtu_bytes(static_cast<enum ibv_mtu>(9)), 0u);
 }
 
-// No device (or no verbs in the kernel) is not an error: UCS_OK and whatever there is
-TEST(OpenAll, NoDeviceIsNotAnError)
+// No device (or no verbs in the kernel) is not an error, for opening every device or listing them
+// (what md gdr's query_resources shows): UCS_OK and whatever there is
+TEST(OpenAllAndList, NoDeviceIsNotAnError)
 {
     std::vector<gdr_device_t> devs(GDR_VERBS_MAX_DEVICES);
-    unsigned count = ~0u;
+    std::vector<gdr_device_name_t> names(GDR_VERBS_MAX_DEVICES);
+    unsigned count = ~0u, listed = ~0u;
     gdr_reason_t why;
 
     ASSERT_EQ(gdr_verbs_open_all(devs.data(), devs.size(), &count, &why), UCS_OK) << why.text;
@@ -34,9 +37,13 @@ TEST(OpenAll, NoDeviceIsNotAnError)
         EXPECT_GT(devs[i].num_ports, 0u) << devs[i].name << ": opened without an active port";
         gdr_verbs_close(&devs[i]);
     }
+    ASSERT_EQ(gdr_verbs_list(names.data(), names.size(), &listed, &why), UCS_OK) << why.text;
+    EXPECT_EQ(listed, count);
     EXPECT_EQ(gdr_verbs_open_all(devs.data(), 0, &count, nullptr), UCS_OK)
         << "a NULL reason is allowed";
     EXPECT_EQ(count, 0u);
+    EXPECT_EQ(gdr_verbs_list(names.data(), 0, &listed, nullptr), UCS_OK);
+    EXPECT_EQ(listed, 0u);
 }
 
 // Opening one device by name (an md's device): a name that is no device is UCS_ERR_NO_DEVICE,

@@ -282,6 +282,23 @@ INSTANTIATE_TEST_SUITE_P(Posting, VerbsPost, ::testing::Values(true, false),
                              return info.param ? std::string("WrApi") : std::string("PostSend");
                          });
 
+// The listing names exactly the devices open_all opens (those with an active port), in the same
+// order, and opens none it keeps: md gdr's query_resources lists what md_open can open.
+TEST_F(Verbs, ListNamesTheDevicesOpenAllOpens)
+{
+    std::vector<gdr_device_name_t> names(GDR_VERBS_MAX_DEVICES);
+    unsigned count = 0;
+    gdr_reason_t why;
+
+    ASSERT_EQ(gdr_verbs_list(names.data(), names.size(), &count, &why), UCS_OK) << why.text;
+    ASSERT_EQ(count, count_) << why.text;
+    for (unsigned i = 0; i < count; ++i) {
+        EXPECT_STREQ(names[i].name, devs_[i].name);
+    }
+    ASSERT_EQ(gdr_verbs_list(names.data(), 1, &count, &why), UCS_OK) << why.text;
+    EXPECT_EQ(count, 1u) << "stops at max_names";
+}
+
 // An allocation that fails inside gdr_verbs_open_all (its device names, skip list, GID tables)
 // comes back as UCS_ERR_NO_MEMORY; the devices it had opened stay usable and are closed by the
 // caller, the one it was opening is closed by the library.

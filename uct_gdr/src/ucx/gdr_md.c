@@ -697,28 +697,23 @@ err:
     return status;
 }
 
-/* Lists the devices gdr_verbs_open_all() opens (those with an active port):
- * what an md of ours can be opened on */
+/* Lists the devices gdr_verbs_open() can open (those with an active port):
+ * what an md of ours can be opened on.  UCP lists the mds several times at
+ * init, so the listing opens no more of a device than it needs to say that. */
 ucs_status_t gdr_md_query_resources(uct_component_t *component,
                                     uct_md_resource_desc_t **resources_p,
                                     unsigned *num_resources_p)
 {
     uct_md_resource_desc_t *resources = NULL;
+    gdr_device_name_t devices[GDR_VERBS_MAX_DEVICES];
     unsigned i, num_devices, count = 0;
-    gdr_device_t *devices;
     ucs_status_t status;
     gdr_reason_t why;
 
-    devices = ucs_calloc(GDR_VERBS_MAX_DEVICES, sizeof(*devices),
-                         "gdr_md_query_devices");
-    if (devices == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    status = gdr_verbs_open_all(devices, GDR_VERBS_MAX_DEVICES, &num_devices,
-                                &why);
+    status = gdr_verbs_list(devices, GDR_VERBS_MAX_DEVICES, &num_devices, &why);
     if (status != UCS_OK) {
         ucs_error("gdr: listing verbs devices: %s", why.text);
-        goto out_close_devices;
+        return status;
     }
     if (why.text[0] != '\0') {
         ucs_debug("gdr: skipped verbs devices: %s", why.text);
@@ -727,8 +722,7 @@ ucs_status_t gdr_md_query_resources(uct_component_t *component,
         resources = ucs_calloc(num_devices, sizeof(*resources),
                                "gdr_md_resources");
         if (resources == NULL) {
-            status = UCS_ERR_NO_MEMORY;
-            goto out_close_devices;
+            return UCS_ERR_NO_MEMORY;
         }
     }
     for (i = 0; i < num_devices; ++i) {
@@ -750,12 +744,5 @@ ucs_status_t gdr_md_query_resources(uct_component_t *component,
     }
     *resources_p     = resources;
     *num_resources_p = count;
-    status           = UCS_OK;
-
-out_close_devices:
-    for (i = 0; i < num_devices; ++i) {
-        gdr_verbs_close(&devices[i]);
-    }
-    ucs_free(devices);
-    return status;
+    return UCS_OK;
 }

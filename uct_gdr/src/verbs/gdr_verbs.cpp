@@ -225,36 +225,53 @@ ucs_status_t connect_qp(ibv_qp *qp, const gdr_qp_local_t *local, const gdr_qp_re
     return UCS_OK;
 }
 
-// Opens `device` into `dev` when it has an ACTIVE InfiniBand or Ethernet port; otherwise leaves
-// nothing open, and says why in `skipped` unless the device simply has no active port (not a
-// resource, not an error).  Throws on out of memory (the caller's guard returns it).
-bool open_device(ibv_device *device, gdr_device_t &dev, std::string &skipped)
+// Opens `device`'s context and reads its attributes into `attr`; on failure nothing is open, and
+// `skipped` says why.
+context_ptr open_context(ibv_device *device, ibv_device_attr &attr, std::string &skipped)
 {
     const char *name = ibv_get_device_name(device);
     context_ptr ctx(ibv_open_device(device), ibv_close_device);
     if (ctx == nullptr) {
         skipped += std::string(name) + ": ibv_open_device: " + std::strerror(errno) + "; ";
+    } else if (ibv_query_device(ctx.get(), &attr) != 0) {
+        skipped += std::string(name) + ": ibv_query_device failed; ";
+        ctx.reset();
+    }
+    return ctx;
+}
+
+// An ACTIVE InfiniBand or Ethernet port, what makes a device one of ours; `pa` gets its attributes.
+bool port_is_usable(ibv_context *ctx, uint8_t port_num, ibv_port_attr &pa)
+{
+    pa = {};
+    if (ibv_query_port(ctx, port_num, &pa) != 0 || pa.state != IBV_PORT_ACTIVE) {
         return false;
     }
+    return pa.link_layer == IBV_LINK_LAYER_INFINIBAND || pa.link_layer == IBV_LINK_LAYER_ETHERNET ||
+           pa.link_layer == IBV_LINK_LAYER_UNSPECIFIED;
+}
+
+// Opens `device` into `dev` when it has an ACTIVE InfiniBand or Ethernet port; otherwise leaves
+// nothing open, and says why in `skipped` unless the device simply has no active port (not a
+// resource, not an error).  Throws on out of memory (the caller's guard returns it).
+bool open_device(ibv_device *device, gdr_device_t &dev, std::string &skipped)
+{
+    ibv_device_attr attr{};
+    context_ptr ctx = open_context(device, attr, skipped);
+    if (ctx == nullptr) {
+        return false;
+    }
+    const char *name = ibv_get_device_name(device);
     std::memset(&dev, 0, sizeof(dev));
-    dev.ctx = ctx.get();
+    dev.ctx  = ctx.get();
+    dev.attr = attr;
     std::snprintf(dev.name, sizeof(dev.name), "%s", name);
     std::snprintf(dev.pci_bdf, sizeof(dev.pci_bdf), "%s", pci_bdf_of(name).c_str());
-    if (ibv_query_device(dev.ctx, &dev.attr) != 0) {
-        skipped += std::string(name) + ": ibv_query_device failed; ";
-        return false;
-    }
     for (uint8_t p = 1; p <= dev.attr.phys_port_cnt && dev.num_ports < GDR_VERBS_MAX_PORTS; ++p) {
-        ibv_port_attr pa{};
-        if (ibv_query_port(dev.ctx, p, &pa) != 0 || pa.state != IBV_PORT_ACTIVE) {
-            continue;
+        ibv_port_attr pa;
+        if (port_is_usable(dev.ctx, p, pa)) {
+            fill_port(dev, p, pa);
         }
-        if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND &&
-            pa.link_layer != IBV_LINK_LAYER_ETHERNET &&
-            pa.link_layer != IBV_LINK_LAYER_UNSPECIFIED) {
-            continue;
-        }
-        fill_port(dev, p, pa);
     }
     if (dev.num_ports == 0) {
         return false;  // no ACTIVE port: not a resource, not an error
@@ -268,7 +285,44 @@ bool open_device(ibv_device *device, gdr_device_t &dev, std::string &skipped)
     return true;
 }
 
+// Whether `device` would be opened by open_device(), finding out no more than that: its context
+// and port attributes, no protection domain and no GID table.
+bool has_usable_port(ibv_device *device, std::string &skipped)
+{
+    ibv_device_attr attr{};
+    context_ptr ctx = open_context(device, attr, skipped);
+    for (uint8_t p = 1; ctx != nullptr && p <= attr.phys_port_cnt; ++p) {
+        ibv_port_attr pa;
+        if (port_is_usable(ctx.get(), p, pa)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 using device_list_ptr = std::unique_ptr<ibv_device *, void (*)(ibv_device **)>;
+
+// visit(device, skipped) for every verbs device until it returns false; `reason` gets the devices
+// skipped and why ("" when none was).  No verbs at all (no kernel support) is "no devices".
+template <typename Visit> ucs_status_t for_each_device(gdr_reason_t *reason, Visit visit)
+{
+    return gdr::guard(reason, [&] {
+        std::string skipped;
+        int num           = 0;
+        ibv_device **list = ibv_get_device_list(&num);
+        if (list == nullptr) {
+            return gdr_reason_set(reason, UCS_OK, "ibv_get_device_list: %s", std::strerror(errno));
+        }
+        device_list_ptr list_guard(list, ibv_free_device_list);
+
+        for (int i = 0; i < num; ++i) {
+            if (!visit(list[i], skipped)) {
+                break;
+            }
+        }
+        return gdr_reason_set(reason, UCS_OK, "%s", skipped.c_str());
+    });
+}
 
 }  // namespace
 
@@ -278,22 +332,31 @@ ucs_status_t gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned 
                                 gdr_reason_t *reason)
 {
     *count_p = 0;
-    return gdr::guard(reason, [&] {
-        std::string skipped;
-        int num           = 0;
-        ibv_device **list = ibv_get_device_list(&num);
-        if (list == nullptr) {
-            // no verbs at all (no kernel support) is "no devices"
-            return gdr_reason_set(reason, UCS_OK, "ibv_get_device_list: %s", std::strerror(errno));
+    return for_each_device(reason, [&](ibv_device *device, std::string &skipped) {
+        if (*count_p == max_devs) {
+            return false;
         }
-        device_list_ptr list_guard(list, ibv_free_device_list);
+        if (open_device(device, devs[*count_p], skipped)) {
+            ++*count_p;
+        }
+        return true;
+    });
+}
 
-        for (int i = 0; i < num && *count_p < max_devs; ++i) {
-            if (open_device(list[i], devs[*count_p], skipped)) {
-                ++*count_p;
-            }
+ucs_status_t gdr_verbs_list(gdr_device_name_t *names, unsigned max_names, unsigned *count_p,
+                            gdr_reason_t *reason)
+{
+    *count_p = 0;
+    return for_each_device(reason, [&](ibv_device *device, std::string &skipped) {
+        if (*count_p == max_names) {
+            return false;
         }
-        return gdr_reason_set(reason, UCS_OK, "%s", skipped.c_str());
+        if (has_usable_port(device, skipped)) {
+            std::snprintf(names[*count_p].name, sizeof(names[*count_p].name), "%s",
+                          ibv_get_device_name(device));
+            ++*count_p;
+        }
+        return true;
     });
 }
 

@@ -64,6 +64,22 @@ typedef struct gdr_device {
 ucs_status_t gdr_verbs_open_all(gdr_device_t *devs, unsigned max_devs, unsigned *count_p,
                                 gdr_reason_t *reason);
 
+/** A verbs device's name, as gdr_verbs_list() gives it. */
+typedef struct gdr_device_name {
+    char name[GDR_VERBS_NAME_MAX];
+} gdr_device_name_t;
+
+/**
+ * Name the verbs devices gdr_verbs_open_all() would open: those with at least one ACTIVE
+ * InfiniBand or Ethernet port.  Each device is opened only as far as that takes (ibv_open_device,
+ * ibv_query_device, ibv_query_port: no protection domain, no GID table) and closed again, so
+ * listing costs a few ioctls per device.  "No devices" is not an error (UCS_OK, *count_p = 0).
+ * Devices that cannot be opened or queried are skipped, and @a reason names them and why ("" when
+ * none was).
+ */
+ucs_status_t gdr_verbs_list(gdr_device_name_t *names, unsigned max_names, unsigned *count_p,
+                            gdr_reason_t *reason);
+
 /**
  * Open the verbs device called @a name as gdr_verbs_open_all() opens each (context,
  * protection domain, its ACTIVE ports).  UCS_ERR_NO_DEVICE, with @a reason saying why, when
