@@ -66,6 +66,7 @@ ucs_status_t gdr_device_find_port(const gdr_md_t *md, const char *dev_name,
                                   uint8_t *port_num_p)
 {
     char name[UCT_DEVICE_NAME_MAX];
+    char md_name[UCT_MD_NAME_MAX];
     unsigned p;
 
     for (p = 0; p < md->dev.num_ports; ++p) {
@@ -75,7 +76,7 @@ ucs_status_t gdr_device_find_port(const gdr_md_t *md, const char *dev_name,
             return UCS_OK;
         }
     }
-    ucs_error("gdr_rc: no active port '%s' on md " GDR_MD_NAME_PREFIX "%s",
-              dev_name, md->dev.name);
+    gdr_md_name_of(md->dev.name, md_name, sizeof(md_name));
+    ucs_error("gdr_rc: no active port '%s' on md %s", dev_name, md_name);
     return UCS_ERR_NO_DEVICE;
 }

@@ -448,9 +448,9 @@ gdr_md_open_rcache(gdr_md_t *md, const gdr_md_config_t *config)
     params.ucm_events         = UCM_EVENT_VM_UNMAPPED | UCM_EVENT_MEM_TYPE_FREE;
     params.context            = md;
     params.ops                = &gdr_rcache_ops;
-    /* named as the md, so that UCX's logs and vfs tell the mds' caches apart */
-    ucs_snprintf_zero(name, sizeof(name), GDR_MD_NAME_PREFIX "%s",
-                      md->dev.name);
+    /* named as the md, so that UCX's logs and vfs tell the mds' caches apart
+     * (it fits: the md was opened by that name) */
+    gdr_md_name_of(md->dev.name, name, sizeof(name));
     status = ucs_rcache_create(&params, name, NULL, &md->rcache);
     if (status != UCS_OK) {
         md->rcache = NULL;
@@ -628,6 +628,13 @@ gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config)
     return UCS_OK;
 }
 
+int gdr_md_name_of(const char *dev_name, char *name, size_t max)
+{
+    int length = snprintf(name, max, GDR_MD_NAME_PREFIX "%s", dev_name);
+
+    return (length >= 0) && ((size_t)length < max);
+}
+
 /* The verbs device of md "gdr_<device>", or NULL (logged) for another name */
 static const char *gdr_md_device_name(const char *md_name)
 {
@@ -704,6 +711,7 @@ ucs_status_t gdr_md_query_resources(uct_component_t *component,
                                     uct_md_resource_desc_t **resources_p,
                                     unsigned *num_resources_p)
 {
+    char md_name[sizeof(GDR_MD_NAME_PREFIX) + GDR_VERBS_NAME_MAX];
     uct_md_resource_desc_t *resources = NULL;
     gdr_device_name_t devices[GDR_VERBS_MAX_DEVICES];
     unsigned i, num_devices, count = 0;
@@ -726,17 +734,16 @@ ucs_status_t gdr_md_query_resources(uct_component_t *component,
         }
     }
     for (i = 0; i < num_devices; ++i) {
-        if (strlen(GDR_MD_NAME_PREFIX) + strlen(devices[i].name) >=
-            UCT_MD_NAME_MAX) {
-            ucs_warn("gdr: verbs device %s has no md: '" GDR_MD_NAME_PREFIX
-                     "%s' is longer than UCX's md names (%d characters)",
-                     devices[i].name, devices[i].name, UCT_MD_NAME_MAX - 1);
+        /* a name cut to fit is left in the next free slot, not counted */
+        if (gdr_md_name_of(devices[i].name, resources[count].md_name,
+                           sizeof(resources[count].md_name))) {
+            ++count;
             continue;
         }
-        ucs_snprintf_zero(resources[count].md_name,
-                          sizeof(resources[count].md_name),
-                          GDR_MD_NAME_PREFIX "%s", devices[i].name);
-        ++count;
+        gdr_md_name_of(devices[i].name, md_name, sizeof(md_name));
+        ucs_warn("gdr: verbs device %s has no md: '%s' is longer than UCX's "
+                 "md names (%d characters)",
+                 devices[i].name, md_name, UCT_MD_NAME_MAX - 1);
     }
     if (count == 0) {
         ucs_free(resources);

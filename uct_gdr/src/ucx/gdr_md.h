@@ -161,6 +161,11 @@ gdr_md_rkey_release(uct_component_t *component, uct_rkey_t rkey, void *handle);
 /* <0, 0, >0 as rkey1 orders before, with, after rkey2 (same keys: 0) */
 int gdr_md_rkey_compare(uct_rkey_t rkey1, uct_rkey_t rkey2);
 
+/* The md name of verbs device @a dev_name, GDR_MD_NAME_PREFIX + @a dev_name, into
+ * name[max] (cut to fit, always terminated).  Returns 1 when it fits whole, 0 when it
+ * was cut: with max = UCT_MD_NAME_MAX, whether the device can have an md at all. */
+int gdr_md_name_of(const char *dev_name, char *name, size_t max);
+
 /* uct_component_t.query_md_resources: one md per verbs device with an active
  * port, named GDR_MD_NAME_PREFIX + the device's name */
 ucs_status_t gdr_md_query_resources(uct_component_t *component,
