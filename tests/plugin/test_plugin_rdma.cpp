@@ -5,6 +5,11 @@
 
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -99,6 +104,45 @@ TEST(PluginRdma, ContradictoryGpuPolicyFailsMdOpen)
     EXPECT_NE(r.output.find("UCX_GDR_DMABUF=yes contradicts UCX_GDR_GPU_DIRECT_RDMA=no"),
               std::string::npos)
         << r.output;
+}
+
+// A verbs device whose md name would be longer than UCX's md names (15 characters) has no md,
+// and a process says so once: UCP init (ucx_info -u t -p) lists the mds more than once (twice in
+// UCX 1.13), the first listing warns, the later ones leave a debug line.  The device is added for the test: the VM only.
+// Its name, 12 characters, still fits the ib md's names, so only md gdr leaves it out.
+TEST(PluginRdma, DeviceWithTooLongAnMdNameIsWarnedOncePerProcess)
+{
+    if (std::getenv("RXE_VM") == nullptr || geteuid() != 0) {
+        GTEST_SKIP() << "adds an rxe device: the Soft-RoCE VM only";
+    }
+    const std::string dev = "rxe_long_nm0", netdev = "gdrlongnet";
+    struct Remove {
+        std::string command;
+        ~Remove() { run_command(command); }  // also when an assertion returns early
+    } remove{"rdma link delete " + dev + "; ip link del " + netdev};
+    auto r = run_command("ip link add " + netdev + " type dummy && ip addr add 198.18.0.1/24 dev " +
+                         netdev + " && ip link set " + netdev + " up && rdma link add " + dev +
+                         " type rxe netdev " + netdev +
+                         " && for i in $(seq 150); do ibv_devinfo -d " + dev +
+                         " | grep -q PORT_ACTIVE && exit 0; sleep 0.2; done; exit 1");
+    ASSERT_EQ(r.status, 0) << dev << " not added or not ACTIVE within 30 s:\n" << r.output;
+
+    r = run_command(with_plugin(GDR_PLUGIN_PATH, "UCX_LOG_LEVEL=debug ucx_info -u t -p"));
+    ASSERT_EQ(r.status, 0) << r.output;
+    const std::string report = "gdr: verbs device " + dev + " has no md: 'gdr_" + dev +
+                               "' is longer than UCX's md names (15 characters)";
+    unsigned warnings = 0, debug_lines = 0;
+    for (size_t begin = 0, end; begin < r.output.size(); begin = end + 1) {
+        end                     = std::min(r.output.find('\n', begin), r.output.size());
+        const std::string line  = r.output.substr(begin, end - begin);
+        const bool reports_this = line.find(report) != std::string::npos;
+        warnings += reports_this && line.find(" WARN ") != std::string::npos;
+        debug_lines += reports_this && line.find(" DEBUG ") != std::string::npos;
+    }
+    EXPECT_EQ(warnings, 1u) << r.output;
+    EXPECT_GE(debug_lines, 1u) << "UCP init listed the mds once only?";
+    std::printf("[   INFO   ] %u listings in one process: 1 warning, %u debug lines\n",
+                warnings + debug_lines, debug_lines);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <errno.h>
+#include <pthread.h>
 #include <ucm/api/ucm.h>
 
 ucs_config_field_t gdr_md_config_table[] = {
@@ -704,6 +705,40 @@ err:
     return status;
 }
 
+/* A device that cannot have an md is reported once per process, as UCX's
+ * detectors report what they find: UCP init lists the mds more than once
+ * (ucx_info -u t -p: twice), and every process of a job lists them.  The first
+ * listing warns, later ones leave a debug line.  The names warned about are remembered for the process's life
+ * (as many as a listing can hold; past that, it warns again). */
+static void gdr_md_report_name_too_long(const char *dev_name)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static gdr_device_name_t warned[GDR_VERBS_MAX_DEVICES];
+    static unsigned num_warned;
+    char md_name[sizeof(GDR_MD_NAME_PREFIX) + GDR_VERBS_NAME_MAX];
+    ucs_log_level_t level = UCS_LOG_LEVEL_WARN;
+    unsigned i;
+
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < num_warned; ++i) {
+        if (!strcmp(warned[i].name, dev_name)) {
+            level = UCS_LOG_LEVEL_DEBUG;
+            break;
+        }
+    }
+    if ((level == UCS_LOG_LEVEL_WARN) && (num_warned < GDR_VERBS_MAX_DEVICES)) {
+        ucs_strncpy_zero(warned[num_warned++].name, dev_name,
+                         sizeof(warned[0].name));
+    }
+    pthread_mutex_unlock(&lock);
+
+    gdr_md_name_of(dev_name, md_name, sizeof(md_name));
+    ucs_log(level,
+            "gdr: verbs device %s has no md: '%s' is longer than UCX's md "
+            "names (%d characters)",
+            dev_name, md_name, UCT_MD_NAME_MAX - 1);
+}
+
 /* Lists the devices gdr_verbs_open() can open (those with an active port):
  * what an md of ours can be opened on.  UCP lists the mds several times at
  * init, so the listing opens no more of a device than it needs to say that. */
@@ -711,7 +746,6 @@ ucs_status_t gdr_md_query_resources(uct_component_t *component,
                                     uct_md_resource_desc_t **resources_p,
                                     unsigned *num_resources_p)
 {
-    char md_name[sizeof(GDR_MD_NAME_PREFIX) + GDR_VERBS_NAME_MAX];
     uct_md_resource_desc_t *resources = NULL;
     gdr_device_name_t devices[GDR_VERBS_MAX_DEVICES];
     unsigned i, num_devices, count = 0;
@@ -740,10 +774,7 @@ ucs_status_t gdr_md_query_resources(uct_component_t *component,
             ++count;
             continue;
         }
-        gdr_md_name_of(devices[i].name, md_name, sizeof(md_name));
-        ucs_warn("gdr: verbs device %s has no md: '%s' is longer than UCX's "
-                 "md names (%d characters)",
-                 devices[i].name, md_name, UCT_MD_NAME_MAX - 1);
+        gdr_md_report_name_too_long(devices[i].name);
     }
     if (count == 0) {
         ucs_free(resources);
