@@ -148,7 +148,8 @@ class CostSection(unittest.TestCase):
         self.assertEqual(len(calls), 6)
         self.assertNotIn("ops", calls[0])
         per_op = cost.per_operation(calls)
-        self.assertAlmostEqual(per_op["instr_per_op"], 332.666, places=2)
+        # the last half but the last call: the profile written at exit, which is not the call's
+        self.assertAlmostEqual(per_op["instr_per_op"], 332)
         self.assertEqual(per_op["post_send_per_op"], 1)
         self.assertEqual(calls[0]["instr_per_op"], 1500)  # FIRST_CALL rows take this one
 
