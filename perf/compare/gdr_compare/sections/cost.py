@@ -222,7 +222,7 @@ def per_operation(calls):
     left out when others remain: its profile is the one callgrind writes at program
     termination, and that one carries call edges collected outside the call (ucp_tag_rndv's:
     27 ioctl() calls under one execute_ioctl on gdr_rc, 19 on rc_verbs, where each call before
-    it makes 7 system calls on both; put_short's: 15 instructions more than the other calls)."""
+    it makes 7 system calls on both)."""
     last = calls[len(calls) // 2:]
     if len(last) > 1:
         last = last[:-1]
