@@ -6,7 +6,8 @@
  * completion) are gdr_tx_op_t's queued on the endpoint with the sn of their
  * WR; a completion for sn N finishes every op with sn <= N (RC completes in
  * order), so most WRs need not be signaled: only those with a user
- * completion, and every TX_MODERATION-th one so that credits come back.
+ * completion, every TX_MODERATION-th one so that credits come back, and one
+ * posted when nothing is in flight (a later flush then has no NOP to post).
  * Every op goes through gdr_ep_post() (gdr_ep.inl): one place for fencing,
  * signalling, sequence numbers and credits.  The endpoint's files, one concern
  * each:

@@ -130,7 +130,14 @@ static UCS_F_ALWAYS_INLINE uint16_t gdr_ep_post_prepare(gdr_iface_t *iface,
         *send_flags |= IBV_SEND_FENCE;
         ep->fence_beat = iface->tx.fence_beat;
     }
-    if (signal || (++ep->tx.unsignaled >= iface->tx.moderation)) {
+    /* Signaled: a WR with a completion to report, every moderation-th one
+     * (credits), and one posted to an idle endpoint.  The last: in
+     * request-reply traffic every send is then signaled, as rc_verbs signals
+     * all of them, so that a flush after it finds the last WR signaled and
+     * posts no NOP (docs/perf-compare.md, ep_flush); a stream still gets one
+     * completion per moderation window, plus one where it starts. */
+    if (signal || (ep->tx.posted_sn == ep->tx.completed_sn) ||
+        (++ep->tx.unsignaled >= iface->tx.moderation)) {
         *send_flags |= IBV_SEND_SIGNALED;
         ep->tx.unsignaled  = 0;
         ep->tx.signaled_sn = sn;
