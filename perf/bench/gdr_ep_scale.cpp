@@ -87,6 +87,12 @@ struct Footprint {
     long mrs = 0, mr_bytes = 0;  ///< MRs of this pid and their total length
 };
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool address_sanitized = true;
+#else
+constexpr bool address_sanitized = false;
+#endif
+
 long rss_bytes()
 {
     long pages = 0, resident = 0;
@@ -372,7 +378,14 @@ int run_uct(const std::vector<std::string> &tls, const std::vector<unsigned> &ns
             failures += !ok;
         };
         compare("qps", a.rc_qps + a.ud_qps, b.rc_qps + b.ud_qps, 0);
-        compare("rss_bytes", a.rss_bytes, b.rss_bytes, tolerance);
+        if (address_sanitized) {
+            // ASan's allocator puts redzones around, and quarantines, every allocation: the
+            // two transports' RSS then differs by how many allocations they make, not by what
+            // they keep (at 64 pairs, 3 KiB an endpoint more for gdr_rc sanitized)
+            std::printf("check eps=%u rss_bytes: not compared under AddressSanitizer\n", ns[i]);
+        } else {
+            compare("rss_bytes", a.rss_bytes, b.rss_bytes, tolerance);
+        }
         compare("mr_bytes", a.mr_bytes, b.mr_bytes, tolerance);
     }
     return failures != 0;
