@@ -259,7 +259,7 @@ public:
      * the collective's buffers is touched afterwards.  A graceful close instead would wait for
      * peers that may never answer (a frozen rank), and UCX 1.13 loses the endpoints' state when
      * the worker is destroyed with such a close pending.  The forced closes are finished here,
-     * bounded by close_wait.
+     * all of them within close_wait.
      */
     ~engine()
     {
@@ -274,12 +274,19 @@ public:
                 op->lane->synchronize();
         }
         active_.clear();
-        for (ucp_cpp::request &close : closing_) {
-            try {
-                close.wait(close_wait);
-            } catch (const ucx_error &) {
-                // timed out or failed: the worker's destructor frees what is left
+        // One bound for all of them, not one each: a worker of many peers tears down in
+        // close_wait at most.  What is still open then, the worker's destructor frees.
+        const auto deadline = std::chrono::steady_clock::now() + close_wait;
+        try {
+            for (ucp_cpp::request &close : closing_) {
+                const auto left = deadline - std::chrono::steady_clock::now();
+                if (left <= std::chrono::steady_clock::duration::zero() ||
+                    !close.wait_for(std::chrono::duration_cast<std::chrono::nanoseconds>(left))) {
+                    break;
+                }
             }
+        } catch (const ucx_error &) {
+            // progress failed: the worker's destructor frees what is left
         }
     }
 
@@ -817,7 +824,8 @@ private:
     std::vector<std::shared_ptr<endpoint>> endpoints_;
     std::vector<std::shared_ptr<operation>> active_;
     std::vector<ucp_cpp::request> closing_;  ///< forced endpoint closes after a failure
-    /// Bound on finishing the forced closes in the destructor (they take a few progress calls)
+    /// Bound on finishing all the forced closes in the destructor (each takes a few progress
+    /// calls)
     static constexpr std::chrono::seconds close_wait{2};
     ucs_status_t broken_status_ = UCS_OK;
     std::string broken_reason_;
