@@ -24,8 +24,9 @@ template <class T> T input(int r, size_t k)
 
 template <class T> class coll_case {
 public:
-    coll_case(session &s, const std::string &name, size_t size)
-        : s_(s), name_(name), p_(size_t(s.size))
+    /// @p nccl: NCCL runs the call (--library), on the same buffers and sizes
+    coll_case(session &s, const std::string &name, size_t size, bool nccl = false)
+        : s_(s), name_(name), p_(size_t(s.size)), nccl_(nccl)
     {
         const size_t esz = sizeof(T);
         if (name == "allreduce" || name == "bcast" || name == "reduce") {
@@ -89,7 +90,9 @@ public:
         const int root = s_.opt.root;
         const T *send  = dsend_ ? static_cast<const T *>(dsend_->data()) : send_.data();
         T *recv        = drecv_ ? static_cast<T *>(drecv_->data()) : recv_.data();
-        if (name_ == "allreduce")
+        if (nccl_)
+            s_.nccl->call(name_, send, recv, count_, s_.opt.dtype, root);
+        else if (name_ == "allreduce")
             w.allreduce(send, recv, count_, coll::sum, opts_);
         else if (name_ == "allgather")
             w.allgather(send, recv, count_, opts_);
@@ -182,6 +185,7 @@ private:
     session &s_;
     std::string name_;
     size_t p_;
+    bool nccl_;
     size_t count_ = 0, bytes_ = 0;
     std::vector<T> send_, recv_;
     std::unique_ptr<buffer> dsend_, drecv_;  // -m cuda: the buffers the collective works on
@@ -196,6 +200,74 @@ double bus_factor(const std::string &name, double p)
     if (name == "allgather" || name == "reduce_scatter" || name == "alltoall")
         return (p - 1) / p;
     return 1;
+}
+
+/// One size of one collective: warm-up, the timed loop, the check, the row (valid on rank 0).
+template <class T>
+result_row measure(session &s, const test_info &test, coll_case<T> &c, size_t iters, size_t warmup,
+                   size_t index)
+{
+    const std::string name = test.name;
+    for (size_t i = 0; i < warmup; ++i)
+        c.call();
+    s.sync();
+    std::vector<double> samples(iters);
+    uint64_t good = 0, expected = 0;
+    const auto start = clock_type::now();
+    for (size_t i = 0; i < iters; ++i) {
+        if (s.opt.inject == injection::kill && s.opt.inject_rank == s.rank && index == 0 &&
+            i == iters / 2) {
+            std::fprintf(stderr, "gdr_perftest: rank %d: --inject kill: killing myself (SIGKILL)\n",
+                         s.rank);
+            std::fflush(nullptr);
+            ::raise(SIGKILL);
+        }
+        if (s.opt.check)
+            c.clear_output();
+        const auto t0 = clock_type::now();
+        c.call();
+        samples[i] = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
+        if (s.opt.check) {
+            good += c.verify();
+            expected += c.result_bytes();
+        }
+    }
+    const double local_us =
+        std::chrono::duration<double, std::micro>(clock_type::now() - start).count() /
+        double(iters);
+    if (!s.opt.check) {  // one more call, outside the timing, with its result checked
+        c.clear_output();
+        c.call();
+        good += c.verify();
+        expected += c.result_bytes();
+    }
+    coll::call_options bounded;
+    bounded.timeout = s.sync_timeout;
+    s.world.allreduce(samples.data(), samples.size(), coll::max,
+                      bounded);  // per call: the slowest rank
+    std::sort(samples.begin(), samples.end());
+
+    result_row r;
+    r.test   = name;
+    r.size   = c.bytes();
+    r.count  = c.count();
+    r.dtype  = s.opt.dtype;
+    r.iters  = iters;
+    r.warmup = warmup;
+    r.ranks  = s.size;
+    r.memory = name_of(s.opt.memory_of(0));
+    r.avg_us = s.max_over_ranks(local_us);
+    r.p50_us = percentile(samples, 50);
+    r.p90_us = percentile(samples, 90);
+    r.p99_us = percentile(samples, 99);
+    if (name != "barrier" && *r.avg_us > 0) {
+        r.algbw_GBps = double(c.bytes()) / (*r.avg_us * 1e-6) / 1e9;
+        r.busbw_GBps = *r.algbw_GBps * bus_factor(name, double(s.size));
+    }
+    r.bytes_verified = s.sum_over_ranks(good);
+    r.bytes_expected = s.sum_over_ranks(expected);
+    r.data_ok        = r.bytes_verified == r.bytes_expected;
+    return r;
 }
 
 template <class T>
@@ -216,81 +288,36 @@ std::vector<result_row> run_typed(session &s, const test_info &test,
         std::fflush(stdout);
     }
     std::vector<result_row> rows;
+    const coll_library lib = s.opt.library;
     for (size_t index = 0; index < plan.size(); ++index) {
-        coll_case<T> c(s, name, plan[index]);
-        if (c.empty()) {
-            if (s.rank == 0) {
-                std::fprintf(stderr,
-                             "gdr_perftest: %s: size %zu is less than one %s per rank: skipped\n",
-                             name.c_str(), plan[index], s.opt.dtype.c_str());
+        // --library both: ucp_cpp::coll, then NCCL, size by size (what drifts in the machine
+        // during the run touches both sides alike)
+        std::optional<size_t> ours;  // index of this size's ucp_cpp row
+        for (bool nccl : {false, true}) {
+            if ((nccl && lib == coll_library::ucp) || (!nccl && lib == coll_library::nccl))
+                continue;
+            coll_case<T> c(s, name, plan[index], nccl);
+            if (c.empty()) {
+                if (s.rank == 0) {
+                    std::fprintf(stderr,
+                                 "gdr_perftest: %s: size %zu is less than one %s per rank: "
+                                 "skipped\n",
+                                 name.c_str(), plan[index], s.opt.dtype.c_str());
+                }
+                break;
             }
-            continue;
-        }
-        s.progress_line(name, c.bytes(), index, plan.size());
-        for (size_t i = 0; i < warmup; ++i)
-            c.call();
-        s.sync();
-        std::vector<double> samples(iters);
-        uint64_t good = 0, expected = 0;
-        const auto start = clock_type::now();
-        for (size_t i = 0; i < iters; ++i) {
-            if (s.opt.inject == injection::kill && s.opt.inject_rank == s.rank && index == 0 &&
-                i == iters / 2) {
-                std::fprintf(stderr,
-                             "gdr_perftest: rank %d: --inject kill: killing myself (SIGKILL)\n",
-                             s.rank);
-                std::fflush(nullptr);
-                ::raise(SIGKILL);
+            s.progress_line(name, c.bytes(), index, plan.size());
+            rows.push_back(measure(s, test, c, iters, warmup, index));
+            rows.back().library = nccl ? "nccl" : "ucp_cpp";
+            s.progress_done();
+            if (table != nullptr) {
+                table->row(test, rows.back());
+                if (nccl && ours)
+                    table->ratio(rows[*ours], rows.back());
             }
-            if (s.opt.check)
-                c.clear_output();
-            const auto t0 = clock_type::now();
-            c.call();
-            samples[i] = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
-            if (s.opt.check) {
-                good += c.verify();
-                expected += c.result_bytes();
-            }
+            if (!nccl)
+                ours = rows.size() - 1;
         }
-        const double local_us =
-            std::chrono::duration<double, std::micro>(clock_type::now() - start).count() /
-            double(iters);
-        if (!s.opt.check) {  // one more call, outside the timing, with its result checked
-            c.clear_output();
-            c.call();
-            good += c.verify();
-            expected += c.result_bytes();
-        }
-        coll::call_options bounded;
-        bounded.timeout = s.sync_timeout;
-        s.world.allreduce(samples.data(), samples.size(), coll::max,
-                          bounded);  // per call: the slowest rank
-        std::sort(samples.begin(), samples.end());
-
-        result_row r;
-        r.test   = name;
-        r.size   = c.bytes();
-        r.count  = c.count();
-        r.dtype  = s.opt.dtype;
-        r.iters  = iters;
-        r.warmup = warmup;
-        r.ranks  = s.size;
-        r.memory = name_of(s.opt.memory_of(0));
-        r.avg_us = s.max_over_ranks(local_us);
-        r.p50_us = percentile(samples, 50);
-        r.p90_us = percentile(samples, 90);
-        r.p99_us = percentile(samples, 99);
-        if (name != "barrier" && *r.avg_us > 0) {
-            r.algbw_GBps = double(c.bytes()) / (*r.avg_us * 1e-6) / 1e9;
-            r.busbw_GBps = *r.algbw_GBps * bus_factor(name, double(s.size));
-        }
-        r.bytes_verified = s.sum_over_ranks(good);
-        r.bytes_expected = s.sum_over_ranks(expected);
-        r.data_ok        = r.bytes_verified == r.bytes_expected;
-        s.progress_done();
-        if (table != nullptr)
-            table->row(test, r);
-        rows.push_back(std::move(r));
     }
     return rows;
 }

@@ -187,6 +187,10 @@ int run_rank(const options &opt_in)
         coll::communicator_params comm_params;
         comm_params.peer_error_handling = opt.err_mode == "peer";
         s.world = coll::communicator::bootstrap(s.worker, params, comm_params);
+        if (opt.library != coll_library::ucp) {
+            s.nccl    = std::make_unique<nccl_library>(s);
+            info.nccl = s.nccl->description();
+        }
 
         table_printer printer(opt, info);
         std::vector<result_row> rows;
@@ -230,6 +234,7 @@ int run_rank(const options &opt_in)
             }
         }
         s.sync();  // everybody done before the endpoints close
+        s.nccl.reset();
         s.world = coll::communicator();
         std::fflush(nullptr);
         return passed ? exit_ok : exit_verify;

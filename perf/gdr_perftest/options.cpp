@@ -98,6 +98,7 @@ void print_help()
         "                    [--plugin PATH] [-d TYPE] [-r ROOT] [--timeout SEC] [--progress] "
         "[-q]\n"
         "                    [--bw-timing receiver|sender] [--err-mode MODE] [--wakeup MODE]\n"
+        "                    [--library ucp|nccl|both]\n"
         "\n"
         "Point-to-point and collective benchmarks over ucp_cpp (see docs/gdr_perftest.md).\n"
         "Units: sizes in bytes (K/M/G suffixes = 2^10/2^20/2^30), times in us, bandwidth in\n"
@@ -139,6 +140,9 @@ void print_help()
         "      --wakeup MODE     on: waiting ranks sleep on the worker's event fd\n"
         "                        (UCP_FEATURE_WAKEUP), off: they poll; auto (default): on when\n"
         "                        the job has more ranks than this host has CPUs\n"
+        "      --library LIB     collectives of ucp_cpp::coll (ucp, default), of NCCL (nccl;\n"
+        "                        -m cuda, libnccl.so.2 loaded at run time, GDR_PERFTEST_NCCL\n"
+        "                        names another), or both, size by size, with their ratios\n"
         "      --progress        progress line on stderr (default: when stderr is a terminal)\n"
         "  -q, --quiet           no table on stdout (use with --csv/--json)\n"
         "  -h, --help            this text;  -V, --version\n"
@@ -184,6 +188,7 @@ std::optional<options> parse_options(int argc, char **argv)
         o_err_mode,
         o_wakeup,
         o_bw_timing,
+        o_library,
         o_inject
     };
     static const option longs[] = {
@@ -213,6 +218,7 @@ std::optional<options> parse_options(int argc, char **argv)
         {"err-mode", required_argument, nullptr, o_err_mode},
         {"wakeup", required_argument, nullptr, o_wakeup},
         {"bw-timing", required_argument, nullptr, o_bw_timing},
+        {"library", required_argument, nullptr, o_library},
         {"inject", required_argument, nullptr, o_inject},  // hidden: tests of the tool
         {nullptr, 0, nullptr, 0},
     };
@@ -350,6 +356,16 @@ std::optional<options> parse_options(int argc, char **argv)
             }
             opt.bw_at_sender = arg == "sender";
             break;
+        case o_library:
+            if (arg == "ucp")
+                opt.library = coll_library::ucp;
+            else if (arg == "nccl")
+                opt.library = coll_library::nccl;
+            else if (arg == "both")
+                opt.library = coll_library::both;
+            else
+                throw usage_error("--library: '" + arg + "' is not ucp, nccl or both");
+            break;
         case o_inject:
             if (arg == "corrupt")
                 opt.inject = injection::corrupt;
@@ -406,6 +422,21 @@ std::optional<options> parse_options(int argc, char **argv)
             if (kind != opt.memory[0])
                 throw usage_error("-m: collectives use one memory type on all ranks");
         }
+    }
+    if (opt.library != coll_library::ucp) {
+        for (const auto &name : opt.tests) {
+            if (find_test(name)->family != test_family::coll || name == "barrier") {
+                throw usage_error("--library nccl/both: " + name +
+                                  " is not one of NCCL's collectives (allreduce, allgather, "
+                                  "reduce_scatter, alltoall, bcast, reduce)");
+            }
+        }
+        for (auto kind : opt.memory) {
+            if (kind != mem_kind::cuda)
+                throw usage_error("--library nccl/both: NCCL's buffers are device memory: -m cuda");
+        }
+        if (opt.inject != injection::none)
+            throw usage_error("--inject: ucp_cpp's collectives only (--library ucp)");
     }
     if (opt.nranks == 1 && any_p2p)
         throw usage_error("-N 1: point-to-point tests need 2 ranks");

@@ -52,6 +52,14 @@ enum class mem_kind {
 };
 const char *name_of(mem_kind kind);
 
+/// Whose collectives the coll tests time (--library): ucp_cpp::coll, NCCL, or both, each size
+/// by one then the other, in the same run (ratios printed).
+enum class coll_library {
+    ucp,
+    nccl,
+    both
+};
+
 /// Deliberate faults, for the tests of the tool itself (hidden option --inject).
 enum class injection {
     none,
@@ -85,6 +93,7 @@ struct options {
     injection inject     = injection::none;
     int inject_rank      = 1;  // --inject kill:RANK
     bool quiet           = false;  // -q: no table on stdout
+    coll_library library = coll_library::ucp;  // --library
 
     mem_kind memory_of(int rank) const
     {
@@ -150,8 +159,9 @@ size_t pattern_matches(const buffer &buf, size_t offset, size_t size);
 
 struct result_row {
     std::string test;
-    size_t size  = 0;  // bytes (collectives: nccl-tests' size)
-    size_t count = 0;  // elements (collectives)
+    std::string library = "ucp_cpp";  // collectives: "ucp_cpp" or "nccl"
+    size_t size         = 0;  // bytes (collectives: nccl-tests' size)
+    size_t count        = 0;  // elements (collectives)
     std::string dtype;  // collectives
     size_t iters = 0, warmup = 0;
     int ranks = 0;
@@ -170,6 +180,7 @@ struct run_info {
     int ranks = 0;
     std::string launch;  // "local (-N)", "mpirun", "environment"
     std::string host;
+    std::string nccl;  // --library nccl|both: "NCCL 2.22.3 (libnccl.so.2)"
 };
 
 /// Terminal table (rank 0), with a header per test.
@@ -178,6 +189,8 @@ public:
     table_printer(const options &opt, const run_info &info) : opt_(opt), info_(info) {}
     void begin(const test_info &test, size_t iters, size_t warmup);
     void row(const test_info &test, const result_row &r);
+    /// --library both: the ucp_cpp/NCCL line under a size's two rows
+    void ratio(const result_row &ours, const result_row &nccl);
 
 private:
     const options &opt_;
@@ -193,6 +206,35 @@ double percentile(const std::vector<double> &sorted, double p);
 
 // ---------------------------------------------------------------- running
 
+struct session;
+
+/// NCCL for --library nccl|both (nccl.cpp): libnccl loaded with dlopen ($GDR_PERFTEST_NCCL, else
+/// libnccl.so.2), one communicator of the job's ranks on each rank's device, one stream.
+/// Lifetime: made after the bootstrap communicator (rank 0's NCCL id travels over it), destroyed
+/// before it. One thread.
+class nccl_library {
+public:
+    /// Throws with the reason (library not found or too old, CUDA unusable, init failed).
+    explicit nccl_library(const session &s);
+    ~nccl_library();
+    nccl_library(const nccl_library &)            = delete;
+    nccl_library &operator=(const nccl_library &) = delete;
+
+    /// "NCCL 2.22.3 (path)"
+    std::string description() const;
+    /// One collective of gdr_perftest's (coll.cpp's names, sizes and buffers), complete on
+    /// return; a failure or --timeout aborts the communicator and throws.
+    void call(const std::string &op, const void *send, void *recv, size_t count,
+              const std::string &dtype, int root);
+    /// libnccl's name or path as loaded
+    static std::string soname();
+
+private:
+    void wait(const char *what);
+    struct state;
+    std::unique_ptr<state> st_;
+};
+
 /// Everything a rank needs while running the tests.
 struct session {
     explicit session(const options &o) : opt(o) {}
@@ -201,6 +243,7 @@ struct session {
     std::shared_ptr<ucp_cpp::context> ctx;
     std::shared_ptr<ucp_cpp::worker> worker;
     ucp_cpp::coll::communicator world;
+    std::unique_ptr<nccl_library> nccl;  // --library nccl|both
     std::chrono::nanoseconds timeout;  // one operation
     std::chrono::nanoseconds sync_timeout;  // a rank waiting for others' whole measurement
     bool show_progress = false;

@@ -84,10 +84,22 @@ void table_printer::begin(const test_info &test, size_t iters, size_t warmup)
                     "msg_per_s", "bytes_verified", "check");
         break;
     case test_family::coll:
+        if (opt_.library != coll_library::ucp) {
+            std::printf("# library: %s%s\n",
+                        opt_.library == coll_library::both ? "ucp_cpp::coll and " : "",
+                        info_.nccl.c_str());
+            std::printf("# NCCL's calls are waited for one by one, as ucp_cpp::coll's blocking "
+                        "calls are%s\n",
+                        opt_.library == coll_library::both
+                            ? "; each size: ucp_cpp::coll, then NCCL, then their ratios"
+                            : "");
+        }
         std::printf(
             "# time per call, max over ranks (avg: whole timed loop / iters; percentiles: per-call "
             "samples, "
             "max over ranks per call); algbw = size / time, busbw = algbw * factor (nccl-tests)\n");
+        if (opt_.library != coll_library::ucp)
+            std::printf("%-8s ", "library");
         std::printf("%12s %12s %7s %8s %10s %10s %10s %10s %11s %11s %16s %6s\n", "size", "count",
                     "type", "iters", "time_us", "p50_us", "p90_us", "p99_us", "algbw_GBps",
                     "busbw_GBps", "bytes_verified", "check");
@@ -114,6 +126,8 @@ void table_printer::row(const test_info &test, const result_row &r)
                     fmt(r.msg_rate, "%.0f").c_str(), (unsigned long long)r.bytes_verified, check);
         break;
     case test_family::coll:
+        if (opt_.library != coll_library::ucp)
+            std::printf("%-8s ", r.library.c_str());
         std::printf("%12zu %12zu %7s %8zu %10s %10s %10s %10s %11s %11s %16llu %6s\n", r.size,
                     r.count, r.dtype.c_str(), r.iters, fmt(r.avg_us, "%.2f").c_str(),
                     fmt(r.p50_us, "%.2f").c_str(), fmt(r.p90_us, "%.2f").c_str(),
@@ -124,13 +138,32 @@ void table_printer::row(const test_info &test, const result_row &r)
     std::fflush(stdout);
 }
 
+void table_printer::ratio(const result_row &ours, const result_row &nccl)
+{
+    if (opt_.quiet)
+        return;
+    auto quotient = [](const std::optional<double> &a, const std::optional<double> &b) {
+        return a && b && *b > 0 ? std::optional<double>(*a / *b) : std::nullopt;
+    };
+    // time: > 1 is slower than NCCL; busbw: < 1 is slower
+    std::printf("%-8s %12zu %12s %7s %8s %10s %10s %10s %10s %11s %11s\n", "ratio", ours.size, "",
+                "", "", fmt(quotient(ours.avg_us, nccl.avg_us), "%.3f").c_str(),
+                fmt(quotient(ours.p50_us, nccl.p50_us), "%.3f").c_str(),
+                fmt(quotient(ours.p90_us, nccl.p90_us), "%.3f").c_str(),
+                fmt(quotient(ours.p99_us, nccl.p99_us), "%.3f").c_str(),
+                fmt(quotient(ours.algbw_GBps, nccl.algbw_GBps), "%.3f").c_str(),
+                fmt(quotient(ours.busbw_GBps, nccl.busbw_GBps), "%.3f").c_str());
+    std::fflush(stdout);
+}
+
 namespace {
 
 const char *const csv_fields[] = {"test",           "size",           "count",      "dtype",
                                   "iters",          "warmup",         "ranks",      "memory",
                                   "avg_us",         "p50_us",         "p90_us",     "p99_us",
                                   "bw_GBps",        "msg_rate",       "algbw_GBps", "busbw_GBps",
-                                  "bytes_expected", "bytes_verified", "data_ok",    "check"};
+                                  "bytes_expected", "bytes_verified", "data_ok",    "check",
+                                  "library"};
 
 std::string number(const std::optional<double> &v, bool json)
 {
@@ -180,7 +213,8 @@ std::vector<std::string> values(const result_row &r, bool json)
             std::to_string(r.bytes_expected),
             std::to_string(r.bytes_verified),
             r.data_ok ? "true" : "false",
-            str(r.ok() ? "ok" : "FAILED")};
+            str(r.ok() ? "ok" : "FAILED"),
+            str(r.test.empty() || r.dtype.empty() ? "" : r.library)};
 }
 
 void write_file(const std::string &path, const std::string &text)
@@ -232,6 +266,7 @@ void write_json(const std::string &path, const options &opt, const run_info &inf
         << ",\n  \"host\": " << json_string(info.host)
         << ",\n  \"ucx_tls\": " << json_string(info.tls)
         << ",\n  \"ucx_tls_source\": " << json_string(info.tls_source)
+        << ",\n  \"nccl\": " << (info.nccl.empty() ? "null" : json_string(info.nccl))
         << ",\n  \"data_check\": " << (opt.check ? 1 : 0) << ",\n  \"window\": " << opt.window
         << ",\n  \"bw_timing\": " << json_string(opt.bw_at_sender ? "sender" : "receiver")
         << ",\n  \"passed\": " << (passed ? "true" : "false") << ",\n  \"results\": [";

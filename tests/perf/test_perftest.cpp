@@ -122,7 +122,8 @@ TEST(Perftest, SenderTimedBandwidthSaysSoAndCountsDeliveredBytes)
 const strings fields = {"test",       "size",           "count",          "dtype",    "iters",
                         "warmup",     "ranks",          "memory",         "avg_us",   "p50_us",
                         "p90_us",     "p99_us",         "bw_GBps",        "msg_rate", "algbw_GBps",
-                        "busbw_GBps", "bytes_expected", "bytes_verified", "data_ok",  "check"};
+                        "busbw_GBps", "bytes_expected", "bytes_verified", "data_ok",  "check",
+                        "library"};  // library: the collectives' (ucp_cpp or nccl), empty for p2p
 
 TEST(Perftest, JsonAndCsvOfEveryPointToPointTestCountTheBytes)
 {
@@ -161,6 +162,7 @@ TEST(Perftest, JsonAndCsvOfEveryPointToPointTestCountTheBytes)
         EXPECT_EQ(row["bw_GBps"].is_number(), !lat);
         EXPECT_EQ(row["msg_rate"].is_number(), !lat);
         EXPECT_TRUE(row["busbw_GBps"].is_null());
+        EXPECT_EQ(row["library"], "");
     }
 
     std::istringstream csv(slurp(tmp.path("r.csv")));
@@ -216,6 +218,7 @@ TEST(Perftest, CollectivesUseNcclTestsBusBandwidthFactorsAndCountResultBytes)
         const std::string test = row["test"];
         SCOPED_TRACE(test + " " + row["size"].dump());
         ++rows_of[test];
+        EXPECT_EQ(row["library"], "ucp_cpp");
         EXPECT_EQ(row["check"], "ok");
         EXPECT_GT(row["avg_us"].get<double>(), 0);
         if (test == "barrier") {
@@ -306,6 +309,10 @@ TEST(Perftest, BadFlagsAreClearErrors)
         {{"-b", "1M", "-e", "1K"}, "larger than"},
         {{"-N", "1", "-t", "tag_lat"}, "need 2 ranks"},
         {{"-t", "allreduce", "-m", "host,cuda"}, "one memory type"},
+        {{"--library", "mpi"}, "--library: 'mpi' is not ucp, nccl or both"},
+        {{"--library", "nccl", "-t", "allreduce"}, "NCCL's buffers are device memory: -m cuda"},
+        {{"--library", "both", "-t", "barrier", "-m", "cuda"}, "barrier is not one of NCCL's"},
+        {{"--library", "nccl", "-t", "tag_lat", "-m", "cuda"}, "tag_lat is not one of NCCL's"},
     };
     for (const auto &[args, message] : cases) {
         auto r = run_tool(args);
