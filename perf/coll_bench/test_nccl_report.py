@@ -78,6 +78,19 @@ class NcclReport(unittest.TestCase):
         md = open(prefix + ".md").read()
         self.assertIn("1 rank: no goal", md)
         self.assertNotIn("| 16 B |", md)
+        self.assertFalse(os.path.exists(prefix + ".png"))  # busbw 0: no plot, no failure
+
+    def test_real_run_of_one_rank_on_an_h200(self):
+        # gdr_perftest --library both -N 1 -m cuda -t allreduce -b 8 -e 16M -n 5 -w 2 on one H200
+        # with NCCL 2.30.7 built by tests/device/build-nccl (2026-12-02): its JSON as written
+        rc, prefix = self.run_report([json.load(open(os.path.join(HERE, "testdata",
+                                                                   "nccl-1rank-allreduce.json")))])
+        self.assertEqual(rc, 0)
+        rows = json.load(open(prefix + ".json"))["rows"]
+        self.assertEqual(len(rows), 22)  # 8 B ... 16 MiB, each size with both libraries
+        self.assertTrue(all(r["check"] == "ok" for r in rows))
+        self.assertEqual(json.load(open(prefix + ".json"))["nccl"],
+                         ["NCCL 2.30.7 (/tmp/nccl/build/lib/libnccl.so.2)"])
 
     def test_wrong_result_fails(self):
         rows = [row("ucp_cpp", 8, 10.0), row("nccl", 8, 9.0, check="FAILED")]
