@@ -27,8 +27,8 @@ namespace {
 namespace cu = gdr::cuda_driver;
 
 // ---- nccl.h, the part this file uses (values as defined since NCCL 2.7)
-using nccl_result_t = int;  // ncclResult_t: ncclSuccess = 0
-using nccl_comm_t   = struct nccl_comm_opaque *;  // ncclComm_t
+using nccl_result_t                      = int;  // ncclResult_t: ncclSuccess = 0
+using nccl_comm_t                        = struct nccl_comm_opaque *;  // ncclComm_t
 constexpr nccl_result_t nccl_success     = 0;
 constexpr nccl_result_t nccl_in_progress = 7;  // ncclInProgress (2.14+, non-blocking comms only)
 struct nccl_unique_id {
@@ -75,14 +75,22 @@ struct nccl_entry {
     size_t offset;
 };
 constexpr nccl_entry nccl_entries[] = {
-    GDR_NCCL_ENTRY(ncclGetVersion),        GDR_NCCL_ENTRY(ncclGetErrorString),
-    GDR_NCCL_ENTRY(ncclGetUniqueId),       GDR_NCCL_ENTRY(ncclCommInitRank),
-    GDR_NCCL_ENTRY(ncclCommDestroy),       GDR_NCCL_ENTRY(ncclCommAbort),
-    GDR_NCCL_ENTRY(ncclCommGetAsyncError), GDR_NCCL_ENTRY(ncclAllReduce),
-    GDR_NCCL_ENTRY(ncclAllGather),         GDR_NCCL_ENTRY(ncclReduceScatter),
-    GDR_NCCL_ENTRY(ncclBroadcast),         GDR_NCCL_ENTRY(ncclReduce),
-    GDR_NCCL_ENTRY(ncclSend),              GDR_NCCL_ENTRY(ncclRecv),
-    GDR_NCCL_ENTRY(ncclGroupStart),        GDR_NCCL_ENTRY(ncclGroupEnd),
+    GDR_NCCL_ENTRY(ncclGetVersion),
+    GDR_NCCL_ENTRY(ncclGetErrorString),
+    GDR_NCCL_ENTRY(ncclGetUniqueId),
+    GDR_NCCL_ENTRY(ncclCommInitRank),
+    GDR_NCCL_ENTRY(ncclCommDestroy),
+    GDR_NCCL_ENTRY(ncclCommAbort),
+    GDR_NCCL_ENTRY(ncclCommGetAsyncError),
+    GDR_NCCL_ENTRY(ncclAllReduce),
+    GDR_NCCL_ENTRY(ncclAllGather),
+    GDR_NCCL_ENTRY(ncclReduceScatter),
+    GDR_NCCL_ENTRY(ncclBroadcast),
+    GDR_NCCL_ENTRY(ncclReduce),
+    GDR_NCCL_ENTRY(ncclSend),
+    GDR_NCCL_ENTRY(ncclRecv),
+    GDR_NCCL_ENTRY(ncclGroupStart),
+    GDR_NCCL_ENTRY(ncclGroupEnd),
 };
 #undef GDR_NCCL_ENTRY
 
@@ -119,10 +127,10 @@ struct nccl_library::state {
     std::string path;
     int version = 0;
     nccl_api api{};
-    nccl_comm_t comm      = nullptr;
-    cu::CUstream stream   = nullptr;
-    cu::CUevent done      = nullptr;
-    bool usable           = false;  // false after an abort: nothing more may be enqueued
+    nccl_comm_t comm    = nullptr;
+    cu::CUstream stream = nullptr;
+    cu::CUevent done    = nullptr;
+    bool usable         = false;  // false after an abort: nothing more may be enqueued
     std::chrono::nanoseconds timeout{};
     int rank = 0, size = 1;
 
@@ -193,7 +201,7 @@ nccl_library::nccl_library(const session &s) : st_(std::make_unique<state>())
 
 nccl_library::~nccl_library()
 {
-    state &st = *st_;
+    state &st                  = *st_;
     const cu::driver_api &cuda = cu::driver::instance().api();
     if (st.comm != nullptr)
         (st.usable ? st.api.ncclCommDestroy : st.api.ncclCommAbort)(st.comm);
