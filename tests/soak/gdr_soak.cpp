@@ -24,6 +24,8 @@
 // proves nothing).
 #include "uct_ops.h"
 
+#include "../common/loopback_port.hpp"
+
 #include <ucp_cpp/coll/coll.hpp>
 #include <ucp_cpp/plugin.hpp>
 #include <ucp_cpp/ucp_cpp.hpp>
@@ -1102,7 +1104,8 @@ int main(int argc, char **argv)
 
     // Collective ranks first, before anything of UCX exists in this process (fork would copy
     // it); each dies with us (PDEATHSIG) so a failed soak leaves no rank waiting.
-    const uint16_t port = uint16_t(20000 + getpid() % 20000);
+    // the kernel's pick: a pid-made port can be one another process listens on
+    const uint16_t port = gdr_test::free_loopback_port();
     std::vector<pid_t> children;
     for (int r = 1; o.coll_every != 0 && r < o.ranks; ++r) {
         pid_t pid = fork();

@@ -10,16 +10,38 @@
 #include <ucp_cpp/coll/coll.hpp>
 #include <ucp_cpp/ucp_cpp.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace coll = ucp_cpp::coll;
+
+/// A loopback port nobody listens on now, picked by the kernel. (A port made from the pid can
+/// be one another process listens on; the ranks would meet that process and wait out the
+/// bootstrap's timeout.)
+static uint16_t free_loopback_port()
+{
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family      = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length        = sizeof(address);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address)) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length) != 0) {
+        throw std::runtime_error("no free loopback port");
+    }
+    ::close(fd);
+    return ntohs(address.sin_port);
+}
 
 static int run_rank(const coll::bootstrap_params &params)
 {
@@ -64,7 +86,7 @@ int main()
             return run_rank(coll::bootstrap_params::from_environment());
         }
         const int size      = 4;
-        const uint16_t port = uint16_t(20000 + getpid() % 20000);
+        const uint16_t port = free_loopback_port();
         for (int r = 1; r < size; ++r) {
             if (fork() == 0) {
                 coll::bootstrap_params params{r, size, "127.0.0.1", port};
