@@ -22,11 +22,12 @@
 
 namespace gdr_perftest {
 
-namespace {
-
 namespace cu = gdr::cuda_driver;
 
-// ---- nccl.h, the part this file uses (values as defined since NCCL 2.7)
+// ---- nccl.h, the part this file uses (values as defined since NCCL 2.7). A named namespace,
+// not an anonymous one: nccl_library::state holds these types (-Wsubobject-linkage).
+namespace nccl_abi {
+
 using nccl_result_t                      = int;  // ncclResult_t: ncclSuccess = 0
 using nccl_comm_t                        = struct nccl_comm_opaque *;  // ncclComm_t
 constexpr nccl_result_t nccl_success     = 0;
@@ -94,6 +95,12 @@ constexpr nccl_entry nccl_entries[] = {
 };
 #undef GDR_NCCL_ENTRY
 
+}  // namespace nccl_abi
+
+namespace {
+
+using namespace nccl_abi;
+
 size_t dtype_size(const std::string &dtype)
 {
     return dtype == "double" || dtype == "int64" ? 8 : dtype == "bfloat16" ? 2 : 4;
@@ -114,7 +121,7 @@ int nccl_type_of(const std::string &dtype)
     throw usage_error("--library nccl: no NCCL type for -d " + dtype);
 }
 
-void cuda_check(cu::CUresult rc, const char *what)
+void driver_check(cu::CUresult rc, const char *what)
 {
     if (rc != cu::CUDA_SUCCESS)
         throw std::runtime_error(cu::driver::instance().failure(what, rc));
@@ -194,8 +201,8 @@ nccl_library::nccl_library(const session &s) : st_(std::make_unique<state>())
     // has changed between releases).
     st.check(st.api.ncclCommInitRank(&st.comm, s.size, id, s.rank), "ncclCommInitRank");
     const cu::driver_api &cuda = cu::driver::instance().api();
-    cuda_check(cuda.cuStreamCreate(&st.stream, cu::CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    cuda_check(cuda.cuEventCreate(&st.done, cu::CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    driver_check(cuda.cuStreamCreate(&st.stream, cu::CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    driver_check(cuda.cuEventCreate(&st.done, cu::CU_EVENT_DISABLE_TIMING), "cuEventCreate");
     st.usable = true;
 }
 
@@ -267,14 +274,14 @@ void nccl_library::wait(const char *what)
 {
     state &st                  = *st_;
     const cu::driver_api &cuda = cu::driver::instance().api();
-    cuda_check(cuda.cuEventRecord(st.done, st.stream), "cuEventRecord");
+    driver_check(cuda.cuEventRecord(st.done, st.stream), "cuEventRecord");
     const auto deadline = std::chrono::steady_clock::now() + st.timeout;
     for (unsigned spin = 0;; ++spin) {
         const cu::CUresult rc = cuda.cuEventQuery(st.done);
         if (rc == cu::CUDA_SUCCESS)
             return;
         if (rc != cu::CUDA_ERROR_NOT_READY)
-            cuda_check(rc, "cuEventQuery");
+            driver_check(rc, "cuEventQuery");
         if ((spin & 1023) == 1023) {
             // A peer that died leaves the kernel waiting forever: NCCL reports it here (its
             // proxy thread sees the broken connection), or the bound ends the wait.
