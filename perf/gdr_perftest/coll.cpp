@@ -91,7 +91,7 @@ public:
         const T *send  = dsend_ ? static_cast<const T *>(dsend_->data()) : send_.data();
         T *recv        = drecv_ ? static_cast<T *>(drecv_->data()) : recv_.data();
         if (nccl_)
-            s_.nccl->call(name_, send, recv, count_, s_.opt.dtype, root);
+            s_.nccl->call(name_, send, recv, count_, sizeof(T), s_.opt.dtype, root);
         else if (name_ == "allreduce")
             w.allreduce(send, recv, count_, coll::sum, opts_);
         else if (name_ == "allgather")

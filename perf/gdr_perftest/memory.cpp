@@ -3,7 +3,7 @@
 // -m cuda with a clear message.
 #include "perftest.hpp"
 
-#include <gdr_cuda_driver/driver.hpp>
+#include "cuda.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -12,12 +12,8 @@
 
 namespace gdr_perftest {
 
-namespace {
-
 namespace cu = gdr::cuda_driver;
 
-/// The driver API with the device of this rank current on the first calling thread (the rank's
-/// only CUDA thread); throws with the reason when CUDA cannot be used.
 const cu::driver_api &cuda()
 {
     static std::once_flag once;
@@ -57,6 +53,8 @@ void cuda_check(cu::CUresult rc, const char *what)
         throw std::runtime_error(cu::driver::instance().failure(what, rc));
     }
 }
+
+namespace {
 
 cu::CUdeviceptr device_address(const void *p)
 {

@@ -12,7 +12,7 @@
 // sizes that hides the launch and wait of each call, which a blocking API cannot.)
 #include "perftest.hpp"
 
-#include <gdr_cuda_driver/driver.hpp>
+#include "cuda.hpp"
 
 #include <dlfcn.h>
 
@@ -101,11 +101,6 @@ namespace {
 
 using namespace nccl_abi;
 
-size_t dtype_size(const std::string &dtype)
-{
-    return dtype == "double" || dtype == "int64" ? 8 : dtype == "bfloat16" ? 2 : 4;
-}
-
 int nccl_type_of(const std::string &dtype)
 {
     if (dtype == "float")
@@ -119,12 +114,6 @@ int nccl_type_of(const std::string &dtype)
     if (dtype == "bfloat16")
         return nccl_bfloat16;
     throw usage_error("--library nccl: no NCCL type for -d " + dtype);
-}
-
-void driver_check(cu::CUresult rc, const char *what)
-{
-    if (rc != cu::CUDA_SUCCESS)
-        throw std::runtime_error(cu::driver::instance().failure(what, rc));
 }
 
 }  // namespace
@@ -181,12 +170,10 @@ nccl_library::nccl_library(const session &s) : st_(std::make_unique<state>())
     st.size    = s.size;
     st.timeout = s.timeout;
 
-    // The device buffers of -m cuda made this rank's device current on this thread (memory.cpp);
-    // NCCL's runtime attaches to that context. Rank 0's id reaches the others over the bootstrap
-    // communicator, as nccl-tests passes it over MPI.
-    {
-        buffer probe(mem_kind::cuda, 1);
-    }
+    // cuda() makes this rank's device current on this thread (memory.cpp): NCCL's runtime
+    // attaches to that context. Rank 0's id reaches the others over the bootstrap communicator,
+    // as nccl-tests passes it over MPI.
+    const cu::driver_api &api = cuda();
     nccl_unique_id id{};
     if (s.rank == 0)
         st.check(st.api.ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -200,22 +187,21 @@ nccl_library::nccl_library(const session &s) : st_(std::make_unique<state>())
     // ends the job when a rank dies (NCCL's non-blocking init needs ncclConfig_t, whose layout
     // has changed between releases).
     st.check(st.api.ncclCommInitRank(&st.comm, s.size, id, s.rank), "ncclCommInitRank");
-    const cu::driver_api &cuda = cu::driver::instance().api();
-    driver_check(cuda.cuStreamCreate(&st.stream, cu::CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    driver_check(cuda.cuEventCreate(&st.done, cu::CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    cuda_check(api.cuStreamCreate(&st.stream, cu::CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    cuda_check(api.cuEventCreate(&st.done, cu::CU_EVENT_DISABLE_TIMING), "cuEventCreate");
     st.usable = true;
 }
 
 nccl_library::~nccl_library()
 {
-    state &st                  = *st_;
-    const cu::driver_api &cuda = cu::driver::instance().api();
+    state &st                 = *st_;
+    const cu::driver_api &api = cuda();
     if (st.comm != nullptr)
         (st.usable ? st.api.ncclCommDestroy : st.api.ncclCommAbort)(st.comm);
     if (st.done != nullptr)
-        cuda.cuEventDestroy_v2(st.done);
+        api.cuEventDestroy_v2(st.done);
     if (st.stream != nullptr)
-        cuda.cuStreamDestroy_v2(st.stream);
+        api.cuStreamDestroy_v2(st.stream);
     // libnccl stays loaded: its threads may outlive the communicator by a little
 }
 
@@ -230,7 +216,7 @@ std::string nccl_library::description() const
 }
 
 void nccl_library::call(const std::string &op, const void *send, void *recv, size_t count,
-                        const std::string &dtype, int root)
+                        size_t element_size, const std::string &dtype, int root)
 {
     state &st = *st_;
     if (!st.usable)
@@ -253,7 +239,7 @@ void nccl_library::call(const std::string &op, const void *send, void *recv, siz
                  "ncclReduce");
     } else if (op == "alltoall") {
         // NCCL has no alltoall: nccl-tests' one, a group of sends and receives to every rank
-        const size_t block = count * dtype_size(dtype);
+        const size_t block = count * element_size;
         st.check(a.ncclGroupStart(), "ncclGroupStart");
         for (int q = 0; q < st.size; ++q) {
             st.check(a.ncclSend(static_cast<const char *>(send) + size_t(q) * block, count, type, q,
@@ -272,16 +258,16 @@ void nccl_library::call(const std::string &op, const void *send, void *recv, siz
 
 void nccl_library::wait(const char *what)
 {
-    state &st                  = *st_;
-    const cu::driver_api &cuda = cu::driver::instance().api();
-    driver_check(cuda.cuEventRecord(st.done, st.stream), "cuEventRecord");
+    state &st                 = *st_;
+    const cu::driver_api &api = cuda();
+    cuda_check(api.cuEventRecord(st.done, st.stream), "cuEventRecord");
     const auto deadline = std::chrono::steady_clock::now() + st.timeout;
     for (unsigned spin = 0;; ++spin) {
-        const cu::CUresult rc = cuda.cuEventQuery(st.done);
+        const cu::CUresult rc = api.cuEventQuery(st.done);
         if (rc == cu::CUDA_SUCCESS)
             return;
         if (rc != cu::CUDA_ERROR_NOT_READY)
-            driver_check(rc, "cuEventQuery");
+            cuda_check(rc, "cuEventQuery");
         if ((spin & 1023) == 1023) {
             // A peer that died leaves the kernel waiting forever: NCCL reports it here (its
             // proxy thread sees the broken connection), or the bound ends the wait.

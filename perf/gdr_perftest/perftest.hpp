@@ -159,9 +159,9 @@ size_t pattern_matches(const buffer &buf, size_t offset, size_t size);
 
 struct result_row {
     std::string test;
-    std::string library = "ucp_cpp";  // collectives: "ucp_cpp" or "nccl"
-    size_t size         = 0;  // bytes (collectives: nccl-tests' size)
-    size_t count        = 0;  // elements (collectives)
+    std::string library;  // collectives: "ucp_cpp" or "nccl"; empty for p2p
+    size_t size  = 0;  // bytes (collectives: nccl-tests' size)
+    size_t count = 0;  // elements (collectives)
     std::string dtype;  // collectives
     size_t iters = 0, warmup = 0;
     int ranks = 0;
@@ -222,10 +222,11 @@ public:
 
     /// "NCCL 2.22.3 (path)"
     std::string description() const;
-    /// One collective of gdr_perftest's (coll.cpp's names, sizes and buffers), complete on
-    /// return; a failure or --timeout aborts the communicator and throws.
+    /// One collective of gdr_perftest's (coll.cpp's names, counts and buffers; @p element_size
+    /// bytes an element of -d @p dtype), complete on return; a failure or --timeout aborts the
+    /// communicator and throws.
     void call(const std::string &op, const void *send, void *recv, size_t count,
-              const std::string &dtype, int root);
+              size_t element_size, const std::string &dtype, int root);
     /// libnccl's name or path as loaded
     static std::string soname();
 

@@ -214,7 +214,7 @@ std::vector<std::string> values(const result_row &r, bool json)
             std::to_string(r.bytes_verified),
             r.data_ok ? "true" : "false",
             str(r.ok() ? "ok" : "FAILED"),
-            str(r.test.empty() || r.dtype.empty() ? "" : r.library)};
+            str(r.library)};
 }
 
 void write_file(const std::string &path, const std::string &text)
