@@ -41,6 +41,15 @@ enum {
     GDR_EP_FLAG_PEER_GID = UCS_BIT(4) /* peer_gid holds the peer port's GID */
 };
 
+/* The atomics gdr_rc does, at both widths, where the device has atomics
+ * (iface->atomic_hca): posted, and fetching (cswap has its own entry point) */
+#define GDR_ATOMIC_OPS                                         \
+    (UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) | \
+     UCS_BIT(UCT_ATOMIC_OP_OR) | UCS_BIT(UCT_ATOMIC_OP_XOR))
+#define GDR_ATOMIC_FETCH_OPS                        \
+    (GDR_ATOMIC_OPS | UCS_BIT(UCT_ATOMIC_OP_SWAP) | \
+     UCS_BIT(UCT_ATOMIC_OP_CSWAP))
+
 struct gdr_ep {
     uct_base_ep_t super;
     ucs_list_link_t list;
@@ -110,6 +119,13 @@ ucs_status_t gdr_ep_atomic64_fetch(uct_ep_h, uct_atomic_op_t, uint64_t,
                                    uct_completion_t *);
 ucs_status_t gdr_ep_atomic_cswap64(uct_ep_h, uint64_t, uint64_t, uint64_t,
                                    uct_rkey_t, uint64_t *, uct_completion_t *);
+ucs_status_t
+gdr_ep_atomic32_post(uct_ep_h, unsigned, uint32_t, uint64_t, uct_rkey_t);
+ucs_status_t gdr_ep_atomic32_fetch(uct_ep_h, uct_atomic_op_t, uint32_t,
+                                   uint32_t *, uint64_t, uct_rkey_t,
+                                   uct_completion_t *);
+ucs_status_t gdr_ep_atomic_cswap32(uct_ep_h, uint32_t, uint32_t, uint64_t,
+                                   uct_rkey_t, uint32_t *, uct_completion_t *);
 ucs_status_t gdr_ep_flush(uct_ep_h, unsigned, uct_completion_t *);
 ucs_status_t gdr_ep_fence(uct_ep_h, unsigned);
 ucs_status_t gdr_ep_check(uct_ep_h, unsigned, uct_completion_t *);

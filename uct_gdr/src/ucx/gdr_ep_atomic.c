@@ -1,6 +1,12 @@
 /**
- * gdr_ep_atomic.c - 64-bit atomics: fetch-add and compare-and-swap as verbs has them, and
- * and/or/xor/swap as compare-and-swap loops on top.
+ * gdr_ep_atomic.c - atomics: 64-bit fetch-add and compare-and-swap as verbs has them; 64-bit
+ * and/or/xor/swap, and every 32-bit op, as compare-and-swap loops on top.
+ *
+ * Verbs has no 32-bit atomic: a 32-bit op works on one half (its lane) of the naturally
+ * aligned 64-bit word that contains it, by the same loop, which leaves the other half as it
+ * found it.  Which half a 4-byte address is follows the host's byte order, the order in which
+ * the HCAs' 64-bit atomics treat the word in memory (the 64-bit ops assume it already: their
+ * values are the host's integers).  docs/atomics.md has the semantics and the limits.
  */
 #include "gdr_ep.inl"
 
@@ -30,19 +36,19 @@ gdr_wr_atomic(gdr_verbs_wr_t *wr, enum ibv_wr_opcode opcode,
     gdr_op_sge(op, sizeof(uint64_t), &wr->sge);
 }
 
-/* Checks an atomic's target and takes the op whose bounce buffer receives the
- * word's old value */
+/* Checks a @a size-byte atomic's target and takes the op whose bounce buffer
+ * receives the old value of the 64-bit word that contains it */
 static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_atomic_begin(
-        gdr_iface_t *iface, gdr_ep_t *ep, uint64_t remote_addr,
+        gdr_iface_t *iface, gdr_ep_t *ep, uint64_t remote_addr, unsigned size,
         uct_rkey_t uct_rkey, gdr_tx_op_handler_t handler,
         uct_completion_t *comp, uint32_t *rkey_p, gdr_tx_op_t **op_p)
 {
     ucs_status_t status;
 
-    if (ucs_unlikely(remote_addr % sizeof(uint64_t))) {
-        ucs_error("gdr_rc: atomic remote address 0x%" PRIx64 " is not 8-byte "
-                  "aligned",
-                  remote_addr);
+    if (ucs_unlikely(remote_addr % size)) {
+        ucs_error("gdr_rc: %u-bit atomic remote address 0x%" PRIx64 " is not "
+                  "%u-byte aligned",
+                  size * 8, remote_addr, size);
         return UCS_ERR_INVALID_PARAM;
     }
     status = gdr_ep_rma_desc_begin(iface, ep, uct_rkey, sizeof(uint64_t),
@@ -67,8 +73,8 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
     gdr_tx_op_t *op;
     uint32_t rkey;
 
-    status = gdr_ep_atomic_begin(iface, ep, remote_addr, uct_rkey, handler,
-                                 comp, &rkey, &op);
+    status = gdr_ep_atomic_begin(iface, ep, remote_addr, sizeof(uint64_t),
+                                 uct_rkey, handler, comp, &rkey, &op);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -80,10 +86,13 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
 }
 
 /*
- * swap/and/or/xor are not in the verbs standard: compare-and-swap the word
- * with op(value, operand) until the CAS finds the value it compared with.
- * Linearizable with every other atomic the HCAs execute on that word (not
- * with CPU atomics on it, like all device atomics).
+ * swap/and/or/xor, and every 32-bit op, are not in the verbs standard:
+ * compare-and-swap the word with op(value, operand) until the CAS finds the
+ * value it compared with; a 32-bit op computes its half of the word and
+ * leaves the other half as the CAS found it.  Linearizable with every other
+ * atomic the HCAs execute on that word, of either width and on either half
+ * (not with CPU atomics on it, like all device atomics); a write to the other
+ * half after the word was read makes the CAS miss and the op retry.
  *
  * A CAS that misses returns the word as an atomic read would, so there is no
  * read first: the first CAS compares with a guess, the value the endpoint's
@@ -95,20 +104,41 @@ gdr_ep_atomic(uct_ep_h tl_ep, enum ibv_wr_opcode opcode, uint64_t compare_add,
  * wrong guess costs what the read cost.  When another initiator changes the
  * word, one op of the endpoint retries at a time (gdr_op_cas_loop).
  */
-static uint64_t gdr_amo_apply(uint8_t op, uint64_t value, uint64_t operand)
+
+/* The value of @a op's lane in @a word */
+static UCS_F_ALWAYS_INLINE uint64_t gdr_amo_lane_value(const gdr_tx_op_t *op,
+                                                       uint64_t word)
 {
-    switch (op) {
+    return (word & op->amo.lane) >> op->amo.shift;
+}
+
+/* What @a op makes of @a word: its lane changed, the rest as it is */
+static uint64_t gdr_amo_apply(const gdr_tx_op_t *op, uint64_t word)
+{
+    uint64_t value = gdr_amo_lane_value(op, word);
+
+    switch (op->amo.op) {
     case UCT_ATOMIC_OP_AND:
-        return value & operand;
+        value &= op->amo.operand;
+        break;
     case UCT_ATOMIC_OP_OR:
-        return value | operand;
+        value |= op->amo.operand;
+        break;
     case UCT_ATOMIC_OP_XOR:
-        return value ^ operand;
+        value ^= op->amo.operand;
+        break;
     case UCT_ATOMIC_OP_SWAP:
-        return operand;
+        value = op->amo.operand;
+        break;
+    case UCT_ATOMIC_OP_CSWAP:
+        /* a compare that fails writes the word back as it is */
+        value = (value == op->amo.compare) ? op->amo.operand : value;
+        break;
     default:
-        return value + operand;
+        value += op->amo.operand; /* the carry out of the lane is dropped */
+        break;
     }
+    return (word & ~op->amo.lane) | ((value << op->amo.shift) & op->amo.lane);
 }
 
 /* Points the endpoint's guess at @a op's word; a word it has not changed is
@@ -129,7 +159,7 @@ static void gdr_amo_guess_for(gdr_ep_t *ep, const gdr_tx_op_t *op)
 static ucs_status_t gdr_amo_post_cas(gdr_iface_t *iface, gdr_ep_t *ep,
                                      gdr_tx_op_t *op, uint64_t expected)
 {
-    uint64_t swap = gdr_amo_apply(op->amo.op, expected, op->amo.operand);
+    uint64_t swap = gdr_amo_apply(op, expected);
     gdr_verbs_wr_t wr;
     ucs_status_t status;
 
@@ -232,31 +262,54 @@ static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
     }
     --ep->tx.cas_loops;
     if ((status == UCS_OK) && (op->result != NULL)) {
-        *(uint64_t *)op->result = observed;
+        if (op->amo.lane == UINT64_MAX) {
+            *(uint64_t *)op->result = observed;
+        } else {
+            *(uint32_t *)op->result = gdr_amo_lane_value(op, observed);
+        }
     }
     gdr_op_complete(op, ep, status);
 }
 
+/* The shift of the lowest bit of the @a size bytes at @a offset in a 64-bit
+ * word, in the host's byte order (the HCAs' order for the word in memory) */
+static UCS_F_ALWAYS_INLINE unsigned
+gdr_amo_lane_shift(uint64_t offset, unsigned size)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    (void)size;
+    return offset * 8;
+#else
+    return (sizeof(uint64_t) - size - offset) * 8;
+#endif
+}
+
+/* A @a size-byte (4 or 8) @a opcode as compare-and-swap loop on the 64-bit
+ * word that contains it; @a compare only for UCT_ATOMIC_OP_CSWAP */
 static ucs_status_t
-gdr_ep_atomic_cas_loop(uct_ep_h tl_ep, uct_atomic_op_t opcode, uint64_t value,
-                       uint64_t *result, uint64_t remote_addr,
-                       uct_rkey_t uct_rkey, uct_completion_t *comp,
-                       ucs_status_t success)
+gdr_ep_atomic_cas_loop(uct_ep_h tl_ep, uct_atomic_op_t opcode, unsigned size,
+                       uint64_t value, uint64_t compare, void *result,
+                       uint64_t remote_addr, uct_rkey_t uct_rkey,
+                       uct_completion_t *comp, ucs_status_t success)
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
     gdr_iface_t *iface = gdr_ep_iface(ep);
+    uint64_t offset    = remote_addr % sizeof(uint64_t);
     gdr_tx_op_t *op;
     ucs_status_t status;
     uint32_t rkey;
 
-    status = gdr_ep_atomic_begin(iface, ep, remote_addr, uct_rkey,
+    status = gdr_ep_atomic_begin(iface, ep, remote_addr, size, uct_rkey,
                                  gdr_op_cas_loop, comp, &rkey, &op);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
     op->result          = result;
-    op->amo.remote_addr = remote_addr;
+    op->amo.remote_addr = remote_addr - offset;
+    op->amo.shift       = gdr_amo_lane_shift(offset, size);
+    op->amo.lane        = (UINT64_MAX >> (64 - 8 * size)) << op->amo.shift;
     op->amo.operand     = value;
+    op->amo.compare     = compare;
     op->amo.rkey        = rkey;
     op->amo.op          = opcode;
     op->amo.missed      = 0;
@@ -281,8 +334,8 @@ ucs_status_t gdr_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
     case UCT_ATOMIC_OP_AND:
     case UCT_ATOMIC_OP_OR:
     case UCT_ATOMIC_OP_XOR:
-        return gdr_ep_atomic_cas_loop(tl_ep, opcode, value, NULL, remote_addr,
-                                      rkey, NULL, UCS_OK);
+        return gdr_ep_atomic_cas_loop(tl_ep, opcode, sizeof(uint64_t), value, 0,
+                                      NULL, remote_addr, rkey, NULL, UCS_OK);
     default:
         return UCS_ERR_UNSUPPORTED;
     }
@@ -302,8 +355,9 @@ ucs_status_t gdr_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
     case UCT_ATOMIC_OP_OR:
     case UCT_ATOMIC_OP_XOR:
     case UCT_ATOMIC_OP_SWAP:
-        return gdr_ep_atomic_cas_loop(tl_ep, opcode, value, result, remote_addr,
-                                      rkey, comp, UCS_INPROGRESS);
+        return gdr_ep_atomic_cas_loop(tl_ep, opcode, sizeof(uint64_t), value, 0,
+                                      result, remote_addr, rkey, comp,
+                                      UCS_INPROGRESS);
     default:
         return UCS_ERR_UNSUPPORTED;
     }
@@ -317,4 +371,40 @@ ucs_status_t gdr_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
     return gdr_ep_atomic(tl_ep, IBV_WR_ATOMIC_CMP_AND_SWP, compare, swap,
                          remote_addr, rkey, result, gdr_op_atomic_fetch, comp,
                          UCS_INPROGRESS);
+}
+
+/* 32 bits: every op a compare-and-swap loop on the word's half */
+ucs_status_t gdr_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
+                                  uint32_t value, uint64_t remote_addr,
+                                  uct_rkey_t rkey)
+{
+    if (!(UCS_BIT(opcode) & GDR_ATOMIC_OPS)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return gdr_ep_atomic_cas_loop(tl_ep, opcode, sizeof(uint32_t), value, 0,
+                                  NULL, remote_addr, rkey, NULL, UCS_OK);
+}
+
+ucs_status_t gdr_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                   uint32_t value, uint32_t *result,
+                                   uint64_t remote_addr, uct_rkey_t rkey,
+                                   uct_completion_t *comp)
+{
+    if (!(UCS_BIT(opcode) & GDR_ATOMIC_FETCH_OPS) ||
+        (opcode == UCT_ATOMIC_OP_CSWAP)) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return gdr_ep_atomic_cas_loop(tl_ep, opcode, sizeof(uint32_t), value, 0,
+                                  result, remote_addr, rkey, comp,
+                                  UCS_INPROGRESS);
+}
+
+ucs_status_t gdr_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
+                                   uint32_t swap, uint64_t remote_addr,
+                                   uct_rkey_t rkey, uint32_t *result,
+                                   uct_completion_t *comp)
+{
+    return gdr_ep_atomic_cas_loop(tl_ep, UCT_ATOMIC_OP_CSWAP, sizeof(uint32_t),
+                                  swap, compare, result, remote_addr, rkey,
+                                  comp, UCS_INPROGRESS);
 }

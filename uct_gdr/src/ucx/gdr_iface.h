@@ -74,10 +74,13 @@ struct gdr_tx_op {
     uct_unpack_callback_t unpack_cb;
     size_t length;
     struct { /* atomics done as a compare-and-swap loop */
-        uint64_t remote_addr;
+        uint64_t remote_addr; /* the naturally aligned 64-bit word */
         uint64_t operand;
+        uint64_t compare; /* UCT_ATOMIC_OP_CSWAP's */
         uint64_t expected; /* what the last CAS compared with */
+        uint64_t lane; /* the word's bits the op works on (all: 64-bit) */
         uint32_t rkey;
+        uint8_t shift; /* of the lane's lowest bit */
         uint8_t op; /* uct_atomic_op_t */
         uint8_t missed; /* CASes of this op that found another value (max 2) */
     } amo;
@@ -143,7 +146,7 @@ typedef struct gdr_iface {
     } stash_tx, stash_rx;
 
     size_t seg_size;
-    int atomic_hca; /* device does 64-bit atomics */
+    int atomic_hca; /* device does 64-bit atomics (and so gdr_rc 32-bit ones) */
 } gdr_iface_t;
 
 /* uct_tl_t.iface_open of gdr_rc */

@@ -61,15 +61,14 @@ ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
     attr->cap.am.max_iov = iface->tx.max_sge - 1;
 
     if (iface->atomic_hca) {
-        /* add and cswap are verbs atomics; and/or/xor/swap are compare-and-swap
-         * loops (gdr_ep.c), which also lets UCP put its atomics on gdr_rc */
-        attr->cap.atomic64.op_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
-                                      UCS_BIT(UCT_ATOMIC_OP_AND) |
-                                      UCS_BIT(UCT_ATOMIC_OP_OR) |
-                                      UCS_BIT(UCT_ATOMIC_OP_XOR);
-        attr->cap.atomic64.fop_flags = attr->cap.atomic64.op_flags |
-                                       UCS_BIT(UCT_ATOMIC_OP_SWAP) |
-                                       UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+        /* 64-bit add and cswap are verbs atomics; the rest, and every 32-bit
+         * op, are compare-and-swap loops (gdr_ep_atomic.c).  All of them at
+         * both widths let UCP put its atomics on gdr_rc whether it asks for
+         * UCP_FEATURE_AMO32, AMO64 or both (docs/atomics.md). */
+        attr->cap.atomic32.op_flags  = GDR_ATOMIC_OPS;
+        attr->cap.atomic32.fop_flags = GDR_ATOMIC_FETCH_OPS;
+        attr->cap.atomic64.op_flags  = GDR_ATOMIC_OPS;
+        attr->cap.atomic64.fop_flags = GDR_ATOMIC_FETCH_OPS;
         attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
     }
 

@@ -131,14 +131,24 @@ static void gdr_md_memlock_hint(int err, char *buf, size_t max)
                       (unsigned long long)limit.rlim_cur / 1024);
 }
 
-/* Host memory: ibv_reg_mr */
+/* Host memory: ibv_reg_mr, of the naturally aligned 64-bit words the buffer
+ * touches.  A 32-bit atomic is a compare-and-swap of the word that contains it
+ * (gdr_ep_atomic.c), which the HCA checks against the registration: a 4-byte
+ * buffer would otherwise refuse the word's other half.  The words lie on the
+ * buffer's own pages, which are pinned whole anyway (the registration cache
+ * registers whole pages already). */
 static ucs_status_t
 gdr_md_reg_host(gdr_md_t *md, gdr_memh_t *memh, ucs_log_level_t level)
 {
+    void *start = (void *)ucs_align_down((uintptr_t)memh->address,
+                                         sizeof(uint64_t));
+    void *end   = (void *)ucs_align_up(
+            (uintptr_t)UCS_PTR_BYTE_OFFSET(memh->address, memh->length),
+            sizeof(uint64_t));
     char hint[128];
     int err;
 
-    memh->mr = ibv_reg_mr(md->dev.pd, memh->address, memh->length,
+    memh->mr = ibv_reg_mr(md->dev.pd, start, UCS_PTR_BYTE_DIFF(start, end),
                           memh->access);
     if (memh->mr == NULL) {
         err = errno;
