@@ -1,7 +1,10 @@
 // Every advertised atomic (32/64-bit, post and fetch, cswap) against a remote word, checking both
-// the remote result and the fetched old value.
+// the remote result and the fetched old value; gdr_rc's 32-bit atomics (compare-and-swap loops on
+// the 64-bit word that contains them) on both halves of a word, under contention, mixed with
+// 64-bit ones, misaligned, and at the edge of a registration.
 #include "pair_fixture.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <memory>
 
@@ -38,6 +41,7 @@ template <typename T> T apply(uct_atomic_op_t op, T old, T value)
 class Atomics : public PairTest {
 protected:
     template <typename T> void run_width(uint64_t op_flags, uint64_t fop_flags);
+    template <typename T> void run_at(size_t offset, uint64_t op_flags, uint64_t fop_flags);
     /// Skips when the width has no advertised atomics, else runs and reports them.
     template <typename T> void run_advertised(uint64_t op_flags, uint64_t fop_flags);
     int tested_ = 0;
@@ -76,14 +80,28 @@ ucs_status_t cswap_atomic(uct_ep_h ep, uint64_t compare, uint64_t swap, uint64_t
 
 template <typename T> void Atomics::run_width(uint64_t op_flags, uint64_t fop_flags)
 {
+    // a 32-bit op on either half of a 64-bit word (both offsets naturally aligned, not at the
+    // start), the other half a sentinel that no op may change
+    for (size_t offset = 8; offset < 16; offset += sizeof(T)) {
+        SCOPED_TRACE("offset " + std::to_string(offset));
+        run_at<T>(offset, op_flags, fop_flags);
+    }
+}
+
+template <typename T> void Atomics::run_at(size_t offset, uint64_t op_flags, uint64_t fop_flags)
+{
     const char *width = sizeof(T) == 4 ? "32" : "64";
     RegisteredBuffer word(b_->md(), 64, 4096);
     RemoteKey rkey(a_->md().component(), word.registration().packed_rkey());
-    T *remote = reinterpret_cast<T *>(word.data() + 8);  // naturally aligned, not at the start
-    const uint64_t addr = word.address() + 8;
+    T *remote           = reinterpret_cast<T *>(word.data() + offset);
+    const uint64_t addr = word.address() + offset;
     const T initial     = static_cast<T>(0x5a5a5a5a0f0f0f0fULL),
             operand     = static_cast<T>(0x0123456789abcdefULL);
-    auto entities       = {a_.get(), b_.get()};
+    uint32_t *neighbour = reinterpret_cast<uint32_t *>(
+        word.data() + (sizeof(T) == 4 ? offset ^ 4 : offset + sizeof(T)));
+    const uint32_t fence = 0xc3c3c3c3u;
+    auto entities        = {a_.get(), b_.get()};
+    *neighbour           = fence;  // the other half of a 32-bit op's word (64-bit: the next word)
 
     for (const auto &o : kAtomicOps) {
         const bool post = o.op != UCT_ATOMIC_OP_CSWAP && (op_flags & UCS_BIT(o.op));
@@ -96,6 +114,7 @@ template <typename T> void Atomics::run_width(uint64_t op_flags, uint64_t fop_fl
                           entities));
             ASSERT_EQ(UCS_OK, flush(pair_.ab));
             EXPECT_EQ(apply<T>(o.op, initial, operand), *remote);
+            EXPECT_EQ(fence, *neighbour) << "the neighbouring 4 bytes changed";
             ++tested_;
         }
         if (fop_flags & UCS_BIT(o.op)) {
@@ -137,6 +156,7 @@ template <typename T> void Atomics::run_width(uint64_t op_flags, uint64_t fop_fl
                 EXPECT_EQ(before, fetched);
                 EXPECT_EQ(before, *remote) << "cswap with a wrong compare value modified memory";
             }
+            EXPECT_EQ(fence, *neighbour) << "the neighbouring 4 bytes changed";
             ++tested_;
         }
     }
@@ -161,6 +181,10 @@ TEST_F(Atomics, Every64BitOp)
 
 TEST_F(Atomics, Every32BitOp)
 {
+    if (res_.tl_name == "gdr_rc") {  // gdr_rc does at 32 bits whatever it does at 64
+        EXPECT_EQ(a_->attr().cap.atomic64.op_flags, a_->attr().cap.atomic32.op_flags);
+        EXPECT_EQ(a_->attr().cap.atomic64.fop_flags, a_->attr().cap.atomic32.fop_flags);
+    }
     run_advertised<uint32_t>(a_->attr().cap.atomic32.op_flags, a_->attr().cap.atomic32.fop_flags);
 }
 
@@ -329,6 +353,252 @@ TEST(AtomicsContended, WrongGuessesStillFetchTheWordEachOpChanged)
         value ^= operand[k];
     }
     EXPECT_EQ(expected_end, value);
+}
+
+// ---- 32-bit atomics on gdr_rc: compare-and-swap loops on the 64-bit word that contains them ----
+
+// The address of the half of the 64-bit word at `word` that holds its high 32 bits
+uint64_t high_half(uint64_t word)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return word + 4;
+#else
+    return word;
+#endif
+}
+
+// Posts one 32-bit fetching op (cswap when op is UCT_ATOMIC_OP_CSWAP, compare = `compare`),
+// counted by `comp`; its old value lands in *result.
+void post_fetch32(uct_ep_h ep, uct_atomic_op_t op, uint32_t operand, uint32_t compare,
+                  uint32_t *result, uint64_t addr, uct_rkey_t rkey, Completion &comp,
+                  std::initializer_list<Entity *> entities)
+{
+    ucs_status_t st = post_with_retry(
+        [&] {
+            ucs_status_t s = op == UCT_ATOMIC_OP_CSWAP
+                                 ? uct_ep_atomic_cswap32(ep, compare, operand, addr, rkey, result,
+                                                         comp.arm())
+                                 : uct_ep_atomic32_fetch(ep, op, operand, result, addr, rkey,
+                                                         comp.arm());
+            comp.posted(s);
+            return s;
+        },
+        entities);
+    ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << status_name(st);
+}
+
+// `fetched - start` (mod 2^32) is 0, 1, ..., n-1 in some order: n fetch-adds of 1 from `start`
+// each fetched a different value, none lost or repeated.
+::testing::AssertionResult fetched_each_step_once(std::vector<uint32_t> fetched, uint32_t start)
+{
+    for (auto &v : fetched) {
+        v -= start;
+    }
+    std::sort(fetched.begin(), fetched.end());
+    for (size_t k = 0; k < fetched.size(); ++k) {
+        if (fetched[k] != k) {
+            return ::testing::AssertionFailure()
+                   << "fetch-add " << k << " of " << fetched.size() << " fetched start+"
+                   << fetched[k] << " (a lost or repeated step)";
+        }
+    }
+    return ::testing::AssertionSuccess();
+}
+
+#define UCTEST_REQUIRE_FOP32(entity, ops)                                                   \
+    do {                                                                                    \
+        if (((entity).attr().cap.atomic32.fop_flags & (ops)) != (ops)) {                    \
+            GTEST_SKIP() << (entity).resource().tl_name << " advertises no 32-bit atomics " \
+                         << "(UCP emulates them over active messages)";                     \
+        }                                                                                   \
+    } while (0)
+
+// Two initiators (one QP each) and a word of the target's, on a transport with 32-bit fetch-add
+class Atomics32 : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        UCTEST_REQUIRE_TARGET(res_);
+        target_ = std::make_unique<Entity>(res_);
+        w_      = std::make_unique<InitiatorsOfOneWord>(res_, *target_, 2);
+        UCTEST_REQUIRE_FOP32(*w_->from[0], UCS_BIT(UCT_ATOMIC_OP_ADD));
+    }
+    TlResource res_;
+    std::unique_ptr<Entity> target_;
+    std::unique_ptr<InitiatorsOfOneWord> w_;
+};
+
+// Both halves of one word from two initiators (one QP each), every op in flight before any
+// completes: each CAS of one half competes with those of the other half, and a half's CAS that
+// wrote its half back stale, or let a carry through, would show. The low half wraps past
+// 0xffffffff midway: a carry leaking into the high half changes its end value.
+TEST_F(Atomics32, BothHalvesOfOneWordFromTwoInitiatorsEndExact)
+{
+    InitiatorsOfOneWord &w              = *w_;
+    std::initializer_list<Entity *> all = {w.from[0].get(), w.from[1].get(), target_.get()};
+    constexpr int kEach                 = 48;  // per initiator and half: 192 ops in flight
+    const uint64_t half[2]              = {high_half(w.addr) ^ 4, high_half(w.addr)};  // low, high
+    const uint32_t start[2]             = {0xffffffffu - kEach, 0x12345678u};
+    uint32_t *mem[2];
+    for (int h = 0; h < 2; ++h) {
+        mem[h]  = reinterpret_cast<uint32_t *>(w.word.data() + 8 + (half[h] - w.addr));
+        *mem[h] = start[h];
+    }
+    std::vector<uint32_t> fetched[2] = {std::vector<uint32_t>(2 * kEach),
+                                        std::vector<uint32_t>(2 * kEach)};
+    Completion comp;
+    for (int k = 0; k < kEach; ++k) {
+        for (int i = 0; i < 2; ++i) {
+            for (int h = 0; h < 2; ++h) {
+                post_fetch32(w.pairs[i].ab, UCT_ATOMIC_OP_ADD, 1, 0, &fetched[h][i * kEach + k],
+                             half[h], w.rkeys[i]->rkey(), comp, all);
+            }
+        }
+    }
+    ASSERT_TRUE(progress_until([&] { return comp.done(); }, all, "the fetch-adds"));
+    ASSERT_EQ(UCS_OK, comp.status());
+    for (int h = 0; h < 2; ++h) {
+        SCOPED_TRACE(h ? "high half" : "low half");
+        EXPECT_EQ(static_cast<uint32_t>(start[h] + 2 * kEach), *mem[h]);
+        EXPECT_TRUE(fetched_each_step_once(fetched[h], start[h]));
+    }
+}
+
+// 32-bit ops on both halves mixed with 64-bit adds (verbs' own fetch-add) on the same word, from
+// two initiators: every op linearizes with every other, whatever its width. The low half does
+// not wrap, so the 64-bit adds' carries stay inside it and the end value is the plain sum.
+TEST_F(Atomics32, MixedWith64BitAddsOnTheSameWord)
+{
+    InitiatorsOfOneWord &w              = *w_;
+    std::initializer_list<Entity *> all = {w.from[0].get(), w.from[1].get(), target_.get()};
+    if (!(w.from[1]->attr().cap.atomic64.fop_flags & UCS_BIT(UCT_ATOMIC_OP_ADD))) {
+        GTEST_SKIP() << res_.tl_name << " has no 64-bit fetch-add";
+    }
+    constexpr int kEach  = 48;
+    const uint64_t high  = high_half(w.addr);
+    const uint64_t low   = high ^ 4;
+    const uint64_t start = 0x0000100000000010ULL;
+    *w.remote            = start;
+    std::vector<uint32_t> high_fetched(kEach), low_fetched(kEach);
+    std::vector<uint64_t> word_fetched(kEach);
+    Completion comp;
+    for (int k = 0; k < kEach; ++k) {
+        // initiator 0: +1 on the high half, +2 on the low half (32 bits); initiator 1: +1 and
+        // +2^32 on the whole word (64 bits)
+        post_fetch32(w.pairs[0].ab, UCT_ATOMIC_OP_ADD, 1, 0, &high_fetched[k], high,
+                     w.rkeys[0]->rkey(), comp, all);
+        post_fetch32(w.pairs[0].ab, UCT_ATOMIC_OP_ADD, 2, 0, &low_fetched[k], low,
+                     w.rkeys[0]->rkey(), comp, all);
+        ASSERT_EQ(UCS_OK, post_with_retry(
+                              [&] {
+                                  return uct_ep_atomic64_post(w.pairs[1].ab, UCT_ATOMIC_OP_ADD, 1,
+                                                              w.addr, w.rkeys[1]->rkey());
+                              },
+                              all));
+        ucs_status_t st = post_with_retry(
+            [&] {
+                ucs_status_t s = uct_ep_atomic64_fetch(w.pairs[1].ab, UCT_ATOMIC_OP_ADD, 1ull << 32,
+                                                       &word_fetched[k], w.addr, w.rkeys[1]->rkey(),
+                                                       comp.arm());
+                comp.posted(s);
+                return s;
+            },
+            all);
+        ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << status_name(st);
+    }
+    ASSERT_TRUE(progress_until([&] { return comp.done(); }, all, "the mixed atomics"));
+    ASSERT_EQ(UCS_OK, comp.status());
+    ASSERT_EQ(UCS_OK, flush_and_wait(*w.from[1], w.pairs[1].ab, all));
+    EXPECT_EQ(start + kEach * (1 + 2) + (uint64_t(2 * kEach) << 32), *w.remote)
+        << std::hex << "end value 0x" << *w.remote;
+    // the high half moves by 1 for each 32-bit op and each 64-bit +2^32: the 32-bit ops'
+    // fetched values are distinct and in range, as are the 64-bit fetched words' high halves
+    std::vector<uint32_t> highs(high_fetched);
+    for (uint64_t v : word_fetched) {
+        highs.push_back(static_cast<uint32_t>(v >> 32));
+    }
+    EXPECT_TRUE(fetched_each_step_once(highs, static_cast<uint32_t>(start >> 32)));
+    for (uint32_t v : low_fetched) {  // moved by +2 (32-bit) and +1 (64-bit) steps only
+        EXPECT_LE(static_cast<uint32_t>(start), v);
+        EXPECT_GT(static_cast<uint32_t>(start) + 3 * kEach, v);
+    }
+}
+
+// A 32-bit atomic at an address that is not 4-byte aligned is refused at once (a CAS of the word
+// would otherwise change bytes of two lanes); the word is untouched and the endpoint still works.
+TEST_F(Atomics, Misaligned32BitAddressIsRefused)
+{
+    UCTEST_REQUIRE_FOP32(*a_, UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_CSWAP));
+    if (res_.tl_name != "gdr_rc") {
+        GTEST_SKIP() << "the refusal is gdr_rc's contract (docs/atomics.md)";
+    }
+    RegisteredBuffer word(b_->md(), 64, 4096);
+    word.fill(0x11);
+    RemoteKey rkey(a_->md().component(), word.registration().packed_rkey());
+    const uint64_t addr = word.address() + 8 + 2;  // 2 mod 4
+    uint32_t result     = 0;
+    Completion comp;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_atomic32_post(pair_.ab, UCT_ATOMIC_OP_ADD, 1, addr, rkey.rkey()));
+    ucs_status_t st = uct_ep_atomic32_fetch(pair_.ab, UCT_ATOMIC_OP_XOR, 1, &result, addr,
+                                            rkey.rkey(), comp.arm());
+    comp.posted(st);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, st);
+    st = uct_ep_atomic_cswap32(pair_.ab, 0x11111111u, 1, addr, rkey.rkey(), &result, comp.arm());
+    comp.posted(st);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, st);
+    ASSERT_EQ(UCS_OK, flush(pair_.ab));
+    EXPECT_TRUE(word.check_pattern(0, 0, 0x11)) << "a refused atomic changed memory";
+    Completion good;
+    post_fetch32(pair_.ab, UCT_ATOMIC_OP_ADD, 1, 0, &result, addr - 2, rkey.rkey(), good,
+                 {a_.get(), b_.get()});
+    ASSERT_TRUE(wait([&] { return good.done(); }, "an aligned fetch-add after the refusals"));
+    EXPECT_EQ(UCS_OK, good.status());
+    EXPECT_EQ(0x11111111u, result);
+}
+
+// A 4-byte registration on either half of a 64-bit word: the HCA checks the CAS of the whole word
+// against the registration, so gdr's md registers the whole words a buffer touches (same pages).
+// Without the registration cache (which registers whole pages anyway), so that the registration
+// is exactly what the md made of the 4 bytes. The other half is outside the buffer: untouched.
+class AtomicsRegistrationEdge : public PairTest {
+protected:
+    std::vector<ConfigOverride> md_overrides() const override { return {{{"RCACHE"}, "no"}}; }
+};
+
+TEST_F(AtomicsRegistrationEdge, FourByteRegistrationOnEitherHalfOfAWord)
+{
+    UCTEST_REQUIRE_FOP32(*a_, UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_CSWAP));
+    const auto &applied = b_->md().applied_overrides();
+    if (std::find(applied.begin(), applied.end(), "RCACHE") == applied.end()) {
+        GTEST_SKIP() << "md " << res_.md_name << " has no RCACHE switch";
+    }
+    RegisteredBuffer page(a_->md(), 4096, 4096);  // mapped memory to carve from (a's md)
+    auto all = {a_.get(), b_.get()};
+    for (size_t offset : {size_t(16), size_t(20)}) {
+        SCOPED_TRACE("4 bytes at 8k+" + std::to_string(offset % 8));
+        uint32_t *mine  = reinterpret_cast<uint32_t *>(page.data() + offset);
+        uint32_t *other = reinterpret_cast<uint32_t *>(page.data() + (offset ^ 4));
+        *mine           = 100;
+        *other          = 0xc3c3c3c3u;
+        Registration reg(b_->md(), mine, sizeof(uint32_t));
+        RemoteKey rkey(a_->md().component(), reg.packed_rkey());
+        uint32_t added = 0, swapped = 0;
+        Completion comp;
+        post_fetch32(pair_.ab, UCT_ATOMIC_OP_ADD, 5, 0, &added, page.address() + offset,
+                     rkey.rkey(), comp, all);
+        ASSERT_TRUE(wait([&] { return comp.done(); }, "fetch-add"));
+        ASSERT_EQ(UCS_OK, comp.status()) << "the HCA refused the word around a 4-byte buffer";
+        post_fetch32(pair_.ab, UCT_ATOMIC_OP_CSWAP, 7, 105, &swapped, page.address() + offset,
+                     rkey.rkey(), comp, all);
+        ASSERT_TRUE(wait([&] { return comp.done(); }, "cswap"));
+        ASSERT_EQ(UCS_OK, comp.status());
+        EXPECT_EQ(100u, added);
+        EXPECT_EQ(105u, swapped);
+        EXPECT_EQ(7u, *mine);
+        EXPECT_EQ(0xc3c3c3c3u, *other) << "the other half of the word changed";
+        EXPECT_TRUE(a_->errors.empty()) << "endpoint failed: " << status_name(a_->errors[0].status);
+    }
 }
 
 }  // namespace

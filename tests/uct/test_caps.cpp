@@ -246,10 +246,14 @@ struct PinnedCaps {
 };
 
 /// gdr_rc on a port with HCA atomics and inline sends (rxe, every ConnectX): uct_gdr's
-/// gdr_iface_query.c. and/or/xor/swap are compare-and-swap loops, advertised so that UCP puts
-/// its atomics on gdr_rc; 32-bit atomics are not offered (verbs has none).
+/// gdr_iface_query.c. and/or/xor/swap, and every 32-bit op, are compare-and-swap loops (verbs
+/// has no 32-bit atomic), advertised so that UCP puts its atomics on gdr_rc whether a context
+/// asks for 32-bit atomics, 64-bit ones or both (docs/atomics.md).
 const PinnedCaps *pinned_caps(const std::string &tl)
 {
+    constexpr uint64_t op = UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) |
+                            UCS_BIT(UCT_ATOMIC_OP_OR) | UCS_BIT(UCT_ATOMIC_OP_XOR);
+    constexpr uint64_t fop = op | UCS_BIT(UCT_ATOMIC_OP_SWAP) | UCS_BIT(UCT_ATOMIC_OP_CSWAP);
     static const PinnedCaps gdr_rc = {
         UCT_IFACE_FLAG_CONNECT_TO_EP | UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY |
             UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
@@ -257,12 +261,10 @@ const PinnedCaps *pinned_caps(const std::string &tl)
             UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK |
             UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE | UCT_IFACE_FLAG_ATOMIC_DEVICE,
         UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_FD,
-        0,
-        0,
-        UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) | UCS_BIT(UCT_ATOMIC_OP_OR) |
-            UCS_BIT(UCT_ATOMIC_OP_XOR),
-        UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) | UCS_BIT(UCT_ATOMIC_OP_OR) |
-            UCS_BIT(UCT_ATOMIC_OP_XOR) | UCS_BIT(UCT_ATOMIC_OP_SWAP) | UCS_BIT(UCT_ATOMIC_OP_CSWAP),
+        op,
+        fop,
+        op,
+        fop,
     };
     return tl == "gdr_rc" ? &gdr_rc : nullptr;
 }
