@@ -113,6 +113,12 @@ COST_ROWS = [
     row("ucp_tag_eager", "tag_lat", None, 8, "ucp_tag_send_nbx", api="ucp"),
     row("ucp_tag_rndv", "tag_lat", None, MiB, "ucp_tag_send_nbx", api="ucp"),
     row("ucp_put", "ucp_put_lat", None, 8, "ucp_put_nbx", api="ucp"),
+    # UCP's fetch-add at 32 and 64 bits (ucx_perftest asks UCP_FEATURE_AMO32 for -s 4, AMO64
+    # otherwise): over gdr_rc a device atomic lane at both widths, over rc_verbs UCP's emulation
+    # over active messages (docs/atomics.md). The initiator's call only: the emulation's work on
+    # the target (its handler, the reply) has no row (its server calls no op function to count by)
+    row("ucp_fadd32", "ucp_fadd", None, 4, "ucp_atomic_op_nbx", api="ucp"),
+    row("ucp_fadd64", "ucp_fadd", None, 8, "ucp_atomic_op_nbx", api="ucp"),
 ]
 # the receiving side (requirement 1: "sender and receiver separately"): put_short's target does
 # nothing for an RDMA write (its progress finds only its own reply's completions); the AM and
