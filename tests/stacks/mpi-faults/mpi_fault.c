@@ -19,7 +19,10 @@
 #include <string.h>
 #include <time.h>
 
-enum { TAG_BYTES = 65536, RMA_BYTES = 8192 };
+enum {
+    TAG_BYTES = 65536,
+    RMA_BYTES = 8192
+};
 
 static double now_s(void)
 {
@@ -46,7 +49,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: mpi_fault tag|rma ITERATIONS_BEFORE_KILL\n");
         return 2;
     }
-    const int rma   = !strcmp(argv[1], "rma");
+    const int rma      = !strcmp(argv[1], "rma");
     const long kill_at = atol(argv[2]);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
