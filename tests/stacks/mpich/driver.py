@@ -41,7 +41,7 @@ MAX_TIMEOUT = 300
 MAX_MEM_GB = 1.0        # mem=G lines (GB the job needs) above this are skips in a 3 GB VM
 UCX_LINE = re.compile(r"^\[\d+\.\d+\] \[[^\]]*\] +\S+:\d+ +UCX +(INFO|DIAG|DEBUG|TRACE)\b")
 EP_CFG = re.compile(r"(?:ep_cfg\[\d+\]:|(?:intra|inter)-node cfg#\d+)\s+(.*)$")
-LANE = re.compile(r"(\w+)\((\w+)/")
+LANE = re.compile(r"(\w+)\(([^)]*)\)")   # feature(tl/dev tl/dev ...)
 
 
 class Case:
@@ -121,11 +121,12 @@ def judge(case, rc, text, tl):
         if UCX_LINE.match(line):
             m = EP_CFG.search(line)
             if m:
-                for feat, t in LANE.findall(m.group(1)):
-                    if t == tl or (t == "ud_verbs" and feat == "wireup"):
-                        lanes.add(f"{feat}({t})")
-                    else:
-                        other.add(f"{feat}({t})")
+                for feat, tls in LANE.findall(m.group(1)):
+                    for t in (x.split("/", 1)[0] for x in tls.split()):
+                        if t == tl or (t == "ud_verbs" and feat == "wireup"):
+                            lanes.add(f"{feat}({t})")
+                        else:
+                            other.add(f"{feat}({t})")
             continue
         body.append(line)
     lane_note = ("lanes " + " ".join(sorted(lanes))) if lanes else "no ep_cfg line"
