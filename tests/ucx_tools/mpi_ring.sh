@@ -16,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 # Debian's openmpi-mca-params.conf disables pml ucx and the pml filters transports/devices to
 # mlx*: override all three.  -x passes the variables to the ranks (not to mpirun itself).
 cmd=(mpirun -np "$np" --oversubscribe --allow-run-as-root
-     --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ^ucx --mca btl self
+     --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ucx --mca btl self
      -x UCX_TLS="$tls" -x UCX_NET_DEVICES="$DEV" -x UCX_UD_VERBS_ETH_DGID_CHECK=n -x UCX_LOG_LEVEL=info)
 [[ -n "${LD_PRELOAD:-}" ]] && cmd+=(-x LD_PRELOAD="$LD_PRELOAD")
 cmd+=("$prog")

@@ -17,7 +17,7 @@ def mpirun(s, ranks, transport):
     (docs/openmpi.md), the plugin preloaded into the ranks for gdr_rc."""
     cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(ranks),
            "--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any",
-           "--mca", "btl", "self", "--mca", "osc", "^ucx"]
+           "--mca", "btl", "self", "--mca", "osc", "ucx"]
     exported = dict(UCX_TLS=UCP_TLS[transport], UCX_NET_DEVICES=s.net_device,
                     UCX_UD_VERBS_ETH_DGID_CHECK="n", UCX_WARN_UNUSED_ENV_VARS="n")
     if transport == "gdr_rc":
