@@ -962,5 +962,60 @@ class RegistrationSection(unittest.TestCase):
         self.assertEqual(registration.md_spec(s, "gdr_rc"), "gdr:gdr_rxe0")
         self.assertEqual(registration.md_spec(s, "rc_verbs"), "ib:rxe0")
 
+
+class Demo(unittest.TestCase):
+    """make demo (issue 28): the exact table first, then wall-clock rows with their spread, a
+    ratio whose min-max straddles 1.0 said to be "not telling"."""
+
+    def test_verdict_of_a_ratio(self):
+        def r(lo, med, hi, pairs=3):
+            return dict(median=med, min=lo, max=hi, pairs=pairs)
+        self.assertEqual(report.verdict(r(0.9, 0.95, 1.02), LAT), "not telling")
+        self.assertEqual(report.verdict(r(0.5, 0.6, 0.8), LAT), "gdr_rc faster")
+        self.assertEqual(report.verdict(r(0.5, 0.6, 0.8), BW), "gdr_rc slower")
+        self.assertEqual(report.verdict(r(1.1, 1.2, 1.3), BW), "gdr_rc faster")
+        self.assertEqual(report.verdict(r(0.5, 0.6, 0.8, pairs=1), LAT), "unjudged (1 pair)")
+        self.assertEqual(report.verdict(None, LAT), "n/a")
+
+    def test_cost_table_comes_first_and_wall_rows_carry_their_spread(self):
+        b = Results(3, load=lambda: 1.0)
+        spec = dict(section="uct", test="put_lat", size=8, metric=LAT)
+        side = {t: dict(spec, transport=t) for t in ("rc_verbs", "gdr_rc")}
+        vals = {"rc_verbs": iter([20.0, 22.0, 30.0]), "gdr_rc": iter([21.0, 20.0, 27.0])}
+        with contextlib.redirect_stdout(io.StringIO()):
+            b.interleave([measure.single(side[t], t, lambda n, t=t: (next(vals[t]), None, 1.0))
+                          for t in side], [("gdr_rc/rc_verbs", side["gdr_rc"], side["rc_verbs"])])
+        for t, v in (("rc_verbs", 332.0), ("gdr_rc", 314.0)):
+            b.rows.append(row("cost", "put_short", 8, "instr_per_op", t, v))
+        out = io.StringIO()
+        meta = dict(device="rxe0:1", gid_index=1, ucx_version="1.13.1", kernel="k",
+                    in_rxe_vm=True, pairs=3)
+        with contextlib.redirect_stdout(out):
+            report.print_report(dict(meta=meta, rows=b.rows, ratios=b.ratios))
+        text = out.getvalue()
+        self.assertLess(text.index("Exact cost"), text.index("Wall clock"))
+        self.assertIn("0.946", text)
+        self.assertIn("gdr_rc cheaper", text)
+        self.assertIn("22.00 [20-30]", text)  # rc_verbs' median and the min-max of its runs
+        self.assertIn("not telling", text)  # per pair 1.05, 0.91, 0.90
+        self.assertNotIn("raw verbs", text)  # no raw section: no raw columns
+
+    def test_demo_runs_its_rows_only(self):
+        s = types.SimpleNamespace(args=types.SimpleNamespace(demo=True))
+        self.assertTrue(ucx.in_demo(s, "uct", "put_lat", 8))
+        self.assertFalse(ucx.in_demo(s, "uct", "put_bw", MiB))
+        s.args.demo = False
+        self.assertTrue(ucx.in_demo(s, "uct", "put_bw", MiB))
+        self.assertEqual(plan.DEMO_SECTIONS[0], "cost")  # the exact table is measured first
+        # the CI regression's rows (perf/cost/regression's default)
+        with open(os.path.join(os.path.dirname(os.path.dirname(HERE)), "perf", "cost",
+                               "regression")) as f:
+            self.assertIn('DEFAULT_ROWS = "' + ",".join(plan.DEMO_COST_ROWS) + '"', f.read())
+        # 66 operations: the mean of 32 calls, one period of gdr_rc's TX_MODERATION (32)
+        calls = list(range(plan.DEMO_COST_OPS))
+        last = calls[len(calls) // 2:][:-1]
+        self.assertEqual(len(last), 32)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -11,11 +11,13 @@ import time
 
 from . import __doc__ as PACKAGE_DOC
 from .devices import DOCTOR, DeviceError, device_names, doctor_report
-from .plan import NOT_QUICK, SECTIONS
+from .plan import (DEMO_COST_OPS, DEMO_COST_ROWS, DEMO_PAIRS, DEMO_SECTIONS, DEMO_WALL,
+                   NOT_QUICK, SECTIONS)
 from .render import render
 from .sections.cost import ROW_NAMES
 from .session import Session
 from .tools import find_tool
+from .units import size_label
 from .vm import measure_in_vm
 
 
@@ -40,6 +42,11 @@ def parse_args():
                    " table's name: put_bw, tag_lat, ib_write_bw ...; repeatable; default: all)")
     p.add_argument("--quick", action="store_true",
                    help="fewer iterations (a few minutes in the VM)")
+    p.add_argument("--demo", action="store_true",
+                   help="`make demo`: the cost section's regression rows (" +
+                   ",".join(DEMO_COST_ROWS) + f", --cost-ops {DEMO_COST_OPS}) first, then " +
+                   ", ".join(f"{s} {t} {size_label(z)}" for s, t, z in DEMO_WALL) +
+                   f" with --quick iterations and --pairs {DEMO_PAIRS}, in one VM boot")
     p.add_argument("--out", help="results directory (default ./results/compare-<date>)")
     p.add_argument("--device",
                    help="DEV[:PORT] (default: $RXE_DEV or the first RDMA device, port 1)")
@@ -71,6 +78,9 @@ def parse_args():
                    " plugin's build, or on PATH)")
     p.add_argument("--cost-rows", type=cost_rows, metavar="ROW[,ROW...]",
                    help="rows of the cost section (default: all: " + ",".join(ROW_NAMES) + ")")
+    p.add_argument("--cost-ops", type=int, metavar="N",
+                   help="cost section: operations per run (default 200; a row is the mean of "
+                   "calls N/2+1 .. N-1)")
     p.add_argument("--cost-jobs", type=int, default=2, metavar="J",
                    help="cost section: pairs measured at a time (default 2: the VM's 2 CPUs)")
     p.add_argument("--coll-bench", metavar="PATH",
@@ -129,6 +139,12 @@ def main():
     if args.render:
         render(args.render)
         return 0
+    if args.demo:  # a preset: what the user gave explicitly stays
+        args.quick = True
+        args.section = args.section or list(DEMO_SECTIONS)
+        args.cost_rows = args.cost_rows or list(DEMO_COST_ROWS)
+        args.cost_ops = args.cost_ops or DEMO_COST_OPS
+        args.pairs = args.pairs or DEMO_PAIRS
     sections = args.section or [s for s in SECTIONS if not (args.quick and s in NOT_QUICK)]
     if args.pairs is None:
         args.pairs = 1 if args.quick else 5  # --quick: one pair, to stay within CI's time

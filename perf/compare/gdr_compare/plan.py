@@ -128,3 +128,19 @@ def busbw(op, size, ranks, time_us):
     if time_us is None or time_us <= 0:
         return None
     return size * bus_factor(op, ranks) / (time_us * 1e-6) / 1e9
+
+
+# --demo (`make demo`, README's command 1): what can be trusted first, in one VM boot.
+#  * cost: the CI regression's rows (perf/cost/regression), exact instructions per call. Each
+#    call is counted on its own, so a few calls give the same count as many: 66 operations, the
+#    mean of calls 34-65 (cost.per_operation: the last half less the exit's), 32 calls = one
+#    period of gdr_rc's signal moderation (TX_MODERATION 32), so its signaled send is in the
+#    mean once, as in any long run.
+#  * wall clock: a few rows, rc_verbs and gdr_rc interleaved DEMO_PAIRS times, each with its
+#    min-max; under TCG most of them straddle 1.0 and say so ("not telling").
+DEMO_SECTIONS = ("cost", "uct", "ucp")
+DEMO_COST_ROWS = ("put_short", "am_short", "put_bcopy", "am_bcopy")
+DEMO_COST_OPS = 66
+DEMO_PAIRS = 3
+DEMO_WALL = (("uct", "put_lat", 8), ("uct", "am_lat", 8), ("uct", "put_bw", 64 * KiB),
+             ("ucp", "tag_lat", 8))

@@ -27,28 +27,39 @@ def pyplot():
     return plt
 
 
-def grouped_bars(ax, groups, series, labels, title, style):
+def grouped_bars(ax, groups, series, labels, title, style, ylabel, xlabel):
     """One bar per series per group (a group: dict series key -> row or None); a series with no
-    row in any group is left out, an n/a row is marked, never drawn."""
+    row in any group is left out, an n/a row is marked, never drawn.  A row measured more than
+    once has the min-max of its runs as an error bar.  The legend goes outside the axes, to the
+    right, where it can cover no bar; the value is written inside the bar."""
     from matplotlib.patches import Patch
+    # a series no group has (raw verbs when the raw section did not run) takes no room
+    series = [sr for sr in series if any(g.get(sr[0]) is not None for g in groups)] or series
     width = 0.8 / len(series)
     handles = []  # built by hand: an all-n/a series has no bar to take its colour from
+    spread = False
     for i, (key, label, color) in enumerate(series):
-        xs, ys, missing = [], [], []
+        xs, ys, lo, hi, missing = [], [], [], [], []
         for x, group in enumerate(groups):
             row = group[key]
             pos = x + (i - (len(series) - 1) / 2) * width
             if row is not None and row["value"] is not None:
                 xs.append(pos)
                 ys.append(row["value"])
+                samples = row.get("samples") or [row["value"]]
+                lo.append(row["value"] - min(samples))
+                hi.append(max(samples) - row["value"])
+                spread = spread or len(samples) > 1
             elif row is not None:
                 missing.append(pos)
         if not xs and not missing:
             continue
-        bars = ax.bar(xs, ys, width, color=color)
+        bars = ax.bar(xs, ys, width, color=color, yerr=[lo, hi] if any(lo + hi) else None,
+                      error_kw=dict(ecolor="black", capsize=3, elinewidth=1))
         handles.append(Patch(color=color,
                              label=label + (f" ({len(missing)} n/a)" if missing else "")))
-        ax.bar_label(bars, fmt="%.3g", fontsize=style["bar"])
+        ax.bar_label(bars, fmt="%.3g", fontsize=style["bar"], label_type="center",
+                     rotation=90 if width < 0.3 else 0)
         for pos in missing:
             ax.text(pos, 0, "n/a", rotation=90, ha="center", va="bottom", fontsize=7, color=color)
     ax.set_xticks(range(len(groups)))
@@ -57,17 +68,40 @@ def grouped_bars(ax, groups, series, labels, title, style):
              if g[k] is not None and g[k]["value"] is not None and g[k]["value"] > 0]
     if shown and max(shown) / min(shown) > 50:
         ax.set_yscale("log")  # emulated latencies can span decades (see docs/perf-compare.md)
-        title += ", log scale"
+        ylabel += ", log scale"
     ax.set_title(title, **style["title"])
-    ax.legend(handles=handles, fontsize=style["legend"])
+    ax.set_ylabel(ylabel, fontsize=style["ticks"] + 1)
+    ax.set_xlabel(xlabel, fontsize=style["ticks"] + 1)
+    if spread:
+        handles.append(plt_line_handle("min-max of the runs"))
+    ax.legend(handles=handles, fontsize=style["legend"], loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     ax.grid(axis="y", alpha=0.3)
+
+
+def plt_line_handle(label):
+    """A legend entry for the error bars."""
+    from matplotlib.lines import Line2D
+    return Line2D([], [], color="black", marker="_", markersize=10, linewidth=1, label=label)
 
 
 def save(plt, fig, outdir, name):
     fig.tight_layout()
-    fig.savefig(os.path.join(outdir, name), dpi=110)
+    # bbox "tight": the legends outside the axes are part of the picture
+    fig.savefig(os.path.join(outdir, name), dpi=110, bbox_inches="tight")
     plt.close(fig)
     return name
+
+
+def ratio_label(r, metric):
+    """gdr_rc/rc_verbs under a group: the median, the pairs' min-max and the verdict."""
+    from .report import verdict
+    if r is None or r.get("median") is None:
+        return "gdr/rc n/a"
+    if r.get("pairs") and r["pairs"] > 1:
+        return (f"gdr/rc {r['median']:.2f}\n[{r['min']:.2f}-{r['max']:.2f}]\n"
+                f"{verdict(r, metric)}")
+    return f"gdr/rc {r['median']:.2f}"
 
 
 def transport_plots(plt, outdir, table):
@@ -75,16 +109,20 @@ def transport_plots(plt, outdir, table):
     series = [("rc_verbs", "rc_verbs", "C0"), ("gdr_rc", "gdr_rc", "C1"),
               ("raw", "raw verbs (perftest)", "C2")]
     written = []
-    for metric, name, title in (
-            (LAT, "latency.png", "Latency, median one-way (us), lower is better"),
-            (BW, "bandwidth.png", "Bandwidth (MiB/s), higher is better")):
-        groups = [t for t in table if t["metric"] == metric]
+    for metric, name, title, ylabel in (
+            (LAT, "latency.png", "Latency (wall clock)",
+             "one-way latency, median (µs)\nlower is better"),
+            (BW, "bandwidth.png", "Bandwidth (wall clock)",
+             "bandwidth (MiB/s = 2^20 B/s)\nhigher is better")):
+        groups = [t for t in table if t["metric"] == metric and t["section"] != "cost"]
         if not groups:
             continue
-        fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(groups) + 2), 4.5))
+        fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(groups) + 2), 5))
         grouped_bars(ax, groups, series,
-                     [f"{t['section']} {t['test']}\n{size_label(t['size'])}" for t in groups],
-                     title, ONE_PANEL)
+                     [f"{t['section']} {t['test']}\n{size_label(t['size'])}\n"
+                      f"{ratio_label(t['gdr_over_rc'], metric)}" for t in groups],
+                     title, ONE_PANEL, ylabel,
+                     "API, test, message size\n(gdr/rc: median [min-max] of the pairs' ratios)")
         written.append(save(plt, fig, outdir, name))
     return written
 
@@ -98,8 +136,9 @@ def wrapper_plot(plt, outdir, wrapper):
     for ax, (metric, groups) in zip(axes[0], panels):
         grouped_bars(ax, groups, [GDR_PERFTEST, ("ucx_perftest", "ucx_perftest", "C0")],
                      [f"{t['test']}\n{size_label(t['size'])}\n{t['transport']}" for t in groups],
-                     "Latency, median half round trip (us), lower is better" if metric == LAT
-                     else "Bandwidth (MiB/s), higher is better", TWO_PANELS)
+                     "Latency" if metric == LAT else "Bandwidth", TWO_PANELS,
+                     "median half round trip (µs)\nlower is better" if metric == LAT
+                     else "bandwidth (MiB/s)\nhigher is better", "test, message size, transport")
     return [save(plt, fig, outdir, "wrapper.png")]
 
 
@@ -108,10 +147,13 @@ def coll_plot(plt, outdir, colls):
     fig, axes = plt.subplots(2, 1, figsize=(max(7, 0.9 * len(colls) + 2), 8))
     labels = [f"{t['op']}\n{size_label(t['size'])}\nx{t['ranks']} {t['transport']}"
               for t in colls]
+    xlabel = "collective, size, ranks, transport"
     grouped_bars(axes[0], [dict(ours=t["ours_time"], mpi=t["mpi_time"]) for t in colls],
-                 COLL_SERIES, labels, "Time per call (us), lower is better", TWO_PANELS)
+                 COLL_SERIES, labels, "Time per call", TWO_PANELS,
+                 "time per call, max over ranks (µs)\nlower is better", xlabel)
     grouped_bars(axes[1], [dict(ours=t["ours_busbw"], mpi=t["mpi_busbw"]) for t in colls],
-                 COLL_SERIES, labels, "Bus bandwidth (GB/s), higher is better", TWO_PANELS)
+                 COLL_SERIES, labels, "Bus bandwidth", TWO_PANELS,
+                 "bus bandwidth (GB/s = 10^9 B/s)\nhigher is better", xlabel)
     return [save(plt, fig, outdir, "coll.png")]
 
 
@@ -120,14 +162,14 @@ def cost_plot(plt, outdir, table):
     groups = [t for t in table if t["section"] == "cost" and t["metric"] == COST_METRICS[0]]
     if not groups:
         return []
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(groups) + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(groups) + 2), 4.5))
     grouped_bars(ax, groups, [("rc_verbs", "rc_verbs", "C0"), ("gdr_rc", "gdr_rc", "C1")],
-                 [f"{t['test']}\n{size_label(t['size'])}\n"
-                  f"{'n/a' if t['gdr_over_rc'] is None else format(t['gdr_over_rc']['median'], '.3f')}"
+                 [f"{t['test']}\n{size_label(t['size'])}\ngdr/rc " +
+                  ("n/a" if t["gdr_over_rc"] is None else f"{t['gdr_over_rc']['median']:.3f}")
                   for t in groups],
-                 "Instructions per operation (callgrind), lower is better: posting side; recv_*: "
-                 "receiving side;\niface_progress: one idle call; under each row: gdr_rc / "
-                 "rc_verbs", ONE_PANEL)
+                 "Exact cost per operation (callgrind: counted, not timed)", ONE_PANEL,
+                 "instructions per call\nlower is better",
+                 "operation, message size, gdr_rc/rc_verbs (posting side; recv_*: receiver)")
     return [save(plt, fig, outdir, "cost.png")]
 
 

@@ -6,7 +6,39 @@ import os
 from .interleave import NOISY, ratio_text
 from .plan import UCP_TLS
 from .tables import comparison_rows, coll_rows, loads_of, wrapper_rows
-from .units import UNIT, size_label
+from .units import COST_METRICS, LAT, TIME, UNIT, size_label
+
+LOWER_IS_BETTER = (LAT, TIME)
+
+
+def verdict(r, metric, subject="gdr_rc"):
+    """What a wall-clock ratio says: "not telling" when its min-max over the interleaved pairs
+    straddles 1.0 (the host moved the pairs further than the transports differ), "unjudged"
+    with one pair (no spread), else which side is faster."""
+    if r is None or r.get("median") is None:
+        return "n/a"
+    if not r.get("pairs") or r["pairs"] < 2:
+        return "unjudged (1 pair)"
+    if r["min"] <= 1.0 <= r["max"]:
+        return "not telling"
+    faster = (r["max"] < 1.0) == (metric in LOWER_IS_BETTER)
+    return f"{subject} {'faster' if faster else 'slower'}"
+
+
+def cost_verdict(r):
+    if r is None or r.get("median") is None:
+        return "n/a"
+    q = r["median"]
+    return "equal" if q == 1 else ("gdr_rc cheaper" if q < 1 else "gdr_rc dearer")
+
+
+def spread_cell(row, notes):
+    """A row's median with the min-max of its good runs: "21.50 [20.5-24]"."""
+    text = notes.cell(row)
+    samples = (row or {}).get("samples") or []
+    if row is not None and row["value"] is not None and len(samples) > 1:
+        text += f" [{min(samples):.4g}-{max(samples):.4g}]"
+    return text
 
 
 def fmt(row):
@@ -68,29 +100,65 @@ def print_header(meta):
               f"average over the row's pairs")
 
 
-def print_transports(table, rows, notes):
-    cell = notes.cell
+def print_cost(table, notes):
+    """The exact table, first: instructions per call of each cost row, gdr_rc against rc_verbs,
+    then the row's other counts (system calls, verbs calls) per operation, rc_verbs/gdr_rc."""
+    instr = [t for t in table if t["metric"] == COST_METRICS[0]]
+    if not instr:
+        return
+    print("Exact cost per operation: instructions executed per call (valgrind's callgrind, "
+          "counted, not timed:\nthe same on any host, load or run), gdr_rc against UCX's "
+          "rc_verbs on the same device; lower is better")
+    print_table(["operation", "size", "rc_verbs", "gdr_rc", "gdr_rc/rc_verbs", "verdict"],
+                [[t["test"], size_label(t["size"]), notes.cell(t["rc_verbs"]),
+                  notes.cell(t["gdr_rc"]),
+                  "n/a" if t["gdr_over_rc"] is None else f"{t['gdr_over_rc']['median']:.3f}",
+                  cost_verdict(t["gdr_over_rc"])] for t in instr])
+    others = []
+    for t in instr:
+        parts = []
+        for o in table:
+            if (o["test"], o["size"]) == (t["test"], t["size"]) and o["metric"] != t["metric"]:
+                v = [fmt(o[k]).replace(".00", "") for k in ("rc_verbs", "gdr_rc")]
+                parts.append(f"{UNIT[o['metric']].split('/')[0]} {v[0]}/{v[1]}")
+        if parts:
+            others.append(f"  {t['test']}: " + ", ".join(parts))
+    if others:
+        print("per operation, rc_verbs/gdr_rc:")
+        print("\n".join(others))
+    print("posting side: the op function and all it calls (UCX, transport, verbs provider, "
+          "libc); recv_*: the receiver's progress beyond its idle polls")
+    print()
+
+
+def print_transports(table, rows, notes, pairs=None):
     lines = []
     for t in table:
         raw = t["raw_tool"]
         lines.append([t["section"], t["test"], size_label(t["size"]), UNIT[t["metric"]],
-                      cell(t["rc_verbs"]), cell(t["gdr_rc"]), fmt_ratio(t["gdr_over_rc"]),
-                      raw or "-", cell(t["raw"]) if raw else "-",
+                      spread_cell(t["rc_verbs"], notes), spread_cell(t["gdr_rc"], notes),
+                      fmt_ratio(t["gdr_over_rc"]), verdict(t["gdr_over_rc"], t["metric"]),
+                      raw or "-", spread_cell(t["raw"], notes) if raw else "-",
                       fmt_ratio(t["rc_over_raw"]) if raw else "-",
                       fmt_ratio(t["gdr_over_raw"]) if raw else "-", fmt_load(t)])
     for r in rows:
         if r["section"] == "raw":
             lines.append(["raw", r["test"], size_label(r["size"]), UNIT[r["metric"]], "-", "-",
-                          "-", r["test"], cell(r), "-", "-", fmt_load(dict(load=loads_of(r)))])
+                          "-", "-", r["test"], spread_cell(r, notes), "-", "-",
+                          fmt_load(dict(load=loads_of(r)))])
+    if lines and all(t["raw"] is None for t in table) and \
+            not any(r["section"] == "raw" for r in rows):
+        lines = [line[:8] + line[-1:] for line in lines]  # no raw verbs run: no raw columns
     if lines:
-        print_table(["section", "test", "size", "unit", "rc_verbs", "gdr_rc", "gdr/rc",
-                     "raw verbs", "raw", "rc/raw", "gdr/raw", "load"], lines)
-        print("latency: median one-way us (ratio < 1: faster); bandwidth: MiB/s, message rate: "
-              "msg/s (ratio > 1: faster)")
-        if any(t["section"] == "cost" for t in table):
-            print("cost: exact counts per operation (callgrind; ratio < 1: cheaper), posting "
-                  "side; recv_*: the receiving process's progress beyond its idle polls; "
-                  "iface_progress: one idle call")
+        print("Wall clock" + (f", {pairs} interleaved pair(s) per row" if pairs else "") +
+              ": each value the median [min-max] of its runs; gdr/rc the median [min-max] of "
+              "the per-pair ratios;\n'not telling': that min-max straddles 1.0 (the host moved "
+              "the runs more than the transports differ)")
+        head = ["section", "test", "size", "unit", "rc_verbs", "gdr_rc", "gdr/rc", "verdict",
+                "raw verbs", "raw", "rc/raw", "gdr/raw", "load"]
+        print_table(head if len(lines[0]) == len(head) else head[:8] + head[-1:], lines)
+        print("latency: median one-way us, lower is better (ratio < 1: gdr_rc faster); "
+              "bandwidth: MiB/s, message rate: msg/s, higher is better (ratio > 1: faster)")
 
 
 def print_wrapper(wrapper, notes):
@@ -132,7 +200,9 @@ def print_report(doc):
     notes = Notes()
     print()
     print_header(doc["meta"])
-    print_transports(table, rows, notes)
+    print_cost([t for t in table if t["section"] == "cost"], notes)
+    print_transports([t for t in table if t["section"] != "cost"], rows, notes,
+                     doc["meta"].get("pairs"))
     if wrapper:
         print_wrapper(wrapper, notes)
     if colls:

@@ -24,6 +24,7 @@ def measure_in_vm(args, sections):
     cmd = [RUN, "--measure-only", "--out", out, "--vm", "never", "--base-port", str(args.base_port),
            "--host-loadavg", host_load]
     cmd += ["--quick"] if args.quick else []
+    cmd += ["--demo"] if args.demo else []
     for s in sections:
         cmd += ["--section", s]
     for t in args.test or ():
@@ -37,14 +38,16 @@ def measure_in_vm(args, sections):
                       args.provider_ops and os.path.abspath(args.provider_ops)),
                      ("--coll-ranks", args.coll_ranks and ",".join(map(str, args.coll_ranks))),
                      ("--cost-rows", args.cost_rows and ",".join(args.cost_rows)),
-                     ("--cost-jobs", args.cost_jobs)):
+                     ("--cost-ops", args.cost_ops), ("--cost-jobs", args.cost_jobs)):
         if val is not None:
             cmd += [opt, str(val)]
     env = dict(os.environ)
     if env.get("GDR_PLUGIN"):  # the VM run starts in the results directory
         env["GDR_PLUGIN"] = os.path.abspath(env["GDR_PLUGIN"])
     # the bound of one pair per comparison, times the pairs (each pair runs every launch again)
-    env.setdefault("RXE_VM_TIMEOUT", str((1500 if args.quick else 5400) * max(1, args.pairs)))
+    # (--demo: its few rows, 3 pairs and the cost rows take 3-5 minutes on a quiet host)
+    env.setdefault("RXE_VM_TIMEOUT", str(1500 if args.demo else
+                                         (1500 if args.quick else 5400) * max(1, args.pairs)))
     print(f"compare: no RDMA device here: running in the Soft-RoCE VM ({RXE_VM_RUN})", flush=True)
     with HostLoadWriter(host_load):
         return subprocess.run([RXE_VM_RUN] + cmd, cwd=share, env=env).returncode

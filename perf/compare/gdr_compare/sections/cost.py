@@ -339,7 +339,8 @@ def measure_calls(s, r, transport, provider, name, port, fn, scratch):
         window + [f"--callgrind-out-file={out}"]
     server = ["ucx_perftest", "-p", str(port)]
     client = ["ucx_perftest", "127.0.0.1", "-p", str(port), "-d", s.net_device] + \
-        perftest_args(r, transport, r.size) + ["-n", str(2 * N)]
+        perftest_args(r, transport, r.size) + \
+        ["-n", str(getattr(s.args, "cost_ops", None) or 2 * N)]  # --cost-ops: the demo's 66
     # the native peer spins while it waits for the one under valgrind, tens of times slower:
     # niced, it leaves the CPUs to the measured one (the counts do not depend on it, the time
     # a pair takes does)

@@ -5,7 +5,7 @@ same pairs when the raw section is part of the run."""
 from ..launch import run_pair
 from ..measure import single
 from ..parsers import parse_ucx_perftest
-from ..plan import MR_WINDOW, TRANSPORTS, UCP_TESTS, UCP_TLS, UCT_TESTS
+from ..plan import DEMO_WALL, MR_WINDOW, TRANSPORTS, UCP_TESTS, UCP_TLS, UCT_TESTS
 from ..tools import missing_ucx_tools
 from ..units import MR
 from .raw import raw_peer
@@ -24,6 +24,12 @@ def ucx_once(s, client_args, metric, env):
             value, reason = parse_ucx_perftest(cout, metric)
         return value, reason, wall
     return once
+
+
+def in_demo(s, section, test, size):
+    """--demo runs only its rows of the uct and ucp sections (plan.DEMO_WALL)."""
+    demo = getattr(getattr(s, "args", None), "demo", False)
+    return not demo or (section, test, size) in DEMO_WALL
 
 
 def unavailable(s, transport):
@@ -56,7 +62,7 @@ def compare_transports(s, section, test, size, metric, launch_of, extra=None):
 
 def run_uct(s):
     for test, size, layout, metric in UCT_TESTS:
-        if not s.wanted(test):
+        if not s.wanted(test) or not in_demo(s, "uct", test, size):
             continue
         n, w = s.iters.of(metric, size)
         args = ["-d", s.net_device, "-t", test, "-s", str(size), "-D", layout, "-n", str(n),
@@ -69,7 +75,7 @@ def run_uct(s):
 
 def run_ucp(s):
     for test, size, metric in UCP_TESTS:
-        if not s.wanted(test):
+        if not s.wanted(test) or not in_demo(s, "ucp", test, size):
             continue
         n, w = s.iters.of(metric, size)
         args = ["-t", test, "-s", str(size), "-n", str(n), "-w", str(w)]
