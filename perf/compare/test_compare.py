@@ -275,6 +275,90 @@ class CostSection(unittest.TestCase):
                           ("/usr/bin/ucx_perftest", "other")):
             self.assertEqual(callgrind.object_class(path), cls, path)
 
+    def test_mpi_objects_are_the_mpi_class(self):
+        for path in ("/usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4",
+                     "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2",
+                     "/usr/lib/x86_64-linux-gnu/libmca_common_ucx.so.40.30.2",
+                     "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_pml_ucx.so",
+                     "/usr/lib/x86_64-linux-gnu/libmpich.so.12.2.2"):
+            self.assertEqual(callgrind.object_class(path), "mpi", path)
+        self.assertEqual(callgrind.object_class("/usr/lib/x86_64-linux-gnu/libucp.so.0"),
+                         "ucx_core")
+
+    @staticmethod
+    def op(instr, spins=0, through=1):
+        return {"instr_per_op": instr, "spins": spins, "expect": through, "post_send_per_op": 1}
+
+    def test_program_segments_pair_each_trigger_with_what_follows(self):
+        # a dump before each call (the first holds what ran before it: nothing collected)
+        dumps = [("--dump-before=PMPI_Send", self.op(0)), ("--dump-before=PMPI_Send", self.op(0)),
+                 ("--dump-before=PMPI_Send", self.op(900)),
+                 ("--dump-before=PMPI_Send", self.op(424)),
+                 ("Program termination", self.op(430))]
+        segments, why = cost.program_segments(dumps)
+        self.assertIsNone(why)
+        # each call is the dump after its trigger; the profile at exit is left out
+        self.assertEqual([(fn, c["instr_per_op"]) for fn, c in segments],
+                         [("PMPI_Send", 0), ("PMPI_Send", 900), ("PMPI_Send", 424)])
+        _, why = cost.program_segments([("--dump-before=PMPI_Send", self.op(5))] + dumps[1:])
+        self.assertIn("before the first dump", why)
+        self.assertIn("1 calls", cost.program_segments(dumps[:2])[1])
+
+    def test_program_row_is_the_sum_of_the_ranks_fewest_spins_of_the_last_half(self):
+        send = [("PMPI_Send", self.op(i)) for i in (5000, 4000, 424, 424)]
+        # rank 1's receives: the first half pays the wire-up; of the rest, the two that spun
+        # (their message had not arrived) are left out; one refilled a queue (+1800: kept)
+        recv = [("PMPI_Recv", self.op(i, spins=k)) for i, k in
+                ((9000, 1), (9000, 1), (9000, 1), (9000, 1), (1090, 1), (1614, 3),
+                 (1090 + 1800, 1), (3710, 11))]
+        per_op, why = cost.program_per_operation({0: send, 1: recv}, {0: "send", 1: "recv"},
+                                                 cost.MPI_SENDRECV_UCP)
+        self.assertIsNone(why)
+        self.assertAlmostEqual(per_op["instr_per_op"], 424 + 1090 + 1800 / 2)
+        self.assertAlmostEqual(per_op["post_send_per_op"], 2)
+        self.assertNotIn("spins", per_op)
+        self.assertEqual(per_op[cost.PART_PREFIX + "parts"]["recv"],
+                         {"instr": 1990, "spins": 1, "kept": 2, "typical": 1090,
+                          "operations": 4})
+
+    def test_program_operation_not_through_ucp_is_no_row(self):
+        send = [("PMPI_Send", self.op(300, through=0))] * 4
+        per_op, why = cost.program_per_operation({0: send}, {0: "send"}, cost.MPI_SENDRECV_UCP)
+        self.assertIsNone(per_op)
+        self.assertIn("2 of 2 send operations made no call of ucp_tag_send_n.*: not through UCP",
+                      why)
+
+    def test_program_command_lines(self):
+        s = types.SimpleNamespace(provider_ops="/b/perf/cost/provider_ops")
+        rows = {r.name: r for r in cost.COST_ROWS}
+        env = {"UCX_TLS": "gdr_rc,ud_verbs:aux", "UCX_NET_DEVICES": "rxe0:1",
+               "LD_PRELOAD": "/b/lib/libuct_gdr.so", "LD_BIND_NOW": "1", "PATH": "/bin"}
+
+        def grind(rank):
+            return ["vg", str(rank)]
+        cmd, e = cost.program_command(s, rows["ucp_put_flush"], "gdr_rc", grind, env)
+        self.assertEqual(cmd, ["vg", "0", "/b/perf/cost/ucp_put_flush"])
+        self.assertEqual(e, env)
+        # Open MPI: the plugin reaches the ranks with -x, not mpirun; rank 0 alone measured
+        cmd, e = cost.program_command(s, rows["mpi_ompi_put_flush"], "gdr_rc", grind, env)
+        self.assertNotIn("LD_PRELOAD", e)
+        # each app context gets its own -x: one given before the first reaches only that one
+        self.assertEqual(cmd.count("LD_PRELOAD=/b/lib/libuct_gdr.so"), 2)
+        self.assertEqual(cmd[cmd.index(":") - 2:cmd.index(":") + 4],
+                         ["/b/perf/cost/mpi_cost", "put", ":", "-np", "1", "-x"])
+        self.assertEqual(cmd[cmd.index("pml") + 1], "ucx")
+        self.assertEqual(cmd[-2:], ["/b/perf/cost/mpi_cost", "put"])
+        self.assertEqual(cmd[cmd.index(":") - 5:cmd.index(":")],
+                         ["LD_PRELOAD=/b/lib/libuct_gdr.so", "vg", "0", "/b/perf/cost/mpi_cost",
+                          "put"])
+        # MPICH: every peer remote (else ch4's shared memory carries the messages), both ranks
+        cmd, e = cost.program_command(s, rows["mpi_mpich_sendrecv"], "gdr_rc", grind, env)
+        self.assertEqual(e["MPIR_CVAR_NOLOCAL"], "1")
+        self.assertNotIn("LD_PRELOAD", e)
+        self.assertEqual(" ".join(cmd), "mpiexec.mpich -genv LD_PRELOAD /b/lib/libuct_gdr.so "
+                         "-n 1 vg 0 /b/perf/cost/mpi_cost_mpich sendrecv : "
+                         "-n 1 vg 1 /b/perf/cost/mpi_cost_mpich sendrecv")
+
     def test_cost_rows_get_a_ratio_per_metric(self):
         rows = [row("cost", "put_short", 8, "instr_per_op", "rc_verbs", 332.0),
                 row("cost", "put_short", 8, "instr_per_op", "gdr_rc", 343.0),

@@ -91,6 +91,8 @@ OBJECT_CLASSES = (
     ("ucx_core", re.compile(r"lib(ucs|uct|ucp|ucm)[^/]*$")),
     ("provider", re.compile(r"lib(ibverbs|rxe)[^/]*$|librxe-rdmav\d+\.so$")),
     ("libc", re.compile(r"libc[.-][^/]*$")),
+    # issue 27's MPI rows: Open MPI (libmpi, its support libraries and components), MPICH
+    ("mpi", re.compile(r"lib(mpi|open-pal|open-rte|mpich|mca_)[^/]*$|/mca_[^/]*\.so$")),
 )
 
 

@@ -22,6 +22,7 @@ the put_lat client: progress with nothing to do."""
 
 import collections
 import concurrent.futures
+import fnmatch
 import glob
 import json
 import os
@@ -31,7 +32,7 @@ import subprocess
 import tempfile
 
 from ..callgrind import parse, split_by_class
-from ..launch import run_pair
+from ..launch import run_pair, run_single
 from ..plan import UCP_TLS
 from ..tools import missing_ucx_tools
 from ..units import KiB, MiB
@@ -46,7 +47,8 @@ class Row(collections.namedtuple("Row", "name test layout size functions args en
     count the progress function and use the op function to tell the operations apart."""
 
 
-DIFFERENCE, FIRST_CALL, PROGRESS, RECEIVER = "difference", "first_call", "progress", "receiver"
+DIFFERENCE, FIRST_CALL, PROGRESS, RECEIVER, PROGRAM = ("difference", "first_call", "progress",
+                                                       "receiver", "program")
 # what UCP's processes call to progress (a symbol of libucp); UCT's is the iface's own function,
 # which perf/cost/progress_fn names
 UCP_PROGRESS = "ucp_worker_progress"
@@ -119,17 +121,68 @@ COST_ROWS = [
     # the target (its handler, the reply) has no row (its server calls no op function to count by)
     row("ucp_fadd32", "ucp_fadd", None, 4, "ucp_atomic_op_nbx", api="ucp"),
     row("ucp_fadd64", "ucp_fadd", None, 8, "ucp_atomic_op_nbx", api="ucp"),
+    # issue 27: UCP's eager tag send of 64 KiB (below both transports' rendezvous thresholds,
+    # docs/perf-compare.md), its matching receive is recv_ucp_tag_64k below; and the
+    # non-fetching 64-bit add (ucx_perftest's ucp_add: ucp_atomic_op_nbx without a reply
+    # buffer; ucp_fadd64 is the fetching one), one outstanding as fetch_add64's UCT row
+    row("ucp_tag_64k", "tag_lat", None, 64 * KiB, "ucp_tag_send_nbx", api="ucp"),
+    row("ucp_add64", "ucp_add", None, 8, "ucp_atomic_op_nbx", args=ONE_OUTSTANDING, api="ucp"),
 ]
 # the receiving side (requirement 1: "sender and receiver separately"): put_short's target does
 # nothing for an RDMA write (its progress finds only its own reply's completions); the AM and
 # tag rows receive, hand the message up and refill the receive queue
 COST_ROWS += [receiver(r) for r in COST_ROWS
-              if r.name in ("put_short", "am_short", "am_bcopy", "ucp_tag_eager")]
+              if r.name in ("put_short", "am_short", "am_bcopy", "ucp_tag_eager", "ucp_tag_64k")]
 # the other side of ep_flush_every_send_signaled: put_lat's server, whose progress now polls a
 # completion for each of its replies (rc_verbs' recv_put_short does the same by default)
 COST_ROWS += [receiver(row("put_short_every_send_signaled", "put_lat", "short", 8,
                            "uct_rc_verbs_ep_put_short", "gdr_ep_put_short",
                            env=SIGNAL_EVERY_SEND))]
+
+
+class Program(collections.namedtuple("Program", "launcher binary args ranks expect")):
+    """A PROGRAM row's program (issue 27: the rows above ucx_perftest's reach): the launcher
+    ("ucp": one process; "ompi": Open MPI's mpirun, pml/osc ucx; "mpich": MPICH's hydra,
+    ch4:ucx), the binary (built next to provider_ops: perf/cost/), its arguments, the ranks
+    measured, each {rank: (label, (function glob, ...))}: that rank runs under callgrind with
+    the functions collected and a dump before each call of the first, so that every operation
+    is a profile of its own (the others run natively), and per label the UCP calls (regular
+    expressions) that each operation must make, every one: one that did not go through UCP
+    (an MPI's shared memory), or a function that callgrind did not collect, must not give a
+    row.  One dump function per process: valgrind 3.19's
+    callgrind given --toggle-collect and --dump-before for two functions collected nothing in
+    the second (Open MPI's PMPI_Send and PMPI_Recv, 2026-12-05; each alone is collected)."""
+
+
+# the spins of a call that waits (MPI_Recv, a flush) are ucp_worker_progress calls inside it;
+# the programs make it find what it waits for at its first poll, and a row keeps the operations
+# with the fewest spins (program_per_operation)
+SPIN = "ucp_worker_progress"
+# one message: rank 0's MPI_Send, rank 1's MPI_Recv of it (perf/cost/mpi_cost.c sendrecv)
+MPI_SENDRECV = {0: ("send", ("*MPI_Send",)), 1: ("recv", ("*MPI_Recv",))}
+MPI_SENDRECV_UCP = {"send": (r"ucp_tag_send_n.*",), "recv": (r"ucp_tag_recv_n.*",)}
+# a put and its flush: the program's wrappers put_op and flush_op are collected (two names
+# without a common prefix: given *MPI_Put and *MPI_Win_flush, callgrind collected only the
+# flush, 908 instructions and no work request on rc_verbs, 2026-12-05), and both the put and
+# the flush must be in each operation
+PUT_FLUSH = {0: ("put_flush", ("put_op", "flush_op"))}
+PROGRAMS = {
+    # ucp_put_nbx of 8 B (put_op), then (after the program's sleep) flush_op: ucp_ep_flush_nbx,
+    # the progress until its request completes, ucp_request_free; one process (perf/cost/
+    # ucp_put_flush.c)
+    "ucp_put_flush": Program("ucp", "ucp_put_flush", (), PUT_FLUSH,
+                             {"put_flush": (r"ucp_put_nbx", r"ucp_ep_flush_nbx")}),
+    "mpi_ompi_sendrecv": Program("ompi", "mpi_cost", ("sendrecv",), MPI_SENDRECV,
+                                 MPI_SENDRECV_UCP),
+    "mpi_mpich_sendrecv": Program("mpich", "mpi_cost_mpich", ("sendrecv",), MPI_SENDRECV,
+                                  MPI_SENDRECV_UCP),
+    # MPI_Put of 8 B + MPI_Win_flush (osc ucx), rank 0 (mpi_cost.c put)
+    "mpi_ompi_put_flush": Program("ompi", "mpi_cost", ("put",), PUT_FLUSH,
+                                  {"put_flush": (r"ucp_put_n.*", r"ucp_(ep|worker)_flush.*")}),
+}
+COST_ROWS += [row(name, "program", None, 8, p.ranks[min(p.ranks)][1][0], method=PROGRAM,
+                  api="ucp")
+              for name, p in PROGRAMS.items()]
 ROW_NAMES = tuple(r.name for r in COST_ROWS)
 N = 100  # a run makes 2N operations; a row is the mean of the last N
 
@@ -142,7 +195,7 @@ VERBS_CALLS = {"post_send_per_op": ("post_send", "wr_complete"),
 # libc's system call wrappers that a verbs provider uses (doorbells, commands, events)
 SYSCALLS = (r"write|read|ioctl|writev|readv|poll|epoll_wait|syscall|sendmsg|recvmsg",
             r".*/libc[.-][^/]*")
-INSTR, SPLIT_PREFIX = "instr_per_op", "split_"
+INSTR, SPLIT_PREFIX, OBJECT_PREFIX, PART_PREFIX = "instr_per_op", "split_", "object_", "part_"
 METRICS = (INSTR, "syscalls_per_op") + tuple(VERBS_CALLS)
 
 
@@ -166,6 +219,9 @@ def totals(profile, op_function, provider):
                         for n in names if n in provider)
     for cls, ir in split_by_class(profile).items():
         c[SPLIT_PREFIX + cls] = ir
+    for ob, ir in profile.self_by_object.items():  # the finer split: libucp apart from libucs
+        c[OBJECT_PREFIX + os.path.basename(ob or "?")] = c.get(OBJECT_PREFIX + os.path.basename(
+            ob or "?"), 0) + ir
     return c
 
 
@@ -316,6 +372,8 @@ def profile_row(s, r, transport, provider, name, port):
     # 9p share of the results, where each costs a second under TCG; what is kept goes to logs
     scratch = tempfile.mkdtemp(prefix=f"{name}.")
     try:
+        if r.method == PROGRAM:
+            return measure_program(s, r, transport, provider, name, scratch)
         return measure_calls(s, r, transport, provider, name, port, fn, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -398,6 +456,166 @@ def progress_row(s, r, transport, name, dumps, progress, mark, receive):
     print(f"    {transport} {r.name}: {progress}: idle call {idle[0]} instructions, {idle[1]} of "
           f"the {idle[2]} calls of the last {ops - ops // 2} operations", flush=True)
     return per_op, None
+
+
+def program_segments(dumps):
+    """One process's dumps (trigger, totals), in order -> [(the function whose call the
+    segment is, its totals)] or a reason: a dump holds what ran since the previous one, the call
+    that triggered the previous dump (only the parts' functions are collected).  The last
+    segment is left out: its profile is the one at exit (see per_operation)."""
+    if len(dumps) < 3:
+        return None, f"{max(0, len(dumps) - 1)} calls recorded"
+    if dumps[0][1][INSTR]:
+        return None, "callgrind collected before the first dump"
+    segments = []
+    for (trigger, _), (_, content) in zip(dumps[:-1], dumps[1:-1]):
+        m = re.match(r"--dump-before=(.*)$", trigger.strip())
+        segments.append((m.group(1) if m else trigger, content))
+    return segments, None
+
+
+def program_per_operation(ranks, labels, expect):
+    """{rank: program_segments' list}, {rank: label} -> (per operation, None) or (None,
+    reason).  Per rank: its operations (one per dump), the last half of them (the first pay the
+    endpoint's wire-up and pools, as on the perftest rows).  An operation that waits (MPI_Recv,
+    a flush) spins in SPIN until what it waits for is there, a number of times that depends on
+    timing: the programs make it wait for nothing (mpi_cost.c: rank 1 receives once rank 0's
+    send has returned, and a little later), and the row keeps the operations with the fewest
+    spins (how many: "kept"), averaged, whatever else happens in them every so often (a
+    receive queue refilled) in its share.  Taking longer waits out at an idle spin's cost does
+    not work: a spin costs more while a send completion is outstanding than after (gdr_rc
+    polls its send CQ only then: 286 and 235 instructions under MPICH).  The row is the sum
+    over the ranks (MPI_Send on one, MPI_Recv of the same message on the other); per rank,
+    under PART_PREFIX + "parts": the instructions, the fewest spins, the operations kept and
+    in all, and the typical operation (the most frequent count among those kept).  An
+    operation that made no call of expect[label] (the MPI did not go through UCP) is an
+    error."""
+    total, parts_out = {}, {}
+    for rank in sorted(ranks):
+        label = labels[rank]
+        calls = [c for _, c in ranks[rank]]
+        calls = calls[len(calls) // 2:]
+        if not calls:
+            return None, f"rank {rank}: no {label} operation recorded"
+        through = sum(c.get("expect", 0) >= 1 for c in calls)
+        if through < len(calls):
+            return None, (f"rank {rank}: {len(calls) - through} of {len(calls)} {label} "
+                          f"operations made no call of {' or '.join(expect[label])}: not "
+                          "through UCP, or not collected")
+        fewest = min(c["spins"] for c in calls)
+        kept = [c for c in calls if c["spins"] == fewest]
+        mean = {}
+        for c in kept:
+            mean = add(mean, {k: v for k, v in c.items() if k not in ("expect", "spins")})
+        mean = {k: v / len(kept) for k, v in mean.items()}
+        total = add(total, mean)
+        typical = collections.Counter(c[INSTR] for c in kept).most_common(1)[0][0]
+        parts_out[label] = {"instr": round(mean[INSTR], 2), "spins": fewest, "kept": len(kept),
+                            "typical": typical, "operations": len(calls)}
+    total[PART_PREFIX + "parts"] = parts_out
+    return total, None
+
+
+RANK_VARIABLE = {"ompi": "OMPI_COMM_WORLD_RANK", "mpich": "PMI_RANK"}
+
+
+def program_command(s, r, transport, grind, env):
+    """The command line of a PROGRAM row: the measured ranks under grind(rank), the others native;
+    MPI: two ranks on this host over UCP with UCX_TLS of the transport."""
+    p = PROGRAMS[r.name]
+    binary = os.path.join(os.path.dirname(s.provider_ops), p.binary)
+    prog = [binary] + list(p.args)
+    if p.launcher == "ucp":
+        return grind(0) + prog, env
+    ranks = [grind(rank) + prog if rank in p.ranks else prog for rank in (0, 1)]
+    if p.launcher == "ompi":
+        # Debian's openmpi-mca-params.conf disables pml ucx and filters its devices to mlx*
+        # (tests/ucx_tools/mpi_ring.sh); the ranks get the environment with -x, mpirun itself
+        # must not preload the plugin.  With two app contexts (rank 0 under callgrind, rank 1
+        # not) a -x reaches only the context it is given in: each gets its own (the first run
+        # without: rank 1 had no gdr_rc, "PML ucx cannot be selected")
+        cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--mca", "pml", "ucx",
+               "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any", "--mca", "osc",
+               "ucx", "--mca", "btl", "self"]
+        exported = []
+        for var in ("UCX_TLS", "UCX_NET_DEVICES", "UCX_UD_VERBS_ETH_DGID_CHECK",
+                    "UCX_WARN_UNUSED_ENV_VARS", "LD_BIND_NOW", "LD_PRELOAD") + tuple(r.env):
+            if var in env:
+                exported += ["-x", f"{var}={env[var]}"]
+        env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+        sep = []
+        for argv in ranks:
+            cmd += sep + ["-np", "1"] + exported + argv
+            sep = [":"]
+        return cmd, env
+    # MPICH's hydra passes its environment to the ranks (docs/mpich.md); ch4 would carry the
+    # messages between ranks of one node through its POSIX shared memory: MPIR_CVAR_NOLOCAL=1
+    # makes the peer remote, so that they go through UCP (checked: PROGRAM rows' `expect`)
+    env = dict(env, MPIR_CVAR_NOLOCAL="1")
+    cmd = ["mpiexec.mpich"]
+    if "LD_PRELOAD" in env:
+        cmd += ["-genv", "LD_PRELOAD", env["LD_PRELOAD"]]
+        env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+    sep = []
+    for argv in ranks:
+        cmd += sep + ["-n", "1"] + argv
+        sep = [":"]
+    return cmd, env
+
+
+def measure_program(s, r, transport, provider, name, scratch):
+    """A PROGRAM row: its program once, the measured ranks under callgrind with each part's
+    function collected and a dump before each call -> (per operation or None, reason, wall)."""
+    p = PROGRAMS[r.name]
+    binary = os.path.join(os.path.dirname(s.provider_ops), p.binary)
+    if not os.access(binary, os.X_OK):
+        return None, f"{binary} not built (cmake --build <build> --target {p.binary})", 0.0
+    if p.launcher in ("ompi", "mpich"):
+        launcher = {"ompi": "mpirun", "mpich": "mpiexec.mpich"}[p.launcher]
+        if not shutil.which(launcher):
+            return None, f"{launcher} not found", 0.0
+    out = os.path.join(scratch, "cg.")
+    out += "%q{" + RANK_VARIABLE[p.launcher] + "}" if p.launcher in RANK_VARIABLE else "0"
+
+    def grind(rank):
+        functions = p.ranks[rank][1]
+        return (["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"]
+                + [f"--toggle-collect={f}" for f in functions]
+                + [f"--dump-before={functions[0]}", f"--callgrind-out-file={out}"])
+
+    cmd, env = program_command(s, r, transport, grind, row_env(s, r, transport))
+    ok, output, reason, wall = run_single(name, cmd, env, s.timeout, s.logdir)
+    if not ok:
+        return None, reason, wall
+    ranks = {}
+    for rank in p.ranks:
+        base = os.path.join(scratch, f"cg.{rank}")
+        if os.path.exists(base):
+            shutil.copy(base, os.path.join(s.logdir, f"{name}.{rank}.callgrind.out"))
+        dumps = []
+        for f in dump_files(base):
+            with open(f) as fh:
+                text = fh.read()
+            prof = parse(text)
+            c = totals(prof, SPIN, provider)
+            c["spins"] = c.pop("ops")
+            c["expect"] = min(prof.calls_of(e) for e in p.expect[p.ranks[rank][0]])
+            dumps.append((dump_trigger(text), c))
+        segments, why = program_segments(dumps)
+        if segments is None:
+            return None, f"rank {rank}: {why}", wall
+        ranks[rank] = segments
+    with open(os.path.join(s.logdir, f"{name}.calls"), "w") as f:
+        f.write(f"# per call, in order: rank, function, instructions, {SPIN} calls, work "
+                "requests posted, system calls\n")
+        for rank, segments in sorted(ranks.items()):
+            f.write("".join("%d %s %d %d %d %d\n" % (rank, fn, c[INSTR], c["spins"],
+                                                     c["post_send_per_op"], c["syscalls_per_op"])
+                            for fn, c in segments))
+    per_op, why = program_per_operation(ranks, {r: p.ranks[r][0] for r in ranks}, p.expect)
+    if per_op:
+        print(f"    {transport} {r.name}: parts {per_op[PART_PREFIX + 'parts']}", flush=True)
+    return per_op, why, wall
 
 
 def unavailable(s):
@@ -491,6 +709,12 @@ def run_cost(s):
                      if k.startswith(SPLIT_PREFIX)}
             s.results.rows[-len(METRICS)]["split"] = split
             print(f"    {transport} {r.name}: instructions by object {split}", flush=True)
+            objects = {k[len(OBJECT_PREFIX):]: round(v, 1) for k, v in per_op.items()
+                       if k.startswith(OBJECT_PREFIX) and v}
+            s.results.rows[-len(METRICS)]["objects"] = objects
+            print(f"    {transport} {r.name}: by library {objects}", flush=True)
+            if PART_PREFIX + "parts" in per_op:
+                s.results.rows[-len(METRICS)]["parts"] = per_op[PART_PREFIX + "parts"]
 
     if not getattr(s.args, "cost_rows", None):  # the whole section, not a regression subset
         registration.run_registration(s)  # registration rows (sections/registration.py)
