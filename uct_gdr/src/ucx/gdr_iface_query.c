@@ -4,6 +4,34 @@
  */
 #include "gdr_ep.h"
 
+/* Bytes each packet carries besides its payload, as UCX's uct_ib_iface_query
+ * counts them for rc_verbs: BTH, the RC transport header (the larger of RETH
+ * and rc's 1-byte AM header), ICRC, VCRC and the delimiter; on Ethernet the
+ * GRH and the Ethernet header, on InfiniBand the LRH */
+#define GDR_PKT_EXTRA_LEN (12 + 16 + 4 + 2 + 2)
+#define GDR_PKT_EXTRA_ETH (40 + 14)
+#define GDR_PKT_EXTRA_IB  8
+
+/* Payload bandwidth of the port: the wire's, times payload per packet over
+ * packet length (an MTU, at most a bounce buffer), at most what the PCIe link
+ * carries: rc_verbs' figure on the same port, so that UCP's thresholds over the
+ * two transports are the same (docs/perf-compare.md, issue 27) */
+static double gdr_iface_bandwidth(gdr_iface_t *iface)
+{
+    int ethernet = iface->port->link_layer == IBV_LINK_LAYER_ETHERNET;
+    double mtu   = ucs_min(gdr_verbs_mtu_bytes(iface->port->active_mtu),
+                           iface->seg_size);
+    double extra = GDR_PKT_EXTRA_LEN +
+                   (ethernet ? GDR_PKT_EXTRA_ETH : GDR_PKT_EXTRA_IB);
+
+    if (iface->dev->pci_bw == 0) { /* read once per device: sysfs */
+        iface->dev->pci_bw = gdr_compat_pci_bw(iface->dev->name,
+                                               iface->dev->pci_bdf);
+    }
+    return ucs_min(iface->port->bandwidth * mtu / (mtu + extra),
+                   iface->dev->pci_bw);
+}
+
 ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
@@ -72,14 +100,12 @@ ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
         attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
     }
 
-    attr->latency = ucs_linear_func_make((iface->port->link_layer ==
-                                          IBV_LINK_LAYER_ETHERNET) ?
-                                                 900e-9 :
-                                                 700e-9,
-                                         1e-9);
+    /* rc_verbs': by the port's speed (+200 ns on Ethernet), 1 ns per QP */
+    attr->latency             = ucs_linear_func_make(iface->port->latency, 1e-9);
     attr->bandwidth.dedicated = 0;
-    attr->bandwidth.shared    = iface->port->bandwidth;
+    attr->bandwidth.shared    = gdr_iface_bandwidth(iface);
     attr->overhead            = 75e-9;
     attr->priority            = 0;
     return UCS_OK;
 }
+

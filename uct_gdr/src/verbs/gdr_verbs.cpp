@@ -21,9 +21,12 @@
 
 namespace {
 
-// Width x lane speed from ibv_port_attr, in bytes/s of payload (after line
-// encoding), following the IBTA tables.
-double port_bandwidth(const ibv_port_attr &pa)
+// Bandwidth on the wire and latency of a port, as UCX's uct_ib_iface_query estimates them for
+// rc_verbs (the same table in UCX 1.13 to 1.22): UCP picks its thresholds from these figures, so
+// that gdr_rc and rc_verbs on one port get the same ones (docs/perf-compare.md, issue 27).
+// Bandwidth: width x signalling rate x line encoding, in bytes/s; latency: by active_speed, +200 ns
+// on Ethernet (RoCE).  An unknown speed (rxe reports 1) counts as SDR, as in UCX.
+void port_speed(const ibv_port_attr &pa, bool ethernet, double &bandwidth, double &latency)
 {
     int width = 0;
     switch (pa.active_width) {
@@ -46,35 +49,51 @@ double port_bandwidth(const ibv_port_attr &pa)
         width = 1;
         break;
     }
-    double gbps_per_lane;  // signalling rate x encoding efficiency
+    double signal_rate = 2.5e9;  // per lane
+    double encoding    = 8.0 / 10.0;
     switch (pa.active_speed) {
-    case 1:
-        gbps_per_lane = 2.5 * 8 / 10;
-        break;  // SDR
-    case 2:
-        gbps_per_lane = 5.0 * 8 / 10;
-        break;  // DDR
-    case 4:
-    case 8:
-        gbps_per_lane = 10.3125 * 64 / 66;
-        break;  // QDR/FDR10
-    case 16:
-        gbps_per_lane = 14.0625 * 64 / 66;
-        break;  // FDR
-    case 32:
-        gbps_per_lane = 25.78125 * 64 / 66;
-        break;  // EDR
-    case 64:
-        gbps_per_lane = 50.0 * 64 / 66;
-        break;  // HDR
-    case 128:
-        gbps_per_lane = 100.0 * 64 / 66;
-        break;  // NDR
-    default:
-        gbps_per_lane = 2.5 * 8 / 10;
-        break;  // unknown (rxe): SDR
+    case 2:  // DDR
+        latency     = 2500e-9;
+        signal_rate = 5.0e9;
+        break;
+    case 4:  // QDR; on Ethernet 10/40 GbE
+        latency     = 1300e-9;
+        signal_rate = ethernet ? 10.3125e9 : 10.0e9;
+        encoding    = ethernet ? 64.0 / 66.0 : 8.0 / 10.0;
+        break;
+    case 8:  // FDR10
+        latency     = 700e-9;
+        signal_rate = 10.3125e9;
+        encoding    = 64.0 / 66.0;
+        break;
+    case 16:  // FDR
+        latency     = 700e-9;
+        signal_rate = 14.0625e9;
+        encoding    = 64.0 / 66.0;
+        break;
+    case 32:  // EDR
+        latency     = 600e-9;
+        signal_rate = 25.78125e9;
+        encoding    = 64.0 / 66.0;
+        break;
+    case 64:  // HDR
+        latency     = 600e-9;
+        signal_rate = 25.78125e9 * 2;
+        encoding    = 64.0 / 66.0;
+        break;
+    case 128:  // NDR
+        latency     = 600e-9;
+        signal_rate = 100e9;
+        encoding    = 64.0 / 66.0;
+        break;
+    default:  // SDR, or unknown (rxe)
+        latency = 5000e-9;
+        break;
     }
-    return width * gbps_per_lane * 1e9 / 8.0;
+    if (ethernet) {
+        latency += 200e-9;
+    }
+    bandwidth = width * signal_rate * encoding / 8.0;
 }
 
 bool gid_is_zero(const ibv_gid &g)
@@ -145,7 +164,7 @@ void fill_port(gdr_device_t &dev, uint8_t port_num, const ibv_port_attr &pa)
     p.grh_required = (pa.flags & IBV_QPF_GRH_REQUIRED) ? 1 : 0;
     p.active_mtu   = pa.active_mtu;
     p.max_msg_sz   = pa.max_msg_sz;
-    p.bandwidth    = port_bandwidth(pa);
+    port_speed(pa, p.link_layer == IBV_LINK_LAYER_ETHERNET, p.bandwidth, p.latency);
     auto table     = read_gid_table(dev.ctx, port_num, pa.gid_tbl_len);
     gdr_gid_selection_t sel{};
     gdr_reason_t why;

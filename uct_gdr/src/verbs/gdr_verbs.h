@@ -37,7 +37,8 @@ typedef struct gdr_port_info {
     uint16_t lid;
     enum ibv_mtu active_mtu;
     uint32_t max_msg_sz; /**< the largest message the port carries (rxe: 8 MiB) */
-    double bandwidth; /**< bytes/s, from active width x speed */
+    double bandwidth; /**< bytes/s on the wire, from active width x speed (UCX's table) */
+    double latency; /**< s, UCX's estimate for the active speed, +200 ns on Ethernet */
     int gid_index; /**< auto-selected GID index, -1 if none */
     union ibv_gid gid; /**< GID at gid_index */
     char gid_reason[GDR_VERBS_GID_REASON_MAX]; /**< why that GID */
@@ -52,6 +53,7 @@ typedef struct gdr_device {
     struct ibv_device_attr attr;
     unsigned num_ports;
     gdr_port_info_t ports[GDR_VERBS_MAX_PORTS];
+    double pci_bw; /**< bytes/s of its PCIe link as UCX estimates it; 0: not read yet */
 } gdr_device_t;
 
 /**

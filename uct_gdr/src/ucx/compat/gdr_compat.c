@@ -9,7 +9,16 @@
 #include "../gdr_ep.h"
 
 #include <ucs/sys/string.h>
+#include <ucs/sys/sys.h>
+#ifdef GDR_UCX_HAVE_TOPO_GET_PCI_BW
+#include <ucs/sys/topo/base/topo.h>
+#endif
+
+#include <float.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 
 /* -------------------------------------------------------------- md ------- */
@@ -275,6 +284,69 @@ gdr_compat_ep_is_connected(uct_ep_h ep,
                                           NULL);
 }
 #endif
+
+/* ------------------------------------------------------------ iface ---- */
+
+#ifndef GDR_UCX_HAVE_TOPO_GET_PCI_BW
+/* UCX 1.13's uct_ib_device_set_pci_bw(): the PCIe generations it knows, their
+ * transfer rate, TLP payload and overheads and line encoding; a faster link
+ * (gen5) is "undetected" there and caps nothing (DBL_MAX), so also here */
+static double gdr_compat_pci_bw_of_link(const char *sysfs_path)
+{
+    static const struct {
+        double gt_s;
+        unsigned payload, tlp_overhead, ctrl_ratio, ctrl_overhead;
+        unsigned encoding, decoding;
+    } gens[] = {
+            {2.5, 256, 24, 4, 16, 8, 10},
+            {5, 256, 24, 4, 16, 8, 10},
+            {8, 256, 26, 4, 16, 128, 130},
+            {16, 256, 26, 4, 16, 128, 130},
+    };
+    char width_str[16], speed_str[16], gts[16];
+    double gt_s, utilization;
+    unsigned width;
+    size_t i;
+
+    if ((ucs_read_file_str(width_str, sizeof(width_str), 1, "%s/%s", sysfs_path,
+                           "current_link_width") < 0) ||
+        (ucs_read_file_str(speed_str, sizeof(speed_str), 1, "%s/%s", sysfs_path,
+                           "current_link_speed") < 0) ||
+        (sscanf(width_str, "%u", &width) < 1) ||
+        (sscanf(speed_str, "%lf%15s", &gt_s, gts) < 2) ||
+        strcasecmp("GT/s", gts)) {
+        return DBL_MAX;
+    }
+    for (i = 0; i < ucs_static_array_size(gens); i++) {
+        if ((gt_s / gens[i].gt_s) > 1.01) {
+            continue;
+        }
+        utilization = (double)(gens[i].payload * gens[i].ctrl_ratio) /
+                      (((gens[i].payload + gens[i].tlp_overhead) *
+                        gens[i].ctrl_ratio) +
+                       gens[i].ctrl_overhead);
+        return (gens[i].gt_s * 1e9 / 8.0) * width *
+               ((double)gens[i].encoding / gens[i].decoding) * utilization;
+    }
+    return DBL_MAX;
+}
+#endif
+
+double gdr_compat_pci_bw(const char *dev_name, const char *pci_bdf)
+{
+    char sysfs_path[PATH_MAX];
+
+    if (pci_bdf[0] == '\0') {
+        return DBL_MAX; /* rxe, siw: as UCX's "pci bandwidth undetected" */
+    }
+    ucs_snprintf_safe(sysfs_path, sizeof(sysfs_path), "/sys/bus/pci/devices/%s",
+                      pci_bdf);
+#ifdef GDR_UCX_HAVE_TOPO_GET_PCI_BW
+    return ucs_topo_get_pci_bw(dev_name, sysfs_path);
+#else
+    return gdr_compat_pci_bw_of_link(sysfs_path);
+#endif
+}
 
 uct_iface_internal_ops_t gdr_iface_internal_ops = {
 #ifdef GDR_UCX_HAVE_IFACE_QUERY_V2

@@ -71,6 +71,12 @@ gdr_compat_rcache_overhead(const gdr_compat_rcache_config_t *config)
                    ucs_time_to_sec(config->overhead);
 }
 
+/* -------------------------------------------------------- iface ------- */
+
+/* Bandwidth of the PCIe link of the device at @a pci_bdf ("" when virtual), bytes/s, as
+ * rc_verbs' uct_ib_iface_query caps its bandwidth with it: DBL_MAX when unknown (gdr_compat.c) */
+double gdr_compat_pci_bw(const char *dev_name, const char *pci_bdf);
+
 /* ------------------------------------------------- version-shaped tables -- */
 
 /* md "gdr"'s ops, built from the neutral entry points (gdr_compat.c) */
