@@ -260,8 +260,8 @@ TEST_F(Capabilities, PerformanceFiguresAreRcVerbs)
                             UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD |
                             UCT_PERF_ATTR_FIELD_RECV_OVERHEAD | UCT_PERF_ATTR_FIELD_BANDWIDTH |
                             UCT_PERF_ATTR_FIELD_LATENCY | UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS;
-    for (const auto op : {UCT_EP_OP_AM_SHORT, UCT_EP_OP_AM_BCOPY, UCT_EP_OP_PUT_ZCOPY,
-                          UCT_EP_OP_GET_ZCOPY}) {
+    for (const auto op :
+         {UCT_EP_OP_AM_SHORT, UCT_EP_OP_AM_BCOPY, UCT_EP_OP_PUT_ZCOPY, UCT_EP_OP_GET_ZCOPY}) {
         uct_perf_attr_t h{}, w{};
         h.field_mask = w.field_mask = fields | UCT_PERF_ATTR_FIELD_OPERATION;
         h.operation = w.operation = op;

@@ -101,11 +101,10 @@ ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
     }
 
     /* rc_verbs': by the port's speed (+200 ns on Ethernet), 1 ns per QP */
-    attr->latency             = ucs_linear_func_make(iface->port->latency, 1e-9);
+    attr->latency = ucs_linear_func_make(iface->port->latency, 1e-9);
     attr->bandwidth.dedicated = 0;
     attr->bandwidth.shared    = gdr_iface_bandwidth(iface);
     attr->overhead            = 75e-9;
     attr->priority            = 0;
     return UCS_OK;
 }
-

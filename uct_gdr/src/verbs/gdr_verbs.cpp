@@ -165,7 +165,7 @@ void fill_port(gdr_device_t &dev, uint8_t port_num, const ibv_port_attr &pa)
     p.active_mtu   = pa.active_mtu;
     p.max_msg_sz   = pa.max_msg_sz;
     port_speed(pa, p.link_layer == IBV_LINK_LAYER_ETHERNET, p.bandwidth, p.latency);
-    auto table     = read_gid_table(dev.ctx, port_num, pa.gid_tbl_len);
+    auto table = read_gid_table(dev.ctx, port_num, pa.gid_tbl_len);
     gdr_gid_selection_t sel{};
     gdr_reason_t why;
     ucs_status_t status = gdr_select_gid_from_table(table.data(), table.size(),
