@@ -83,6 +83,9 @@ const std::vector<std::pair<uint64_t, const char *>> &covered_flags()
         {UCT_IFACE_FLAG_CONNECT_TO_EP, "every pair test (connect_pair)"},
         {UCT_IFACE_FLAG_CONNECT_TO_IFACE, "every pair test (connect_pair)"},
         {UCT_IFACE_FLAG_CB_SYNC, "every AM test (AmSink uses sync callbacks)"},
+#ifdef UCT_IFACE_FLAG_INTER_NODE
+        {UCT_IFACE_FLAG_INTER_NODE, "Capabilities.ReachIsRcVerbs, perf.choices (NET_ONLY address)"},
+#endif
     };
     return flags;
 }
@@ -254,14 +257,15 @@ TEST_F(Capabilities, PerformanceFiguresAreRcVerbs)
     EXPECT_DOUBLE_EQ(want.bandwidth.dedicated, have.bandwidth.dedicated) << "bandwidth.dedicated";
     EXPECT_DOUBLE_EQ(want.overhead, have.overhead) << "overhead, s";
 
-    // What UCP 1.13's selection reads through uct_iface_estimate_perf (protocol v1: keepalive's
-    // score; v2 reads the rest too)
+    // What UCP's selection reads through uct_iface_estimate_perf, per operation (protocol v1:
+    // keepalive's score; v2 the rest too: UCX 1.17+ adds rc_verbs' UCX_RC_VERBS_SEND_OVERHEAD)
     const uint64_t fields = UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD |
                             UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD |
                             UCT_PERF_ATTR_FIELD_RECV_OVERHEAD | UCT_PERF_ATTR_FIELD_BANDWIDTH |
                             UCT_PERF_ATTR_FIELD_LATENCY | UCT_PERF_ATTR_FIELD_MAX_INFLIGHT_EPS;
     for (const auto op :
-         {UCT_EP_OP_AM_SHORT, UCT_EP_OP_AM_BCOPY, UCT_EP_OP_PUT_ZCOPY, UCT_EP_OP_GET_ZCOPY}) {
+         {UCT_EP_OP_AM_SHORT, UCT_EP_OP_AM_BCOPY, UCT_EP_OP_AM_ZCOPY, UCT_EP_OP_PUT_SHORT,
+          UCT_EP_OP_PUT_BCOPY, UCT_EP_OP_PUT_ZCOPY, UCT_EP_OP_GET_BCOPY, UCT_EP_OP_GET_ZCOPY}) {
         uct_perf_attr_t h{}, w{};
         h.field_mask = w.field_mask = fields | UCT_PERF_ATTR_FIELD_OPERATION;
         h.operation = w.operation = op;
@@ -276,6 +280,28 @@ TEST_F(Capabilities, PerformanceFiguresAreRcVerbs)
         EXPECT_DOUBLE_EQ(w.latency.c, h.latency.c) << "op " << op;
         EXPECT_DOUBLE_EQ(w.latency.m, h.latency.m) << "op " << op;
     }
+}
+
+TEST_F(Capabilities, ReachIsRcVerbs)
+{
+#ifndef UCT_IFACE_FLAG_INTER_NODE
+    GTEST_SKIP() << "this UCX has no UCT_IFACE_FLAG_INTER_NODE (1.17 added it)";
+#else
+    if (res_.tl_name == "rc_verbs") {
+        GTEST_SKIP() << "the reference itself";
+    }
+    std::string why;
+    const auto rc = find_tl("rc_verbs", res_.dev_name, &why);
+    if (!rc) {
+        GTEST_SKIP() << "no rc_verbs on " << res_.dev_name << ": " << why;
+    }
+    Entity ref(*rc);
+    // UCP packs only INTER_NODE transports into a network-only worker address (ucx_info -e,
+    // perf/choices) and takes an endpoint on a transport without it for intra-node
+    EXPECT_EQ(ref.attr().cap.flags & UCT_IFACE_FLAG_INTER_NODE,
+              a_->attr().cap.flags & UCT_IFACE_FLAG_INTER_NODE)
+        << "UCT_IFACE_FLAG_INTER_NODE differs from rc_verbs'";
+#endif
 }
 
 TEST_F(Capabilities, ErrorHandlingIsAdvertised)
@@ -307,7 +333,11 @@ const PinnedCaps *pinned_caps(const std::string &tl)
             UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
             UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_AM_ZCOPY |
             UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK |
-            UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE | UCT_IFACE_FLAG_ATOMIC_DEVICE,
+            UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE | UCT_IFACE_FLAG_ATOMIC_DEVICE
+#ifdef UCT_IFACE_FLAG_INTER_NODE
+            | UCT_IFACE_FLAG_INTER_NODE
+#endif
+        ,
         UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_FD,
         op,
         fop,

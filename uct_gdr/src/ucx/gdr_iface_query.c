@@ -55,7 +55,8 @@ ucs_status_t gdr_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
                       UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_AM_BCOPY |
                       UCT_IFACE_FLAG_AM_ZCOPY | UCT_IFACE_FLAG_PENDING |
                       UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK |
-                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                      GDR_COMPAT_IFACE_FLAG_INTER_NODE;
     if (iface->tx.max_inline > 0) {
         attr->cap.flags |= UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_AM_SHORT;
     }

@@ -348,11 +348,59 @@ double gdr_compat_pci_bw(const char *dev_name, const char *pci_bdf)
 #endif
 }
 
+/*
+ * What UCP's protocol selection reads per operation (protocol v2: send pre/post
+ * overheads, latency; v1: max_inflight_eps for keepalive's lane).  UCX's ib
+ * transports (1.17 and later) add their UCX_<TL>_SEND_OVERHEAD to UCT's base
+ * estimate; gdr_rc posts through the same verbs calls, so it reports what
+ * rc_verbs does with that setting's defaults (UCT_IB_SEND_OVERHEAD_VALUE with
+ * wqe_post = rc_verbs' iface overhead): with the base estimate, eager short
+ * and copy crossed at other sizes and the rendezvous threshold moved.  Earlier
+ * UCX (1.13, 1.16) estimate ib sends as the base does.
+ */
+#ifdef GDR_UCX_HAVE_IB_SEND_OVERHEAD
+#define GDR_SEND_OVERHEAD_BCOPY     5e-9 /* allocating a tx buffer */
+#define GDR_SEND_OVERHEAD_CQE       20e-9 /* processing a completion */
+#define GDR_SEND_OVERHEAD_DB        40e-9 /* the doorbell write */
+#define GDR_SEND_OVERHEAD_WQE_FETCH 350e-9 /* the HCA fetching the wqe */
+#endif
+
+static ucs_status_t
+gdr_compat_iface_estimate_perf(uct_iface_h tl_iface, uct_perf_attr_t *perf_attr)
+{
+    ucs_status_t status = uct_base_iface_estimate_perf(tl_iface, perf_attr);
+#ifdef GDR_UCX_HAVE_IB_SEND_OVERHEAD
+    uct_ep_operation_t op = UCT_ATTR_VALUE(PERF, perf_attr, operation,
+                                           OPERATION, UCT_EP_OP_LAST);
+    int copies            = uct_ep_op_is_bcopy(op);
+    int zero_copy         = uct_ep_op_is_zcopy(op);
+
+    if (status != UCS_OK) {
+        return status;
+    }
+    /* the base gave send_pre_overhead = the iface overhead (rc_verbs' wqe_post
+     * default) and send_post_overhead = 0 */
+    if ((perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_PRE_OVERHEAD) &&
+        copies) {
+        perf_attr->send_pre_overhead += GDR_SEND_OVERHEAD_BCOPY;
+    }
+    if (perf_attr->field_mask & UCT_PERF_ATTR_FIELD_SEND_POST_OVERHEAD) {
+        perf_attr->send_post_overhead = GDR_SEND_OVERHEAD_DB +
+                                        (zero_copy ? GDR_SEND_OVERHEAD_CQE : 0);
+    }
+    if ((perf_attr->field_mask & UCT_PERF_ATTR_FIELD_LATENCY) &&
+        (copies || zero_copy)) {
+        perf_attr->latency.c += GDR_SEND_OVERHEAD_WQE_FETCH;
+    }
+#endif
+    return status;
+}
+
 uct_iface_internal_ops_t gdr_iface_internal_ops = {
 #ifdef GDR_UCX_HAVE_IFACE_QUERY_V2
         .iface_query_v2 = uct_iface_base_query_v2,
 #endif
-        .iface_estimate_perf = uct_base_iface_estimate_perf,
+        .iface_estimate_perf = gdr_compat_iface_estimate_perf,
         .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
         .ep_query = (uct_ep_query_func_t)ucs_empty_function_return_unsupported,
         .ep_invalidate = (uct_ep_invalidate_func_t)

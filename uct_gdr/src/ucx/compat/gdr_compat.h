@@ -77,6 +77,16 @@ gdr_compat_rcache_overhead(const gdr_compat_rcache_config_t *config)
  * rc_verbs' uct_ib_iface_query caps its bandwidth with it: DBL_MAX when unknown (gdr_compat.c) */
 double gdr_compat_pci_bw(const char *dev_name, const char *pci_bdf);
 
+/* UCT_IFACE_FLAG_INTER_NODE (UCX 1.17 and later, as rc_verbs sets it): without it UCP leaves
+ * the transport out of a network-only worker address (UCP_WORKER_ADDRESS_FLAG_NET_ONLY, what
+ * `ucx_info -e` connects with: "Destination is unreachable") and counts every endpoint on it
+ * as intra-node.  Earlier UCX decided both by the device type. */
+#ifdef UCT_IFACE_FLAG_INTER_NODE
+#define GDR_COMPAT_IFACE_FLAG_INTER_NODE UCT_IFACE_FLAG_INTER_NODE
+#else
+#define GDR_COMPAT_IFACE_FLAG_INTER_NODE 0
+#endif
+
 /* ------------------------------------------------- version-shaped tables -- */
 
 /* md "gdr"'s ops, built from the neutral entry points (gdr_compat.c) */
