@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """perf/choices/test_compare.py: host self-test of perf/choices/compare on outputs recorded in the
 Soft-RoCE VM, rxe0, 2026-12-05 (testdata/vm-ucx-1.13.1: UCP 1.13.1's protocol v1, CI's rdma stage;
-testdata/vm-ucx-1.18.1: Debian 13's UCX 1.18.1, protocol v2 tables, CI's leg).  Checks that the
+testdata/vm-ucx-1.18.1: Debian 13's UCX 1.18.1, protocol v2 tables, CI's leg; testdata/vm-ucx-1.22.0:
+upstream UCX 1.22.0, its table layout, CI's other leg).  Checks that the
 reviewed list covers them, that an empty list fails, and that a moved threshold, protocol or
 lane -- what a change in gdr_rc's iface_query would do -- fails."""
 import os
@@ -51,6 +52,10 @@ class Compare(unittest.TestCase):
         self.assertIn(" 0 not reviewed", out)
         self.assertIn("software emulation on RC/rxe0:1", out)  # v2 tables were read
         self.assertIn("[remote memory read by ucp_get* into host memory from host]", out)
+        rc, out = run(os.path.join(HERE, "testdata", "vm-ucx-1.22.0"))  # 1.22's table layout
+        self.assertEqual(rc, 0, out)
+        self.assertIn(" 0 not reviewed", out)
+        self.assertIn("* 246963 B", out)  # its rendezvous 3 B before rc_verbs'
 
     def test_empty_review_fails(self):
         empty = os.path.join(self.tmp, "empty.txt")
