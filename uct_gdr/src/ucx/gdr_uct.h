@@ -38,15 +38,16 @@ extern uct_tl_t gdr_rc_tl;
  * gdr_valgrind.c: what the HCA writes -- receive buffers, get and atomic results -- valgrind
  * cannot see (rxe writes from the kernel), so memcheck would call it uninitialised.  UCX's ib
  * transports mark it defined with ucs/sys/checker.h's macros, which Debian's UCX compiles
- * away (NVALGRIND in its config.h); the glue asks valgrind itself, only when running under it:
- * one load and a branch otherwise.
+ * away (NVALGRIND in its config.h); the glue tells memcheck itself, only when running under
+ * memcheck: one load and a branch otherwise, natively and under the other valgrind tools
+ * (callgrind, which counts perf/compare's cost rows, included).
  */
-extern int gdr_under_valgrind;
+extern int gdr_under_memcheck;
 void gdr_valgrind_make_defined(const void *address, size_t length);
 
 #define GDR_HCA_WROTE(_address, _length)                  \
     do {                                                  \
-        if (ucs_unlikely(gdr_under_valgrind)) {           \
+        if (ucs_unlikely(gdr_under_memcheck)) {           \
             gdr_valgrind_make_defined(_address, _length); \
         }                                                 \
     } while (0)
