@@ -3,7 +3,7 @@
 
   driver.py list --build MPI_BUILD [--set ci|full] [--maxnp N]
   driver.py run  --build MPI_BUILD --tl TL --tsv FILE --logs DIR [--set ci|full] [--maxnp N]
-                 [--only GLOB,...] [--plugin SO]
+                 [--only GLOB,...] [--cases FILE] [--plugin SO]
 
 MPI_BUILD is the configured and built test/mpi tree (prepare's BUILD_DIR/stacks/mpich/mpi), with
 its `srcdir` (config.status).  The cases are the lines of the testlist files of DIRS (MPICH's
@@ -21,6 +21,8 @@ seen.  Skipped, with the reason in the note: xfail lines (runtests skips them by
 ranks than --maxnp (the VM's 2 vCPUs), more memory than 1 GB (mem=), a program that prepare did not build.
 
 --set ci is the cases listed in ci.txt (next to this file); full is every case of DIRS.
+--cases FILE keeps, of the set, only the cases FILE names (one exact name a line: tests/stacks/check
+re-runs over rc_verbs the cases gdr_rc did not pass); --only, the cases matching a glob.
 Exit status: 0 when the cases ran (failures are data), 2 on a setup error.
 """
 import argparse
@@ -98,7 +100,7 @@ def ci_names():
         return [l.split("#", 1)[0].strip() for l in f if l.split("#", 1)[0].strip()]
 
 
-def select(all_cases, set_, only):
+def select(all_cases, set_, only, cases_file=None):
     if set_ == "ci":
         names = ci_names()
         by = {c.name: c for c in all_cases}
@@ -111,6 +113,10 @@ def select(all_cases, set_, only):
     if only:
         globs = only.split(",")
         chosen = [c for c in chosen if any(fnmatch.fnmatchcase(c.name, g) for g in globs)]
+    if cases_file:
+        with open(cases_file, encoding="utf-8") as f:
+            names = {l.rstrip("\n") for l in f if l.strip()}
+        chosen = [c for c in chosen if c.name in names]
     return chosen
 
 
@@ -157,7 +163,7 @@ def judge(case, rc, text, tl):
 
 def run(a):
     build = os.path.abspath(a.build)
-    chosen = select(cases(build), a.set, a.only)
+    chosen = select(cases(build), a.set, a.only, a.cases)
     os.makedirs(a.logs, exist_ok=True)
     npass = nfail = nskip = 0
     with open(a.tsv, "a", encoding="utf-8") as tsv:
@@ -222,13 +228,14 @@ def main():
     ap.add_argument("--set", choices=("ci", "full"), default="full")
     ap.add_argument("--maxnp", type=int, default=4)
     ap.add_argument("--only")
+    ap.add_argument("--cases")
     ap.add_argument("--tl")
     ap.add_argument("--tsv")
     ap.add_argument("--logs")
     ap.add_argument("--plugin")
     a = ap.parse_args()
     if a.mode == "list":
-        for c in select(cases(os.path.abspath(a.build)), a.set, a.only):
+        for c in select(cases(os.path.abspath(a.build)), a.set, a.only, a.cases):
             print(f"{c.name}\t{c.np}\t{' '.join(f'{k}={v}' for k, v in c.opts.items())}")
         return 0
     if not (a.tl and a.tsv and a.logs):
