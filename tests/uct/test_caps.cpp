@@ -7,6 +7,7 @@
 #include <uct_v2.h>  // uct_iface_estimate_perf
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -90,7 +91,24 @@ const std::vector<std::pair<uint64_t, const char *>> &covered_flags()
     return flags;
 }
 
-class Capabilities : public PairTest {};
+class Capabilities : public PairTest {
+protected:
+    /// UCX's own rc_verbs on this device: what gdr_rc's figures are compared with. nullptr, and
+    /// @a why says why, where this transport is rc_verbs itself or the device has none.
+    std::unique_ptr<Entity> rc_verbs_reference(std::string *why)
+    {
+        if (res_.tl_name == "rc_verbs") {
+            *why = "the reference itself";
+            return nullptr;
+        }
+        const auto rc = find_tl("rc_verbs", res_.dev_name, why);
+        if (!rc) {
+            *why = "no rc_verbs on " + res_.dev_name + ": " + *why;
+            return nullptr;
+        }
+        return std::make_unique<Entity>(*rc);
+    }
+};
 
 TEST_F(Capabilities, NoAdvertisedOpIsNull)
 {
@@ -241,16 +259,12 @@ TEST_F(Capabilities, ZcopyLimitIsWhatThePortCarries)
 // max_inflight_eps stays SIZE_MAX (keepalive on gdr_rc, argued in docs/perf-compare.md).
 TEST_F(Capabilities, PerformanceFiguresAreRcVerbs)
 {
-    if (res_.tl_name == "rc_verbs") {
-        GTEST_SKIP() << "the reference itself";
-    }
     std::string why;
-    const auto rc = find_tl("rc_verbs", res_.dev_name, &why);
-    if (!rc) {
-        GTEST_SKIP() << "no rc_verbs on " << res_.dev_name << ": " << why;
+    const auto ref = rc_verbs_reference(&why);
+    if (!ref) {
+        GTEST_SKIP() << why;
     }
-    Entity ref(*rc);
-    const uct_iface_attr_t &have = a_->attr(), &want = ref.attr();
+    const uct_iface_attr_t &have = a_->attr(), &want = ref->attr();
     EXPECT_DOUBLE_EQ(want.latency.c, have.latency.c) << "latency.c, s";
     EXPECT_DOUBLE_EQ(want.latency.m, have.latency.m) << "latency.m, s per endpoint";
     EXPECT_DOUBLE_EQ(want.bandwidth.shared, have.bandwidth.shared) << "bandwidth.shared, B/s";
@@ -270,7 +284,7 @@ TEST_F(Capabilities, PerformanceFiguresAreRcVerbs)
         h.field_mask = w.field_mask = fields | UCT_PERF_ATTR_FIELD_OPERATION;
         h.operation = w.operation = op;
         ASSERT_EQ(UCS_OK, uct_iface_estimate_perf(a_->iface(), &h));
-        ASSERT_EQ(UCS_OK, uct_iface_estimate_perf(ref.iface(), &w));
+        ASSERT_EQ(UCS_OK, uct_iface_estimate_perf(ref->iface(), &w));
         // max_inflight_eps differs on purpose (SIZE_MAX vs 16): keepalive stays on gdr_rc's lane;
         // on ud_verbs a killed rank took 32 s to detect in the VM (2026-12-05, coll.rdma.RankKilled)
         EXPECT_DOUBLE_EQ(w.send_pre_overhead, h.send_pre_overhead) << "op " << op;
@@ -287,18 +301,14 @@ TEST_F(Capabilities, ReachIsRcVerbs)
 #ifndef UCT_IFACE_FLAG_INTER_NODE
     GTEST_SKIP() << "this UCX has no UCT_IFACE_FLAG_INTER_NODE (1.17 added it)";
 #else
-    if (res_.tl_name == "rc_verbs") {
-        GTEST_SKIP() << "the reference itself";
-    }
     std::string why;
-    const auto rc = find_tl("rc_verbs", res_.dev_name, &why);
-    if (!rc) {
-        GTEST_SKIP() << "no rc_verbs on " << res_.dev_name << ": " << why;
+    const auto ref = rc_verbs_reference(&why);
+    if (!ref) {
+        GTEST_SKIP() << why;
     }
-    Entity ref(*rc);
     // UCP packs only INTER_NODE transports into a network-only worker address (ucx_info -e,
     // perf/choices) and takes an endpoint on a transport without it for intra-node
-    EXPECT_EQ(ref.attr().cap.flags & UCT_IFACE_FLAG_INTER_NODE,
+    EXPECT_EQ(ref->attr().cap.flags & UCT_IFACE_FLAG_INTER_NODE,
               a_->attr().cap.flags & UCT_IFACE_FLAG_INTER_NODE)
         << "UCT_IFACE_FLAG_INTER_NODE differs from rc_verbs'";
 #endif
