@@ -64,8 +64,17 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Progress both workers until @a request completes; bounded (the wireup of one endpoint takes
- * well under a second natively, seconds under emulation) */
+/* One progress of both workers; nonzero once @a deadline has passed.  Every wait here is
+ * bounded so, at now() + 60 (the wireup of one endpoint takes well under a second natively,
+ * seconds under emulation) */
+static int progress_both(ucp_worker_h a, ucp_worker_h b, double deadline)
+{
+    ucp_worker_progress(a);
+    ucp_worker_progress(b);
+    return now() > deadline;
+}
+
+/* Progress both workers until @a request completes */
 static ucs_status_t wait_request(ucp_worker_h a, ucp_worker_h b, void *request, const char *what)
 {
     if (request == NULL)
@@ -75,9 +84,7 @@ static ucs_status_t wait_request(ucp_worker_h a, ucp_worker_h b, void *request, 
     double deadline = now() + 60;
     ucs_status_t status;
     while ((status = ucp_request_check_status(request)) == UCS_INPROGRESS) {
-        ucp_worker_progress(a);
-        ucp_worker_progress(b);
-        if (now() > deadline) {
+        if (progress_both(a, b, deadline)) {
             fprintf(stderr, "ucp_ep_choices: %s did not complete in 60 s\n", what);
             status = UCS_ERR_TIMED_OUT;
             break;
@@ -90,8 +97,11 @@ static ucs_status_t wait_request(ucp_worker_h a, ucp_worker_h b, void *request, 
 /* --ops: one operation of each kind the block's features allow, so that protocol v2 selects
  * (and with UCX_PROTO_INFO=y prints) its protocols for each; every operation is checked */
 #define OPS_LARGE (4u << 20) /* past any rendezvous threshold UCP computes for rxe or an HCA */
-#define OPS_AM_ID 7
-#define OPS_TAG   0x5a5a
+/* the message sizes of each operation: an eager one, and one past every threshold */
+static const size_t ops_sizes[] = {8, OPS_LARGE};
+#define OPS_NSIZES (sizeof(ops_sizes) / sizeof(ops_sizes[0]))
+#define OPS_AM_ID  7
+#define OPS_TAG    0x5a5a
 
 typedef struct {
     ucp_worker_h worker, peer;
@@ -166,9 +176,7 @@ static int ops_stream(ops_t *ops, size_t size)
     ucp_stream_poll_ep_t polled;
     double deadline = now() + 60;
     while (ucp_stream_worker_poll(ops->peer, &polled, 1, 0) < 1) {
-        ucp_worker_progress(ops->worker);
-        ucp_worker_progress(ops->peer);
-        if (now() > deadline) {
+        if (progress_both(ops->worker, ops->peer, deadline)) {
             fprintf(stderr, "ucp_ep_choices: stream data of %zu B did not arrive in 60 s\n", size);
             return -1;
         }
@@ -190,9 +198,7 @@ static int ops_am(ops_t *ops, size_t size)
         return ops_wait2(ops, send, NULL, "am send", size);
     double deadline = now() + 60;
     while (!ops->am_received) {
-        ucp_worker_progress(ops->worker);
-        ucp_worker_progress(ops->peer);
-        if (now() > deadline) {
+        if (progress_both(ops->worker, ops->peer, deadline)) {
             fprintf(stderr, "ucp_ep_choices: active message of %zu B did not arrive\n", size);
             return -1;
         }
@@ -303,9 +309,8 @@ static int run_ops(ucp_context_h context, uint64_t features, ops_t *ops)
             goto out;
         }
         uint64_t remote = (uintptr_t)ma.address;
-        for (size_t size = 8; size <= OPS_LARGE && (features & UCP_FEATURE_RMA);
-             size        = size == 8 ? OPS_LARGE : SIZE_MAX)
-            if (ops_rma(ops, size, remote, rkey))
+        for (size_t i = 0; (features & UCP_FEATURE_RMA) && i < OPS_NSIZES; i++)
+            if (ops_rma(ops, ops_sizes[i], remote, rkey))
                 goto out;
         /* Not with UCP_ERR_HANDLING_MODE_PEER: between two workers of one process UCP then
          * finds no protocol for atomics over rc_verbs as over gdr_rc ("cannot find remote
@@ -318,10 +323,10 @@ static int run_ops(ucp_context_h context, uint64_t features, ops_t *ops)
         if ((features & UCP_FEATURE_AMO64) && ops_amo(ops, 8, remote, rkey))
             goto out;
     }
-    for (size_t size = 8; size <= OPS_LARGE; size = size == 8 ? OPS_LARGE : SIZE_MAX) {
-        if (((features & UCP_FEATURE_TAG) && ops_tag(ops, size)) ||
-            ((features & UCP_FEATURE_STREAM) && ops_stream(ops, size)) ||
-            ((features & UCP_FEATURE_AM) && ops_am(ops, size)))
+    for (size_t i = 0; i < OPS_NSIZES; i++) {
+        if (((features & UCP_FEATURE_TAG) && ops_tag(ops, ops_sizes[i])) ||
+            ((features & UCP_FEATURE_STREAM) && ops_stream(ops, ops_sizes[i])) ||
+            ((features & UCP_FEATURE_AM) && ops_am(ops, ops_sizes[i])))
             goto out;
     }
     rc = 0;
