@@ -296,11 +296,11 @@ TEST_F(Capabilities, PerformanceFiguresAreRcVerbs)
     }
 }
 
+// UCX 1.17 added UCT_IFACE_FLAG_INTER_NODE; on older UCX there is nothing to compare, and no test
+// rather than a skip (every stage's skip list would have to name it for 1.13.1 alone)
+#ifdef UCT_IFACE_FLAG_INTER_NODE
 TEST_F(Capabilities, ReachIsRcVerbs)
 {
-#ifndef UCT_IFACE_FLAG_INTER_NODE
-    GTEST_SKIP() << "this UCX has no UCT_IFACE_FLAG_INTER_NODE (1.17 added it)";
-#else
     std::string why;
     const auto ref = rc_verbs_reference(&why);
     if (!ref) {
@@ -311,8 +311,8 @@ TEST_F(Capabilities, ReachIsRcVerbs)
     EXPECT_EQ(ref->attr().cap.flags & UCT_IFACE_FLAG_INTER_NODE,
               a_->attr().cap.flags & UCT_IFACE_FLAG_INTER_NODE)
         << "UCT_IFACE_FLAG_INTER_NODE differs from rc_verbs'";
-#endif
 }
+#endif
 
 TEST_F(Capabilities, ErrorHandlingIsAdvertised)
 {
