@@ -161,6 +161,77 @@ class CostSection(unittest.TestCase):
         self.assertIn("7 instructions before the first", why)
         self.assertIsNone(cost.per_operation([]))
 
+    def test_callgrind_options_follow_callgrind_3_19s_prefix_tree(self):
+        # what callgrind 3.19 did with each command line (host, ucx_perftest -b over tcp,
+        # 2026-12-05): a second option on a name after a name sharing its prefix hides the first
+        short, bcopy = "uct_tcp_ep_am_short", "uct_tcp_ep_am_bcopy"
+        t, d = (lambda f: "--toggle-collect=" + f), (lambda f: "--dump-before=" + f)
+        opts = callgrind.function_options
+        both = {"toggle-collect": True, "dump-before": True}
+        argv = [t(short), d(short), t(bcopy), d(bcopy)]  # am_bcopy: 0 instructions collected
+        self.assertEqual((opts(argv, short), opts(argv, bcopy)), (both, {"dump-before": True}))
+        argv = [t(bcopy), t(short), d(short), d(bcopy)]  # nothing collected at all
+        self.assertEqual((opts(argv, short), opts(argv, bcopy)),
+                         ({"dump-before": True}, {"dump-before": True}))
+        argv = [t(short), t(bcopy), d("?" + short[1:]), d("?" + bcopy[1:])]  # both, as wanted
+        self.assertEqual((opts(argv, short), opts(argv, bcopy)), (both, both))
+        self.assertEqual(opts([t("*MPI_Send")], "PMPI_Send"), {"toggle-collect": True})
+        self.assertEqual(opts([t("*MPI_Send")], "PMPI_Recv"), {})
+
+    def test_every_row_gets_exactly_its_callgrind_options(self):
+        # recv_ucp_tag_*: toggle and dump on ucp_tag_recv_nbx after ucp_tag_send_nbx shared
+        # "ucp_" with it left the toggle unreachable (0 instructions on every receive call)
+        wanted = [("toggle-collect", "ucp_worker_progress"), ("dump-before", "ucp_worker_progress"),
+                  ("dump-before", "ucp_tag_send_nbx"), ("toggle-collect", self.RECV),
+                  ("dump-before", self.RECV)]
+        argv, why = cost.callgrind_window(wanted)
+        self.assertIsNone(why)
+        self.assertEqual(argv[-1], "--dump-before=?cp_tag_recv_nbx")
+        self.assertEqual(callgrind.function_options(argv, self.RECV),
+                         {"toggle-collect": True, "dump-before": True})
+        naive = [f"--{o}={f}" for o, f in wanted]
+        self.assertEqual(callgrind.function_options(naive, self.RECV), {"dump-before": True})
+        for r in cost.COST_ROWS:  # each op function of one batch, as measure_batch asks
+            for group in cost.batch_groups([r]):
+                self.assertEqual(len(group), 1)
+        fns = [r.functions["rc_verbs"] for r in cost.batch_groups(cost.COST_ROWS)[0]]
+        argv, why = cost.callgrind_window([("toggle-collect", f) for f in fns] +
+                                          [("dump-before", f) for f in fns])
+        self.assertIsNone(why)
+        self.assertTrue(all(callgrind.function_options(argv, f) ==
+                            {"toggle-collect": True, "dump-before": True} for f in fns))
+
+    def test_the_demos_rows_share_one_process_per_transport(self):
+        groups = cost.batch_groups(cost.selected_rows(["put_short", "am_short", "put_bcopy",
+                                                       "am_bcopy"]))
+        self.assertEqual([[r.name for r in g] for g in groups],
+                         [["put_short", "am_short", "put_bcopy", "am_bcopy"]])
+        groups = cost.batch_groups(cost.selected_rows(["am_bcopy", "am_zcopy", "ep_flush",
+                                                       "put_short"]))
+        # am_zcopy's 64 KiB segments are another environment; ep_flush takes a first call
+        self.assertEqual([[r.name for r in g] for g in groups],
+                         [["put_short", "am_bcopy"], ["am_zcopy"], ["ep_flush"]])
+
+    def test_a_batchs_dumps_are_split_by_the_call_before_them(self):
+        a, b = "uct_rc_verbs_ep_put_short", "uct_rc_verbs_ep_am_short"
+        trig = (lambda f: f"--dump-before={f}")
+        dumps = [(trig(a), self.call(0, 0), {a: 0, b: 0}), (trig(a), self.call(332), {a: 1, b: 0}),
+                 (trig(a), self.call(332), {a: 1, b: 0}),
+                 (trig(b), self.call(334), {a: 1, b: 0}),  # a test's first dump: a's last call
+                 (trig(b), self.call(382), {a: 0, b: 1}),
+                 ("Program termination", self.call(383), {a: 0, b: 1})]
+        calls, why = cost.batch_calls(dumps, [a, b])
+        self.assertIsNone(why)
+        self.assertEqual([c["instr_per_op"] for c in calls[a]], [332, 332, 334])
+        self.assertEqual([c["instr_per_op"] for c in calls[b]], [382, 383])
+        dumps[2] = (trig(a), self.call(332), {a: 2, b: 0})
+        self.assertIn("3 dumps, 4 calls", cost.batch_calls(dumps, [a, b])[1])
+        self.assertIn("before the first", cost.batch_calls([(trig(a), self.call(5), {a: 0})] +
+                                                           dumps[1:], [a, b])[1])
+        self.assertIn("not before an op function",
+                      cost.batch_calls(dumps[:2] + [("--dump-before=x", self.call(1), {a: 0})] +
+                                      dumps[2:3], [a])[1])
+
     PROGRESS, MARK, RECV = "0x0000000000032490", "uct_rc_verbs_ep_am_short", "ucp_tag_recv_nbx"
 
     def progress_dumps(self, *events):

@@ -47,7 +47,7 @@ case $api in
       cswap) cap=atomic_cswap ;;
       *) cap="" ;;
     esac
-    if [[ -n "$cap" ]] && ! tl_block | grep -q "$cap:"; then
+    if [[ -n "$cap" ]] && ! tl_block | grep "$cap:" >/dev/null; then
       skip "$TL does not advertise $cap (ucx_info -d), so ucx_perftest -t $test cannot run"
     fi
     ;;

@@ -108,3 +108,133 @@ def split_by_class(profile):
     for ob, ir in profile.self_by_object.items():
         split[object_class(ob)] += ir
     return split
+
+
+# valgrind 3.19's callgrind keeps the function options (--toggle-collect, --dump-before, ...) in
+# a prefix tree of their patterns (callgrind/clo.c, get_fnc2 and update_fn_config2), with two
+# flaws that decide which options a function really gets when several share a prefix: adding a
+# pattern whose path ends at an existing node's children never looks among those children
+# (it prepends a new child, so a second option on the same name makes a second leaf that hides
+# the first), and the lookup follows only the first child in a bucket whose name is a prefix of
+# the rest.  Given --toggle-collect and --dump-before for both uct_tcp_ep_am_short and
+# uct_tcp_ep_am_bcopy, callgrind collected nothing in am_bcopy (host, 2026-12-05).  The code
+# below follows clo.c line for line so that a command line can be checked before it is run.
+NODE_DEGREE = 30  # clo.c
+
+
+class _Node:
+    def __init__(self, name):
+        self.name, self.config, self.next = name, None, None
+        self.sub, self.wild_char, self.wild_star = [None] * NODE_DEGREE, None, None
+
+
+def _is_wild(c):
+    return c in "*?"
+
+
+def _get_fnc2(node, name):
+    """clo.c get_fnc2: the leaf (a dict of options) of pattern `name` below `node`."""
+    if not name:
+        if node.config is None:
+            node.config = {}
+        return node.config
+    if _is_wild(name[0]):
+        if name[0] == "*":
+            while name[1:2] == "*":
+                name = name[1:]
+            sub = node.wild_star
+        else:
+            sub = node.wild_char
+        if sub is None:
+            sub = _Node(name[0])
+            if name[0] == "*":
+                node.wild_star = sub
+            else:
+                node.wild_char = sub
+        return _get_fnc2(sub, name[1:])
+    h = ord(name[0]) % NODE_DEGREE
+    n, prev, length = node.sub[h], None, 0
+    while n:
+        length = 0
+        while length < len(name) and length < len(n.name) and name[length] == n.name[length]:
+            length += 1
+        if length > 0:
+            break
+        prev, n = n, n.next
+    if n is None:
+        length = 1
+        while length < len(name) and not _is_wild(name[length]):
+            length += 1
+        sub = _Node(name[:length])
+        sub.next, node.sub[h] = node.sub[h], sub
+        if length == len(name):
+            sub.config = {}
+            return sub.config
+        return _get_fnc2(sub, name[length:])
+    if length < len(n.name):  # split n: its first `length` characters become a node of their own
+        split = _Node(n.name[:length])
+        if prev:
+            prev.next = split
+        else:
+            node.sub[ord(n.name[0]) % NODE_DEGREE] = split
+        split.next = n.next
+        split.sub[ord(n.name[length]) % NODE_DEGREE] = n
+        n.name = n.name[length:]
+        name = name[length:]
+        offset = 0
+        while offset < len(name) and not _is_wild(name[offset]):
+            offset += 1
+        sub = _Node(name[:offset])
+        h2 = ord(name[0]) % NODE_DEGREE if name else 0
+        sub.next, split.sub[h2] = split.sub[h2], sub
+        if offset == len(name):
+            sub.config = {}
+            return sub.config
+        return _get_fnc2(sub, name[offset:])
+    name = name[len(n.name):]
+    if not name:
+        if n.config is None:
+            n.config = {}
+        return n.config
+    offset = 1
+    while offset < len(name) and not _is_wild(name[offset]):
+        offset += 1
+    sub = _Node(name[:offset])
+    h2 = ord(name[0]) % NODE_DEGREE
+    sub.next, n.sub[h2] = n.sub[h2], sub
+    return _get_fnc2(sub, name[offset:])
+
+
+def _update(options, node, name):
+    """clo.c update_fn_config2: every option of the leaves that `name` reaches, into options."""
+    if not name and node.config is not None:
+        options.update(node.config)
+        return
+    n = node.sub[ord(name[0]) % NODE_DEGREE] if name else node.sub[0]
+    while n:
+        if name.startswith(n.name):  # strncmp(name, n->name, n->length) == 0
+            break
+        n = n.next
+    if n:
+        _update(options, n, name[len(n.name):])
+    if node.wild_char and name:
+        _update(options, node.wild_char, name[1:])
+    if node.wild_star:
+        for i in range(len(name) + 1):
+            _update(options, node.wild_star, name[i:])
+
+
+def function_options(argv, function):
+    """The function options (--toggle-collect=P, --dump-before=P, ...) of a callgrind command
+    line that callgrind 3.19 applies to `function` -> {option: True}."""
+    root = None
+    for arg in argv:
+        m = re.match(r"--(toggle-collect|dump-before|dump-after|zero-before)=(.*)$", arg)
+        if m:
+            if root is None:
+                root = _Node(m.group(2)[:0])
+            _get_fnc2(root, m.group(2))[m.group(1)] = True
+    options = {}
+    if root is not None:
+        _update(options, root, function)
+    return options

@@ -24,6 +24,7 @@ import collections
 import concurrent.futures
 import fnmatch
 import glob
+import itertools
 import json
 import os
 import re
@@ -31,7 +32,7 @@ import shutil
 import subprocess
 import tempfile
 
-from ..callgrind import parse, split_by_class
+from ..callgrind import function_options, parse, split_by_class
 from ..launch import run_pair, run_single
 from ..plan import UCP_TLS
 from ..tools import missing_ucx_tools
@@ -364,6 +365,36 @@ def receiver_per_operation(calls, ops):
     return ({k: v / (ops - half) for k, v in extra.items()}, (idle[INSTR], n, len(polls)))
 
 
+def callgrind_window(wanted):
+    """callgrind's function options for `wanted`, [(option, function pattern)] in order (option:
+    "toggle-collect" or "dump-before"), spelled so that callgrind 3.19 gives every function
+    exactly its options -> (arguments, None) or (None, why not).  callgrind keeps the patterns
+    in a prefix tree where a second pattern with the same name, after another that shares a
+    prefix with it, makes a second leaf that hides the first (callgrind.function_options): a
+    later option on a function names it again where that is safe, else with '?' for its first
+    character, which callgrind files under another branch of the tree.  The spelling is chosen
+    by callgrind's own matching rules before anything runs (a row measured with an option lost
+    collected nothing where it should have: recv_ucp_tag_*'s ucp_tag_recv_nbx, 0 instructions
+    on every call, until 2026-12-05)."""
+    mentions, choices = collections.Counter(), []
+    for option, fn in wanted:
+        alternatives = [fn]
+        if mentions[fn] and fn[0] not in "*?":
+            alternatives.append("?" + fn[1:])
+        choices.append([f"--{option}={a}" for a in alternatives])
+        mentions[fn] += 1
+    want = collections.defaultdict(set)
+    for option, fn in wanted:
+        want[fn].add(option)
+    for argv in itertools.product(*choices):
+        # a name the pattern matches: '*' as nothing, '?' as one character
+        if all(set(function_options(argv, fn.replace("*", "").replace("?", "x"))) == options
+               for fn, options in want.items()):
+            return list(argv), None
+    return None, (f"no spelling of {wanted} gives every function exactly its options in "
+                  "callgrind 3.19's matching")
+
+
 def profile_row(s, r, transport, provider, name, port):
     """One server/client pair with the client under callgrind, 2N operations, the collection
     dumped before each call of the op function -> (per operation or None, reason, wall)."""
@@ -387,12 +418,15 @@ def measure_calls(s, r, transport, provider, name, port, fn, scratch):
         counted = fn
     elif not counted:
         return None, f"no progress function of {transport} (perf/cost/progress_fn)", 0.0
-    window = [f"--toggle-collect={counted}", f"--dump-before={counted}"]
+    wanted = [("toggle-collect", counted), ("dump-before", counted)]
     receive = RECEIVE_CALLS.get(r.test) if r.method == RECEIVER else None
     if counted != fn:  # the op function only marks the operations
-        window.append(f"--dump-before={fn}")
+        wanted.append(("dump-before", fn))
     if receive:  # work of the receiver outside progress: counted whole, a dump per call
-        window += [f"--toggle-collect={receive}", f"--dump-before={receive}"]
+        wanted += [("toggle-collect", receive), ("dump-before", receive)]
+    window, why = callgrind_window(wanted)
+    if window is None:
+        return None, why, 0.0
     grind = ["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"] + \
         window + [f"--callgrind-out-file={out}"]
     server = ["ucx_perftest", "-p", str(port)]
@@ -425,13 +459,108 @@ def measure_calls(s, r, transport, provider, name, port, fn, scratch):
     calls, why = calls_of_run([d for _, d in dumps], fn)
     if calls is None:
         return None, why, wall
+    write_calls(s, name, fn, calls)
+    per_op = first_post(calls) if r.method == FIRST_CALL else per_operation(calls)
+    return per_op, None if per_op else f"too few calls of {fn}", wall
+
+
+def batch_groups(rows):
+    """The rows in groups measured by one ucx_perftest process each (-b, its batch mode), in
+    the table's order: the UCT rows whose value is the mean of their op function's calls
+    (DIFFERENCE) and that run with the same environment share a process; any other row runs
+    alone.  Under TCG a pair's minute is nearly all valgrind's and UCX's start-up, which a
+    batch pays once (the demo's four rows: two processes instead of eight)."""
+    groups, batched = [], {}
+    for r in rows:
+        if r.method == DIFFERENCE and r.api == "uct":
+            key = tuple(sorted(r.env.items()))
+            if key in batched:
+                batched[key].append(r)
+                continue
+            batched[key] = [r]
+            groups.append(batched[key])
+        else:
+            groups.append([r])
+    return [tuple(g) for g in groups]
+
+
+def batch_calls(dumps, functions):
+    """One batch run's dumps, [(trigger, totals, {function: its calls in the dump})] in order
+    -> ({function: [totals of each call, in order]}, None) or (None, reason).  As in
+    calls_of_run, a dump holds the call that triggered the previous one; a test's first dump
+    holds the last call of the test before it."""
+    if len(dumps) < 2:
+        return None, "callgrind recorded no call"
+    if dumps[0][1][INSTR]:
+        return None, "callgrind collected before the first dump"
+    calls = {fn: [] for fn in functions}
+    for (trigger, _, _), (_, content, _) in zip(dumps, dumps[1:]):
+        fn = next((f for f in functions if names(f).search(trigger)), None)
+        if fn is None:
+            return None, f"a dump not before an op function: {trigger!r}"
+        calls[fn].append({k: v for k, v in content.items() if k != "ops"})
+    for fn in functions:
+        edges = sum(d[2].get(fn, 0) for d in dumps)
+        if edges != len(calls[fn]):
+            return None, (f"callgrind's dumps do not match the calls of {fn} "
+                          f"({len(calls[fn])} dumps, {edges} calls)")
+    return calls, None
+
+
+def measure_batch(s, rows, transport, provider, name, port):
+    """The rows of one batch group on `transport` in one pair, the client under callgrind with
+    each row's op function collected and a dump before each of its calls -> [(per operation or
+    None, reason, wall)] in the rows' order (the pair's wall on each)."""
+    functions = [r.functions[transport] for r in rows]
+    window, why = callgrind_window([("toggle-collect", f) for f in functions] +
+                                   [("dump-before", f) for f in functions])
+    if window is None:
+        return [(None, why, 0.0)] * len(rows)
+    scratch = tempfile.mkdtemp(prefix=f"{name}.")
+    try:
+        out, batch = os.path.join(scratch, "callgrind.out"), os.path.join(scratch, "batch")
+        ops = str(getattr(s.args, "cost_ops", None) or 2 * N)
+        with open(batch, "w") as f:  # "<test name> <its arguments>" a line; both sides read it
+            f.write("".join(" ".join([r.name] + perftest_args(r, transport, r.size) +
+                                     ["-n", ops]) + "\n" for r in rows))
+        shutil.copy(batch, os.path.join(s.logdir, f"{name}.batch"))
+        grind = ["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"] + \
+            window + [f"--callgrind-out-file={out}"]
+        server = ["nice", "-n", "19", "ucx_perftest", "-p", str(port), "-b", batch]
+        client = grind + ["ucx_perftest", "127.0.0.1", "-p", str(port), "-d", s.net_device,
+                          "-b", batch]
+        ok, _, _, reason, wall = run_pair(name, server, client, row_env(s, rows[0], transport),
+                                          port, s.timeout, s.logdir, listen_s=s.timeout,
+                                          exit_s=s.timeout)
+        if not ok:
+            return [(None, reason, wall)] * len(rows)
+        dumps = []
+        for f in dump_files(out):
+            with open(f) as fh:
+                text = fh.read()
+            profile = parse(text)
+            dumps.append((dump_trigger(text), totals(profile, functions[0], provider),
+                          {fn: profile.calls_of(re.escape(fn)) for fn in functions}))
+        calls, why = batch_calls(dumps, functions)
+        if calls is None:
+            return [(None, why, wall)] * len(rows)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    results = []
+    for r, fn in zip(rows, functions):
+        write_calls(s, f"cost-{transport}-{r.name}", fn, calls[fn])
+        per_op = per_operation(calls[fn])
+        results.append((per_op, None if per_op else f"too few calls of {fn}", wall))
+    return results
+
+
+def write_calls(s, name, fn, calls):
+    """The row's per-call counts, logs/<name>.calls."""
     with open(os.path.join(s.logdir, f"{name}.calls"), "w") as f:
         f.write("# per call of %s, in order: instructions, work requests posted, system calls\n"
                 % fn)
         f.write("".join("%d %d %d\n" % (c[INSTR], c["post_send_per_op"], c["syscalls_per_op"])
                         for c in calls))
-    per_op = first_post(calls) if r.method == FIRST_CALL else per_operation(calls)
-    return per_op, None if per_op else f"too few calls of {fn}", wall
 
 
 def progress_row(s, r, transport, name, dumps, progress, mark, receive):
@@ -577,11 +706,16 @@ def measure_program(s, r, transport, provider, name, scratch):
     out = os.path.join(scratch, "cg.")
     out += "%q{" + RANK_VARIABLE[p.launcher] + "}" if p.launcher in RANK_VARIABLE else "0"
 
+    windows = {}
+    for rank, (_, functions) in p.ranks.items():
+        windows[rank], why = callgrind_window([("toggle-collect", f) for f in functions] +
+                                              [("dump-before", functions[0])])
+        if why:
+            return None, f"rank {rank}: {why}", 0.0
+
     def grind(rank):
-        functions = p.ranks[rank][1]
         return (["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"]
-                + [f"--toggle-collect={f}" for f in functions]
-                + [f"--dump-before={functions[0]}", f"--callgrind-out-file={out}"])
+                + windows[rank] + [f"--callgrind-out-file={out}"])
 
     cmd, env = program_command(s, r, transport, grind, row_env(s, r, transport))
     ok, output, reason, wall = run_single(name, cmd, env, s.timeout, s.logdir)
@@ -678,27 +812,36 @@ def run_cost(s):
         print(f"  cost: verbs provider functions {provider}", flush=True)
         s.progress_fns = {t: progress_function(s, t) for t in ("rc_verbs", "gdr_rc")}
         print(f"  cost: iface progress functions {s.progress_fns}", flush=True)
-    jobs = [(r, t) for r in selected_rows(getattr(s.args, "cost_rows", None))
-            for t in ("rc_verbs", "gdr_rc")]
+    rows = selected_rows(getattr(s.args, "cost_rows", None))
+    jobs = [(g, t) for g in batch_groups(rows) for t in ("rc_verbs", "gdr_rc")]
 
     def measure(job, port):
-        r, transport = job
+        group, transport = job
         why = why_all or (transport == "gdr_rc" and s.gdr_unavailable)
         if why:
-            return None, why, 0.0
-        per_op, why, wall = profile_row(s, r, transport, provider, f"cost-{transport}-{r.name}",
-                                        port)
-        print(f"    {transport} {r.name}: " + (f"{per_op[INSTR]:.2f} instructions per operation"
-              if per_op else f"n/a ({why})") + f", {wall:.0f} s", flush=True)
-        # each pair's result as soon as it is known: a run cut short keeps what it measured
-        with open(os.path.join(s.logdir, f"cost-{transport}-{r.name}.json"), "w") as f:
-            json.dump(dict(per_op=per_op, reason=why, wall=wall), f)
-        return per_op, why, wall
+            return [(None, why, 0.0)] * len(group)
+        if len(group) > 1:
+            name = f"cost-{transport}-" + "+".join(r.name for r in group)
+            results = measure_batch(s, group, transport, provider, name, port)
+        else:
+            results = [profile_row(s, group[0], transport, provider,
+                                   f"cost-{transport}-{group[0].name}", port)]
+        for r, (per_op, why, wall) in zip(group, results):
+            print(f"    {transport} {r.name}: " + (f"{per_op[INSTR]:.2f} instructions per "
+                  f"operation" if per_op else f"n/a ({why})") + f", {wall:.0f} s", flush=True)
+            # each pair's result as soon as it is known: a run cut short keeps what it measured
+            with open(os.path.join(s.logdir, f"cost-{transport}-{r.name}.json"), "w") as f:
+                json.dump(dict(per_op=per_op, reason=why, wall=wall), f)
+        return results
 
     ports = [s.ports.take() for _ in jobs]  # taken here: PortAllocator is not thread-safe
     with concurrent.futures.ThreadPoolExecutor(max(1, getattr(s.args, "cost_jobs", 1))) as pool:
-        results = list(pool.map(measure, jobs, ports))
-    for (r, transport), (per_op, why, wall) in zip(jobs, results):
+        measured = {}
+        for (group, transport), results in zip(jobs, pool.map(measure, jobs, ports)):
+            for r, result in zip(group, results):
+                measured[r.name, transport] = result
+    for r, transport in ((r, t) for r in rows for t in ("rc_verbs", "gdr_rc")):
+        per_op, why, wall = measured[r.name, transport]
         name = f"cost-{transport}-{r.name}"
         for metric in METRICS:
             value = per_op.get(metric) if per_op else None
