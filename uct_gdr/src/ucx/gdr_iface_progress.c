@@ -83,7 +83,7 @@ gdr_iface_poll(struct ibv_cq *cq, struct ibv_wc *wc, unsigned max,
     return count;
 }
 
-static unsigned gdr_iface_progress_rx(gdr_iface_t *iface)
+static UCS_F_ALWAYS_INLINE unsigned gdr_iface_progress_rx(gdr_iface_t *iface)
 {
     struct ibv_wc wc[16];
     gdr_am_rx_verdict_t verdict;
@@ -122,7 +122,9 @@ static unsigned gdr_iface_progress_rx(gdr_iface_t *iface)
             ucs_mpool_put_inline(desc);
         } /* else UCS_INPROGRESS: the user releases it with uct_iface_release_desc */
     }
-    if ((iface->rx.available >= iface->rx.post_batch) ||
+    /* only a completion makes buffers available (an idle call skips the test);
+     * a starved refill is retried on every call until the user releases some */
+    if (((count > 0) && (iface->rx.available >= iface->rx.post_batch)) ||
         ucs_unlikely(iface->rx.starved)) {
         gdr_iface_post_recv(iface);
     }
@@ -149,7 +151,7 @@ static ucs_status_t gdr_wc_status(enum ibv_wc_status status)
     }
 }
 
-static unsigned gdr_iface_progress_tx(gdr_iface_t *iface)
+static UCS_F_ALWAYS_INLINE unsigned gdr_iface_progress_tx(gdr_iface_t *iface)
 {
     struct ibv_wc wc[16];
     int i, count;
