@@ -242,10 +242,13 @@ class CostSection(unittest.TestCase):
         fn = {"m": self.MARK, "p": self.PROGRESS, "r": self.RECV}
         triggers = [f"--dump-before={fn[e[0]]}" for e in events]
         held = [None] + list(events)
-        return [(t, {"ops": int(e is not None and e[0] == "p"),
-                     "instr_per_op": 0 if e in (None, "m") else e[1],
-                     "post_recv_per_op": 0 if e in (None, "m") else e[2],
-                     "poll_cq_per_op": 0 if e in (None, "m") else e[3] if len(e) > 3 else 2})
+        def counts(e):  # a call over 50 instructions found something: a CQE's 25 more
+            if e in (None, "m"):
+                return {"instr_per_op": 0, "post_recv_per_op": 0, "poll_cq_per_op": 0}
+            polls = e[3] if len(e) > 3 else 2
+            return {"instr_per_op": e[1], "post_recv_per_op": e[2], "poll_cq_per_op": polls,
+                    "split_provider": polls * 10 + (25 if e[1] > 50 else 0)}
+        return [(t, dict(counts(e), ops=int(e is not None and e[0] == "p")))
                 for t, e in zip(triggers + ["Program termination"], held)]
 
     def test_trigger_of_a_dump(self):
@@ -253,10 +256,10 @@ class CostSection(unittest.TestCase):
                          "Program termination")
         self.assertEqual(cost.dump_trigger("events: Ir\n"), "")
 
-    def test_receiver_is_the_work_beyond_the_idle_poll(self):
-        # 4 operations; idle polls of both CQs cost 50, of one (nothing in flight) 40; a receive
-        # costs 50 + 300 and posts a receive every other time; the first operations' one-time
-        # work is left out (last half only)
+    def test_receiver_is_the_calls_that_found_something(self):
+        # 4 operations; idle polls of both CQs cost 50, of one (nothing in flight) 40, their
+        # provider work 10 a poll; a receive costs 350 and posts a receive every other time; the
+        # first operations' one-time work is left out (last half only)
         dumps = self.progress_dumps(("p", 9000, 1), "m", ("p", 50, 0), ("p", 350, 1), "m",
                                     ("p", 50, 0), ("p", 40, 0, 1), ("p", 50, 0),
                                     ("p", 350, 0, 1), "m", ("p", 50, 0), ("p", 350, 1), "m",
@@ -266,10 +269,16 @@ class CostSection(unittest.TestCase):
         self.assertEqual(ops, 4)
         self.assertEqual([b for b, _, _ in calls], [0, 1, 1, 2, 2, 2, 2, 3, 3, 4])
         per_op, idle = cost.receiver_per_operation(calls, ops)
-        self.assertEqual(idle, (50, 4, 7))  # 4 calls at 50 of the 7 after 2 operations
-        self.assertEqual(per_op["instr_per_op"], (300 - 10 + 300) / 2)
+        self.assertEqual(idle, (10, 5, 7))  # 5 of the 7 calls after 2 operations found nothing
+        self.assertEqual(per_op["instr_per_op"], (350 + 350) / 2)  # whatever the spins between
         self.assertEqual(per_op["post_recv_per_op"], 0.5)
-        self.assertEqual(per_op["poll_cq_per_op"], -1)  # two calls stopped after one CQ
+        self.assertEqual(per_op["poll_cq_per_op"], 1.5)  # one stopped after the receive CQ
+        # a slower peer, more empty spins between the same calls: the same row
+        slower = self.progress_dumps(("p", 9000, 1), "m", ("p", 350, 1), "m", ("p", 50, 0),
+                                     ("p", 40, 0, 1), ("p", 50, 0), ("p", 350, 0, 1), "m",
+                                     ("p", 350, 1), "m", ("p", 50, 0), ("p", 50, 0))
+        calls, ops, _ = cost.progress_calls(slower, self.PROGRESS, self.MARK)
+        self.assertEqual(cost.receiver_per_operation(calls, ops)[0]["instr_per_op"], 350)
         # iface_progress: the cheapest call of all
         self.assertEqual(cost.idle_call([c for _, _, c in calls])[0]["instr_per_op"], 40)
 
@@ -281,8 +290,8 @@ class CostSection(unittest.TestCase):
         self.assertIsNone(why)
         self.assertEqual(ops, 3)
         per_op, idle = cost.receiver_per_operation(calls, ops)
-        self.assertEqual(idle, (50, 2, 4))  # the calls after the first of the 3 operations
-        self.assertEqual(per_op["instr_per_op"], 300 + 120)
+        self.assertEqual(idle, (10, 2, 6))  # the calls after the first of the 3 operations
+        self.assertEqual(per_op["instr_per_op"], 350 + 120)
         # without the receive function its dumps are an error, not work lost
         self.assertIn("after a call of", cost.progress_calls(dumps, self.PROGRESS, self.MARK)[2])
 

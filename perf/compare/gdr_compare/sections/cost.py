@@ -16,9 +16,11 @@ What a row covers: the posting side of one operation (the op function and everyt
 UCX core, transport, verbs provider, libc), or, for the recv_* rows, the work one operation
 causes in the receiving process's progress: the receiving peer runs under callgrind with its
 progress function collected and a dump before each call, so each call's cost is known; the
-idle spin (the cheapest call that polled every CQ: it found nothing) is subtracted from every
-call, and what is left is divided by the operations.  iface_progress is the cheapest call of
-the put_lat client: progress with nothing to do."""
+calls that found nothing (every poll of theirs empty, told by the verbs provider's own
+instructions) are left out, the others (a receive, a send completion, a refill) count whole,
+and their sum is divided by the operations.  How many empty spins a wait takes depends on
+timing; what the calls that found something cost does not.  iface_progress is the cheapest
+call of the put_lat client: progress with nothing to do."""
 
 import collections
 import concurrent.futures
@@ -348,21 +350,37 @@ def idle_call(calls, every_cq=False):
     return idle, sum(c[INSTR] == idle[INSTR] for c in calls)
 
 
+def empty_poll(calls):
+    """The verbs provider's instructions for one poll of an empty CQ: the least provider work
+    per poll of the progress calls (an empty poll takes the CQ's lock, finds nothing and
+    returns: the same instructions every time, on any CQ of the provider), or None."""
+    per_poll = [c.get(SPLIT_PREFIX + "provider", 0) / c["poll_cq_per_op"]
+                for c in calls if c.get("poll_cq_per_op")]
+    return min(per_poll) if per_poll else None
+
+
+def found_nothing(c, empty):
+    """A progress call whose every poll was empty: its provider work is its polls' and no more
+    (a CQE polled, a receive posted or anything else of the provider's costs more)."""
+    return c.get(SPLIT_PREFIX + "provider", 0) == c.get("poll_cq_per_op", 0) * empty
+
+
 def receiver_per_operation(calls, ops):
-    """progress_calls' calls of the receiving process -> the work per operation beyond an idle
-    poll (progress calls less the idle one, receive calls whole), over the last half of the
-    operations (the first ones pay one-time work, as on the sender), or None; and the idle
-    call's count, how many progress calls have it and how many there are."""
+    """progress_calls' calls of the receiving process -> the work per operation: the progress
+    calls that found something and the receive calls, whole, over the last half of the
+    operations (the first ones pay one-time work, as on the sender), or None; and (the
+    provider's instructions per empty poll, the calls that found nothing, the calls)."""
     half = ops // 2
     window = [(p, c) for before, p, c in calls if before >= half]
-    polls = [c for p, c in window if p]
-    if not polls or ops - half <= 0:
+    empty = empty_poll([c for _, p, c in calls if p])
+    if empty is None or ops - half <= 0 or not window:
         return None, None
-    idle, n = idle_call(polls, every_cq=True)
-    extra = {}
+    idle = [c for p, c in window if p and found_nothing(c, empty)]
+    work = {}
     for p, c in window:
-        extra = add(extra, {k: v - (idle.get(k, 0) if p else 0) for k, v in c.items()})
-    return ({k: v / (ops - half) for k, v in extra.items()}, (idle[INSTR], n, len(polls)))
+        if not (p and found_nothing(c, empty)):
+            work = add(work, c)
+    return ({k: v / (ops - half) for k, v in work.items()}, (empty, len(idle), len(window)))
 
 
 def callgrind_window(wanted):
@@ -582,8 +600,9 @@ def progress_row(s, r, transport, name, dumps, progress, mark, receive):
     per_op, idle = receiver_per_operation(calls, ops)
     if per_op is None:
         return None, f"too few operations ({ops})"
-    print(f"    {transport} {r.name}: {progress}: idle call {idle[0]} instructions, {idle[1]} of "
-          f"the {idle[2]} calls of the last {ops - ops // 2} operations", flush=True)
+    print(f"    {transport} {r.name}: {progress}: {idle[1]} of the {idle[2]} calls of the last "
+          f"{ops - ops // 2} operations found nothing (the provider's {idle[0]:g} instructions "
+          "per empty poll)", flush=True)
     return per_op, None
 
 
