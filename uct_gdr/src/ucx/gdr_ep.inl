@@ -117,10 +117,9 @@ gdr_wr_rdma(gdr_verbs_wr_t *wr, enum ibv_wr_opcode opcode, uint64_t remote_addr,
 
 /* What every post does before the provider's call: fencing, signalling, the
  * sequence number (returned) */
-static UCS_F_ALWAYS_INLINE uint16_t gdr_ep_post_prepare(gdr_iface_t *iface,
-                                                        gdr_ep_t *ep,
-                                                        int signal,
-                                                        unsigned *send_flags)
+static UCS_F_ALWAYS_INLINE uint16_t
+gdr_ep_post_prepare(gdr_iface_t *iface, gdr_ep_t *ep, int signal,
+                    enum ibv_wr_opcode opcode, unsigned *send_flags)
 {
     uint16_t sn = ep->tx.posted_sn + 1;
 
@@ -131,12 +130,18 @@ static UCS_F_ALWAYS_INLINE uint16_t gdr_ep_post_prepare(gdr_iface_t *iface,
         ep->fence_beat = iface->tx.fence_beat;
     }
     /* Signaled: a WR with a completion to report, every moderation-th one
-     * (credits), and one posted to an idle endpoint.  The last: in
-     * request-reply traffic every send is then signaled, as rc_verbs signals
-     * all of them, so that a flush after it finds the last WR signaled and
-     * posts no NOP (docs/perf-compare.md, ep_flush); a stream still gets one
-     * completion per moderation window, plus one where it starts. */
-    if (signal || (ep->tx.posted_sn == ep->tx.completed_sn) ||
+     * (credits), and an RDMA or atomic WR posted to an idle endpoint.  The
+     * last: rc_verbs signals every RDMA write, read and atomic, so a flush
+     * after request-reply RMA finds the last WR signaled and posts no NOP
+     * (docs/perf-compare.md, ep_flush); a stream still gets one completion
+     * per moderation window, plus one where it starts.  An active message
+     * keeps the moderation, as rc_verbs' sends do: its peer replies anyway,
+     * and a completion for every message cost the replier a send CQE and
+     * its poll (221 instructions a message, recv_am_short) where rc_verbs
+     * polls one per 64 sends. */
+    if (signal ||
+        ((opcode != IBV_WR_SEND_WITH_IMM) &&
+         (ep->tx.posted_sn == ep->tx.completed_sn)) ||
         (++ep->tx.unsignaled >= iface->tx.moderation)) {
         *send_flags |= IBV_SEND_SIGNALED;
         ep->tx.unsignaled  = 0;
@@ -173,7 +178,8 @@ static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_post(gdr_iface_t *iface,
                                                     gdr_verbs_wr_t *wr,
                                                     int signal, gdr_tx_op_t *op)
 {
-    uint16_t sn = gdr_ep_post_prepare(iface, ep, signal, &wr->send_flags);
+    uint16_t sn = gdr_ep_post_prepare(iface, ep, signal, wr->opcode,
+                                      &wr->send_flags);
 
     wr->wr_id = sn;
     if (gdr_trace_data_on()) {
@@ -201,7 +207,7 @@ gdr_ep_post_sges(gdr_iface_t *iface, gdr_ep_t *ep, gdr_verbs_wr_t *wr,
         }
         return gdr_ep_post(iface, ep, wr, signal, op);
     }
-    sn              = gdr_ep_post_prepare(iface, ep, signal, &wr->send_flags);
+    sn = gdr_ep_post_prepare(iface, ep, signal, wr->opcode, &wr->send_flags);
     list.wr_id      = sn;
     list.next       = NULL;
     list.sg_list    = sge;
