@@ -143,8 +143,10 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h, const uct_device_addr_t *,
 int gdr_ep_is_connected_to(uct_ep_h ep, const uct_device_addr_t *dev_addr,
                            const uct_ep_addr_t *ep_addr);
 
-/* Completion processing, called by the iface's progress (gdr_iface_progress.c) */
-void gdr_ep_tx_completed(gdr_ep_t *ep, uint16_t sn, ucs_status_t status);
+/* A send completion's ops to finish, or its error: the part of
+ * gdr_ep_tx_completed() (gdr_ep.inl) that an unsignaled short send's
+ * completion does not need (gdr_ep_completion.c) */
+void gdr_ep_tx_finish_ops(gdr_ep_t *ep, uint16_t sn, ucs_status_t status);
 ucs_arbiter_cb_result_t
 gdr_ep_arbiter_dispatch_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
                            ucs_arbiter_elem_t *elem, void *arg);

@@ -69,27 +69,19 @@ static void gdr_ep_fail(gdr_iface_t *iface, gdr_ep_t *ep, ucs_status_t status)
 }
 
 /*
- * One CQE covers every WR since the previous one (unsignaled included).
- * The user's completions run *before* the credits come back, as in UCX's rc
- * transports: a send issued from a completion callback then finds no room
- * while requests wait on the pending queue, and cannot overtake them; the
- * caller dispatches the pending queue right after this.
+ * The ops that a completion of gdr_ep_tx_completed() finishes, or its error:
+ * a successful one finishes every op up to and including its WR; a failed one
+ * those before its WR, then fails the endpoint; on an endpoint that failed
+ * already every op finishes with its error.
  */
-void gdr_ep_tx_completed(gdr_ep_t *ep, uint16_t sn, ucs_status_t status)
+void gdr_ep_tx_finish_ops(gdr_ep_t *ep, uint16_t sn, ucs_status_t status)
 {
-    gdr_iface_t *iface = gdr_ep_iface(ep);
-    uint16_t count     = sn - ep->tx.completed_sn;
-
-    ep->tx.completed_sn = sn;
-    if (ucs_likely(status == UCS_OK) || (ep->flags & GDR_EP_FLAG_FAILED)) {
+    if ((status == UCS_OK) || (ep->flags & GDR_EP_FLAG_FAILED)) {
         gdr_ep_complete_ops(ep, sn, 1,
                             (ep->flags & GDR_EP_FLAG_FAILED) ? ep->error :
                                                                UCS_OK);
     } else {
         gdr_ep_complete_ops(ep, sn, 0, UCS_OK); /* WRs before it succeeded */
-        gdr_ep_fail(iface, ep, status);
+        gdr_ep_fail(gdr_ep_iface(ep), ep, status);
     }
-    ep->tx.available += count;
-    iface->tx.cq_available += count;
-    ucs_arbiter_group_schedule(&iface->tx.arbiter, &ep->arb_group);
 }

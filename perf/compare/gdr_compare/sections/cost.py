@@ -588,9 +588,10 @@ def progress_row(s, r, transport, name, dumps, progress, mark, receive):
         return None, why
     with open(os.path.join(s.logdir, f"{name}.calls"), "w") as f:
         f.write(f"# per call of {progress} (p) or {receive} (r): operations ({mark}) before it, "
-                "instructions, poll_cq, post_recv\n")
-        f.write("".join("%d %s %d %d %d\n" % (before, "p" if p else "r", c[INSTR],
-                                              c["poll_cq_per_op"], c["post_recv_per_op"])
+                "instructions, poll_cq, post_recv, the verbs provider's instructions\n")
+        f.write("".join("%d %s %d %d %d %d\n" % (before, "p" if p else "r", c[INSTR],
+                                                 c["poll_cq_per_op"], c["post_recv_per_op"],
+                                                 c.get(SPLIT_PREFIX + "provider", 0))
                         for before, p, c in calls))
     if r.method == PROGRESS:
         per_op, n = idle_call([c for _, p, c in calls if p])
