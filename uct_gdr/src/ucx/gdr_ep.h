@@ -144,9 +144,35 @@ int gdr_ep_is_connected_to(uct_ep_h ep, const uct_device_addr_t *dev_addr,
                            const uct_ep_addr_t *ep_addr);
 
 /* A send completion's ops to finish, or its error: the part of
- * gdr_ep_tx_completed() (gdr_ep.inl) that an unsignaled short send's
- * completion does not need (gdr_ep_completion.c) */
+ * gdr_ep_tx_completed() (below) that an unsignaled short send's completion
+ * does not need (gdr_ep_completion.c) */
 void gdr_ep_tx_finish_ops(gdr_ep_t *ep, uint16_t sn, ucs_status_t status);
+
+/*
+ * One CQE covers every WR since the previous one (unsignaled included).
+ * The user's completions run *before* the credits come back, as in UCX's rc
+ * transports: a send issued from a completion callback then finds no room
+ * while requests wait on the pending queue, and cannot overtake them; the
+ * caller dispatches the pending queue right after this.  Inline in the iface's
+ * progress: the usual completion (no op outstanding: short sends) costs no
+ * call (recv_put_short: the put_lat server reaps one a reply).
+ */
+static UCS_F_ALWAYS_INLINE void
+gdr_ep_tx_completed(gdr_ep_t *ep, uint16_t sn, ucs_status_t status)
+{
+    gdr_iface_t *iface = ucs_derived_of(ep->super.super.iface, gdr_iface_t);
+    uint16_t count     = sn - ep->tx.completed_sn;
+
+    ep->tx.completed_sn = sn;
+    if ((status != UCS_OK) || (ep->flags & GDR_EP_FLAG_FAILED) ||
+        !ucs_queue_is_empty(&ep->tx.outstanding)) {
+        gdr_ep_tx_finish_ops(ep, sn, status);
+    }
+    ep->tx.available += count;
+    iface->tx.cq_available += count;
+    ucs_arbiter_group_schedule(&iface->tx.arbiter, &ep->arb_group);
+}
+
 ucs_arbiter_cb_result_t
 gdr_ep_arbiter_dispatch_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
                            ucs_arbiter_elem_t *elem, void *arg);

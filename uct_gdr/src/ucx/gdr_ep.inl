@@ -115,31 +115,6 @@ gdr_wr_rdma(gdr_verbs_wr_t *wr, enum ibv_wr_opcode opcode, uint64_t remote_addr,
     wr->rkey        = rkey;
 }
 
-/*
- * One CQE covers every WR since the previous one (unsignaled included).
- * The user's completions run *before* the credits come back, as in UCX's rc
- * transports: a send issued from a completion callback then finds no room
- * while requests wait on the pending queue, and cannot overtake them; the
- * caller dispatches the pending queue right after this.  Inline in the iface's
- * progress: the usual completion (no op outstanding: short sends) costs no
- * call (recv_put_short: the put_lat server reaps one a reply).
- */
-static UCS_F_ALWAYS_INLINE void
-gdr_ep_tx_completed(gdr_ep_t *ep, uint16_t sn, ucs_status_t status)
-{
-    gdr_iface_t *iface = gdr_ep_iface(ep);
-    uint16_t count     = sn - ep->tx.completed_sn;
-
-    ep->tx.completed_sn = sn;
-    if ((status != UCS_OK) || (ep->flags & GDR_EP_FLAG_FAILED) ||
-        !ucs_queue_is_empty(&ep->tx.outstanding)) {
-        gdr_ep_tx_finish_ops(ep, sn, status);
-    }
-    ep->tx.available += count;
-    iface->tx.cq_available += count;
-    ucs_arbiter_group_schedule(&iface->tx.arbiter, &ep->arb_group);
-}
-
 /* What every post does before the provider's call: fencing, signalling, the
  * sequence number (returned) */
 static UCS_F_ALWAYS_INLINE uint16_t

@@ -3,7 +3,7 @@
  * callbacks, the SRQ refilled), send completions (handed to their endpoints), and the
  * pending queue, dispatched as credits come back.
  */
-#include "gdr_ep.inl"
+#include "gdr_ep.h"
 #include "gdr_am_rx.h"
 
 #include <ucs/debug/log.h>
