@@ -236,9 +236,10 @@ class CostSection(unittest.TestCase):
 
     def progress_dumps(self, *events):
         """(trigger, totals) per dump of a run whose events are ("p", instructions, post_recv[,
-        poll_cq: default 2]), a progress call, ("r", ...) a receive call, or "m", an operation: a dump before each
-        event and one at exit, each holding what ran since the previous one (the event before
-        it); the calls of the progress function are counted where its work is."""
+        poll_cq: default 2]), a progress call, ("r", ...) a receive call, or "m", an operation:
+        a dump before each event and one at exit, each holding what ran since the previous one
+        (the event before it); the calls of the progress function are counted where its work
+        is."""
         fn = {"m": self.MARK, "p": self.PROGRESS, "r": self.RECV}
         triggers = [f"--dump-before={fn[e[0]]}" for e in events]
         held = [None] + list(events)

@@ -232,7 +232,7 @@ def function_options(argv, function):
         m = re.match(r"--(toggle-collect|dump-before|dump-after|zero-before)=(.*)$", arg)
         if m:
             if root is None:
-                root = _Node(m.group(2)[:0])
+                root = _Node("")  # clo.c: new_config(name, 0)
             _get_fnc2(root, m.group(2))[m.group(1)] = True
     options = {}
     if root is not None:

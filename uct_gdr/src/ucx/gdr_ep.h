@@ -143,6 +143,11 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h, const uct_device_addr_t *,
 int gdr_ep_is_connected_to(uct_ep_h ep, const uct_device_addr_t *dev_addr,
                            const uct_ep_addr_t *ep_addr);
 
+static UCS_F_ALWAYS_INLINE gdr_iface_t *gdr_ep_iface(gdr_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, gdr_iface_t);
+}
+
 /* A send completion's ops to finish, or its error: the part of
  * gdr_ep_tx_completed() (below) that an unsignaled short send's completion
  * does not need (gdr_ep_completion.c) */
@@ -160,7 +165,7 @@ void gdr_ep_tx_finish_ops(gdr_ep_t *ep, uint16_t sn, ucs_status_t status);
 static UCS_F_ALWAYS_INLINE void
 gdr_ep_tx_completed(gdr_ep_t *ep, uint16_t sn, ucs_status_t status)
 {
-    gdr_iface_t *iface = ucs_derived_of(ep->super.super.iface, gdr_iface_t);
+    gdr_iface_t *iface = gdr_ep_iface(ep);
     uint16_t count     = sn - ep->tx.completed_sn;
 
     ep->tx.completed_sn = sn;

@@ -14,11 +14,6 @@
 #include <ucs/debug/log.h>
 
 
-static UCS_F_ALWAYS_INLINE gdr_iface_t *gdr_ep_iface(gdr_ep_t *ep)
-{
-    return ucs_derived_of(ep->super.super.iface, gdr_iface_t);
-}
-
 static UCS_F_ALWAYS_INLINE int
 gdr_ep_has_tx_resources(gdr_iface_t *iface, gdr_ep_t *ep)
 {

@@ -337,15 +337,9 @@ def progress_calls(dumps, progress, mark, receive=None):
     return calls, ops, None
 
 
-def idle_call(calls, every_cq=False):
+def idle_call(calls):
     """The cheapest of the progress calls, one that finds nothing -> (its totals, how many calls
-    cost the same).  every_cq: the cheapest of those that polled the most CQs, an idle spin while
-    work is outstanding (gdr_rc leaves its send CQ alone while no WR is in flight, so its
-    cheapest call polls one CQ less than the spins between operations; a call that finds a
-    message may stop polling early, but none polls more than an idle one)."""
-    if every_cq:
-        most = max(c["poll_cq_per_op"] for c in calls)
-        calls = [c for c in calls if c["poll_cq_per_op"] == most]
+    cost the same)."""
     idle = min(calls, key=lambda c: c[INSTR])
     return idle, sum(c[INSTR] == idle[INSTR] for c in calls)
 
@@ -375,12 +369,13 @@ def receiver_per_operation(calls, ops):
     empty = empty_poll([c for _, p, c in calls if p])
     if empty is None or ops - half <= 0 or not window:
         return None, None
-    idle = [c for p, c in window if p and found_nothing(c, empty)]
-    work = {}
+    work, idle = {}, 0
     for p, c in window:
-        if not (p and found_nothing(c, empty)):
+        if p and found_nothing(c, empty):
+            idle += 1
+        else:
             work = add(work, c)
-    return ({k: v / (ops - half) for k, v in work.items()}, (empty, len(idle), len(window)))
+    return ({k: v / (ops - half) for k, v in work.items()}, (empty, idle, len(window)))
 
 
 def callgrind_window(wanted):
@@ -411,6 +406,18 @@ def callgrind_window(wanted):
             return list(argv), None
     return None, (f"no spelling of {wanted} gives every function exactly its options in "
                   "callgrind 3.19's matching")
+
+
+def grind_command(window, out):
+    """valgrind's command line for a measured process: callgrind with `window` (the function
+    options of callgrind_window), one profile per dump into `out`, `out`.1, ..."""
+    return (["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"] + window +
+            [f"--callgrind-out-file={out}"])
+
+
+def run_ops(s):
+    """Operations of a ucx_perftest run: --cost-ops (the demo's and CI's 66), else 2N."""
+    return str(getattr(s.args, "cost_ops", None) or 2 * N)
 
 
 def profile_row(s, r, transport, provider, name, port):
@@ -445,12 +452,11 @@ def measure_calls(s, r, transport, provider, name, port, fn, scratch):
     window, why = callgrind_window(wanted)
     if window is None:
         return None, why, 0.0
-    grind = ["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"] + \
-        window + [f"--callgrind-out-file={out}"]
+    grind = grind_command(window, out)
     server = ["ucx_perftest", "-p", str(port)]
     client = ["ucx_perftest", "127.0.0.1", "-p", str(port), "-d", s.net_device] + \
         perftest_args(r, transport, r.size) + \
-        ["-n", str(getattr(s.args, "cost_ops", None) or 2 * N)]  # --cost-ops: the demo's 66
+        ["-n", run_ops(s)]
     # the native peer spins while it waits for the one under valgrind, tens of times slower:
     # niced, it leaves the CPUs to the measured one (the counts do not depend on it, the time
     # a pair takes does)
@@ -537,16 +543,13 @@ def measure_batch(s, rows, transport, provider, name, port):
     scratch = tempfile.mkdtemp(prefix=f"{name}.")
     try:
         out, batch = os.path.join(scratch, "callgrind.out"), os.path.join(scratch, "batch")
-        ops = str(getattr(s.args, "cost_ops", None) or 2 * N)
         with open(batch, "w") as f:  # "<test name> <its arguments>" a line; both sides read it
             f.write("".join(" ".join([r.name] + perftest_args(r, transport, r.size) +
-                                     ["-n", ops]) + "\n" for r in rows))
+                                     ["-n", run_ops(s)]) + "\n" for r in rows))
         shutil.copy(batch, os.path.join(s.logdir, f"{name}.batch"))
-        grind = ["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"] + \
-            window + [f"--callgrind-out-file={out}"]
         server = ["nice", "-n", "19", "ucx_perftest", "-p", str(port), "-b", batch]
-        client = grind + ["ucx_perftest", "127.0.0.1", "-p", str(port), "-d", s.net_device,
-                          "-b", batch]
+        client = grind_command(window, out) + ["ucx_perftest", "127.0.0.1", "-p", str(port),
+                                               "-d", s.net_device, "-b", batch]
         ok, _, _, reason, wall = run_pair(name, server, client, row_env(s, rows[0], transport),
                                           port, s.timeout, s.logdir, listen_s=s.timeout,
                                           exit_s=s.timeout)
@@ -733,11 +736,8 @@ def measure_program(s, r, transport, provider, name, scratch):
         if why:
             return None, f"rank {rank}: {why}", 0.0
 
-    def grind(rank):
-        return (["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"]
-                + windows[rank] + [f"--callgrind-out-file={out}"])
-
-    cmd, env = program_command(s, r, transport, grind, row_env(s, r, transport))
+    cmd, env = program_command(s, r, transport, lambda rank: grind_command(windows[rank], out),
+                               row_env(s, r, transport))
     ok, output, reason, wall = run_single(name, cmd, env, s.timeout, s.logdir)
     if not ok:
         return None, reason, wall
