@@ -4,6 +4,7 @@
 // own timeouts), then are killed.  Never waits unbounded.
 #include "perftest.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -26,23 +27,31 @@ void on_signal(int sig)
     interrupted = sig;
 }
 
-int free_port()
+/// A socket listening on a free loopback port, for rank 0's bootstrap.  Rank 0 inherits it
+/// (UCP_CPP_COLL_ROOT_LISTENER_FD) instead of binding the port again: a port picked, closed and
+/// bound later can be taken in between (by any connect() on the host: the free ports are the
+/// ephemeral ones), which failed rank 0 with "Address already in use" under a parallel ctest.
+/// Close-on-exec: only rank 0 clears the flag.
+int listening_socket(int &port)
 {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in address{};
     address.sin_family      = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int port                = 0;
-    if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address)) == 0) {
-        socklen_t length = sizeof(address);
-        ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length);
-        port = ntohs(address.sin_port);
+    address.sin_port        = htons(uint16_t(port));
+    socklen_t length        = sizeof(address);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address)) != 0 ||
+        ::listen(fd, SOMAXCONN) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &length) != 0) {
+        const std::string reason = std::strerror(errno);
+        if (fd >= 0)
+            ::close(fd);
+        throw std::runtime_error("-N: cannot listen on a loopback TCP port for the bootstrap" +
+                                 (port ? " (-p " + std::to_string(port) + ")" : std::string()) +
+                                 ": " + reason);
     }
-    if (fd >= 0)
-        ::close(fd);
-    if (port == 0)
-        throw std::runtime_error("-N: cannot find a free TCP port for the bootstrap (use -p)");
-    return port;
+    port = ntohs(address.sin_port);
+    return fd;
 }
 
 std::string describe(int status)
@@ -61,7 +70,8 @@ std::string describe(int status)
 int launch_local(const options &opt, int argc, char **argv)
 {
     const int n    = opt.nranks > 0 ? opt.nranks : 2;
-    const int port = opt.port > 0 ? opt.port : free_port();
+    int port           = opt.port > 0 ? opt.port : 0;
+    const int listener = listening_socket(port);
     char self[4096];
     ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (len <= 0)
@@ -86,6 +96,12 @@ int launch_local(const options &opt, int argc, char **argv)
             ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
             ::setenv("MASTER_ADDR", "127.0.0.1", 1);
             ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+            if (r == 0) {
+                ::fcntl(listener, F_SETFD, 0);
+                ::setenv("UCP_CPP_COLL_ROOT_LISTENER_FD", std::to_string(listener).c_str(), 1);
+            } else {
+                ::unsetenv("UCP_CPP_COLL_ROOT_LISTENER_FD");
+            }
             ::setenv("GDR_PERFTEST_LAUNCH", "local (-N)", 1);
             std::vector<char *> args(argv, argv + argc);
             args.push_back(nullptr);
@@ -96,6 +112,7 @@ int launch_local(const options &opt, int argc, char **argv)
         }
         pids[size_t(r)] = pid;
     }
+    ::close(listener);  // rank 0 holds it
 
     // Grace period for the survivors of a failed rank: they normally notice within a second (peer
     // failure); a rank stuck elsewhere (e.g. still waiting in the bootstrap) is killed after it.

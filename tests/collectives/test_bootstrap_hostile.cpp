@@ -156,4 +156,78 @@ TEST(HostileRoot, RankRefusesAnOversizedTableEntry)
     }
 }
 
+/// A socket listening on a free loopback port (the port in @p port), as gdr_perftest -N makes one.
+socket_fd listening_loopback(uint16_t &port)
+{
+    socket_fd listener(::socket(AF_INET, SOCK_STREAM, 0));
+    sockaddr_in address{};
+    address.sin_family      = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length        = sizeof(address);
+    EXPECT_EQ(0, ::bind(listener.get(), reinterpret_cast<sockaddr *>(&address), sizeof(address)));
+    EXPECT_EQ(0, ::listen(listener.get(), 4));
+    EXPECT_EQ(0, ::getsockname(listener.get(), reinterpret_cast<sockaddr *>(&address), &length));
+    port = ntohs(address.sin_port);
+    return listener;
+}
+
+// A launcher's listening socket (UCP_CPP_COLL_ROOT_LISTENER_FD): the root accepts on it, twice
+// (borrowed, not closed), and never binds the port itself -- the port stays taken from the pick
+// on, so no other process can grab it in between.
+TEST(RootListener, InheritedSocketServesEveryRendezvousOfTheProcess)
+{
+    uint16_t port     = 0;
+    socket_fd listener = listening_loopback(port);
+    for (int round = 0; round < 2; ++round) {
+        auto root_params          = params_of(0, port);
+        root_params.root_listener = listener.get();
+        auto root                 = std::async(std::launch::async, [&] {
+            return coll::exchange_addresses(root_params, ucp_cpp::worker_address{{1, 2, 3}});
+        });
+        const auto table =
+            coll::exchange_addresses(params_of(1, port), ucp_cpp::worker_address{{4, 5}});
+        ASSERT_EQ(std::future_status::ready, root.wait_for(5s));
+        const auto root_table = root.get();
+        ASSERT_EQ(2u, table.size()) << "round " << round;
+        ASSERT_EQ(2u, root_table.size());
+        for (size_t r = 0; r < 2; ++r)
+            EXPECT_EQ(root_table[r].bytes, table[r].bytes) << "rank " << r;
+        EXPECT_EQ((std::vector<uint8_t>{1, 2, 3}), table[0].bytes);
+        EXPECT_EQ((std::vector<uint8_t>{4, 5}), table[1].bytes);
+        int listening    = 0;
+        socklen_t length = sizeof(listening);
+        ASSERT_EQ(0, ::getsockopt(listener.get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &length))
+            << "the rendezvous closed the borrowed listener";
+        EXPECT_EQ(1, listening);
+    }
+}
+
+// A descriptor that is not a listener on MASTER_PORT is refused by name, not waited on.
+TEST(RootListener, WrongDescriptorIsAClearError)
+{
+    uint16_t port     = 0;
+    socket_fd listener = listening_loopback(port);
+    socket_fd unbound(::socket(AF_INET, SOCK_STREAM, 0));
+    const uint16_t other = port == 65535 ? port - 1 : port + 1;
+    const std::vector<std::pair<int, std::string>> cases = {
+        {unbound.get(), "not a listening socket"},
+        {listener.get(), "it listens on port " + std::to_string(port) + ", not " +
+                             std::to_string(other)},
+        {987654, "Bad file descriptor"},
+    };
+    for (const auto &[fd, says] : cases) {
+        auto params          = params_of(0, other);
+        params.root_listener = fd;
+        try {
+            (void)coll::exchange_addresses(params, ucp_cpp::worker_address{{1}});
+            ADD_FAILURE() << "descriptor " << fd << " accepted";
+        } catch (const ucp_cpp::ucx_error &e) {
+            EXPECT_EQ(UCS_ERR_INVALID_PARAM, e.status()) << e.what();
+            EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("root listener (descriptor"), std::string::npos)
+                << e.what();
+        }
+    }
+}
+
 }  // namespace

@@ -49,6 +49,12 @@ struct bootstrap_params {
     int size              = 1;  ///< the number of ranks
     std::string root_host = "127.0.0.1";  ///< where rank 0 listens (name or address)
     uint16_t root_port    = 29500;  ///< the TCP port rank 0 listens on
+    /// Rank 0 only: a socket already listening on root_port, used instead of binding one.  A
+    /// launcher that picks a free port keeps it this way, so that no other process can take the
+    /// port between the pick and rank 0's bind.  Borrowed: the rendezvous never closes it (a
+    /// second bootstrap in the process accepts on it again).  From the environment:
+    /// UCP_CPP_COLL_ROOT_LISTENER_FD (an inherited descriptor; `gdr_perftest -N` sets it).
+    int root_listener = -1;
     /// Bound on the whole rendezvous (connect retries, waiting for the other ranks, the table).
     /// A store's fence is bounded by its process manager instead (Slurm: PMIxTimeout, 300 s).
     std::chrono::milliseconds timeout{30000};
@@ -197,6 +203,9 @@ private:
         } else {
             require("MASTER_PORT", name);
             params.root_port = uint16_t(integer_variable("MASTER_PORT", 1, 65535));
+        }
+        if (params.rank == 0 && detail::environment_value("UCP_CPP_COLL_ROOT_LISTENER_FD")) {
+            params.root_listener = int(integer_variable("UCP_CPP_COLL_ROOT_LISTENER_FD", 0, INT_MAX));
         }
         return params;
     }
@@ -377,10 +386,49 @@ inline int receive_registration(int fd, const bootstrap_params &params,
     return h.rank;
 }
 
+inline std::vector<worker_address> root_rendezvous_on(int listener,
+                                                      const bootstrap_params &params,
+                                                      const worker_address &own,
+                                                      clock::time_point deadline);
+
+/// Throws unless @p fd is a TCP socket listening on @p port (an inherited root listener).
+inline void check_root_listener(int fd, uint16_t port)
+{
+    int listening = 0;
+    socklen_t length = sizeof(listening);
+    sockaddr_storage bound{};
+    socklen_t bound_length = sizeof(bound);
+    std::string problem;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) != 0) {
+        problem = std::strerror(errno);
+    } else if (!listening) {
+        problem = "not a listening socket";
+    } else if (::getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &bound_length) != 0) {
+        problem = std::strerror(errno);
+    } else {
+        const uint16_t bound_port =
+            ntohs(bound.ss_family == AF_INET6
+                      ? reinterpret_cast<const sockaddr_in6 *>(&bound)->sin6_port
+                      : reinterpret_cast<const sockaddr_in *>(&bound)->sin_port);
+        if (bound_port != port) {
+            problem = "it listens on port " + std::to_string(bound_port) + ", not " +
+                      std::to_string(port);
+        }
+    }
+    if (!problem.empty()) {
+        throw ucx_error(UCS_ERR_INVALID_PARAM, "coll::bootstrap: root listener (descriptor " +
+                                                   std::to_string(fd) + "): " + problem);
+    }
+}
+
 inline std::vector<worker_address> root_rendezvous(const bootstrap_params &params,
                                                    const worker_address &own,
                                                    clock::time_point deadline)
 {
+    if (params.root_listener >= 0) {
+        check_root_listener(params.root_listener, params.root_port);
+        return root_rendezvous_on(params.root_listener, params, own, deadline);
+    }
     socket_fd listener(::socket(AF_INET6, SOCK_STREAM, 0));
     bool ipv6 = listener.get() >= 0;
     if (!ipv6)
@@ -407,13 +455,21 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
                                               std::to_string(params.root_port) + ": " +
                                               std::strerror(errno));
     }
+    return root_rendezvous_on(listener.get(), params, own, deadline);
+}
 
+/// The root's side of the rendezvous on @p listener, a socket listening on params.root_port.
+inline std::vector<worker_address> root_rendezvous_on(int listener,
+                                                      const bootstrap_params &params,
+                                                      const worker_address &own,
+                                                      clock::time_point deadline)
+{
     std::vector<worker_address> table(size_t(params.size));
     std::vector<socket_fd> peers(size_t(params.size));
     table[0]       = own;
     int registered = 1;
     while (registered < params.size) {
-        pollfd pfd{listener.get(), POLLIN, 0};
+        pollfd pfd{listener, POLLIN, 0};
         if (::poll(&pfd, 1, remaining_ms(deadline)) <= 0) {
             std::string missing;
             for (int r = 1; r < params.size; ++r) {
@@ -425,7 +481,7 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
                                                    std::to_string(params.timeout.count()) +
                                                    " ms; ranks never registered: " + missing);
         }
-        socket_fd peer(::accept(listener.get(), nullptr, nullptr));
+        socket_fd peer(::accept(listener, nullptr, nullptr));
         if (peer.get() < 0)
             continue;
         const int rank      = receive_registration(peer.get(), params, table, peers, deadline);
