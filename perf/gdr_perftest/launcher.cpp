@@ -69,7 +69,7 @@ std::string describe(int status)
 
 int launch_local(const options &opt, int argc, char **argv)
 {
-    const int n    = opt.nranks > 0 ? opt.nranks : 2;
+    const int n        = opt.nranks > 0 ? opt.nranks : 2;
     int port           = opt.port > 0 ? opt.port : 0;
     const int listener = listening_socket(port);
     char self[4096];

@@ -176,7 +176,7 @@ socket_fd listening_loopback(uint16_t &port)
 // on, so no other process can grab it in between.
 TEST(RootListener, InheritedSocketServesEveryRendezvousOfTheProcess)
 {
-    uint16_t port     = 0;
+    uint16_t port      = 0;
     socket_fd listener = listening_loopback(port);
     for (int round = 0; round < 2; ++round) {
         auto root_params          = params_of(0, port);
@@ -184,8 +184,8 @@ TEST(RootListener, InheritedSocketServesEveryRendezvousOfTheProcess)
         auto root                 = std::async(std::launch::async, [&] {
             return coll::exchange_addresses(root_params, ucp_cpp::worker_address{{1, 2, 3}});
         });
-        const auto table =
-            coll::exchange_addresses(params_of(1, port), ucp_cpp::worker_address{{4, 5}});
+        const auto table          = coll::exchange_addresses(params_of(1, port),
+                                                             ucp_cpp::worker_address{{4, 5}});
         ASSERT_EQ(std::future_status::ready, root.wait_for(5s));
         const auto root_table = root.get();
         ASSERT_EQ(2u, table.size()) << "round " << round;
@@ -205,14 +205,14 @@ TEST(RootListener, InheritedSocketServesEveryRendezvousOfTheProcess)
 // A descriptor that is not a listener on MASTER_PORT is refused by name, not waited on.
 TEST(RootListener, WrongDescriptorIsAClearError)
 {
-    uint16_t port     = 0;
+    uint16_t port      = 0;
     socket_fd listener = listening_loopback(port);
     socket_fd unbound(::socket(AF_INET, SOCK_STREAM, 0));
-    const uint16_t other = port == 65535 ? port - 1 : port + 1;
+    const uint16_t other                                 = port == 65535 ? port - 1 : port + 1;
     const std::vector<std::pair<int, std::string>> cases = {
         {unbound.get(), "not a listening socket"},
-        {listener.get(), "it listens on port " + std::to_string(port) + ", not " +
-                             std::to_string(other)},
+        {listener.get(),
+         "it listens on port " + std::to_string(port) + ", not " + std::to_string(other)},
         {987654, "Bad file descriptor"},
     };
     for (const auto &[fd, says] : cases) {

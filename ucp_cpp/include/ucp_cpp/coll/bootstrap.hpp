@@ -205,7 +205,8 @@ private:
             params.root_port = uint16_t(integer_variable("MASTER_PORT", 1, 65535));
         }
         if (params.rank == 0 && detail::environment_value("UCP_CPP_COLL_ROOT_LISTENER_FD")) {
-            params.root_listener = int(integer_variable("UCP_CPP_COLL_ROOT_LISTENER_FD", 0, INT_MAX));
+            params.root_listener = int(
+                integer_variable("UCP_CPP_COLL_ROOT_LISTENER_FD", 0, INT_MAX));
         }
         return params;
     }
@@ -386,15 +387,14 @@ inline int receive_registration(int fd, const bootstrap_params &params,
     return h.rank;
 }
 
-inline std::vector<worker_address> root_rendezvous_on(int listener,
-                                                      const bootstrap_params &params,
+inline std::vector<worker_address> root_rendezvous_on(int listener, const bootstrap_params &params,
                                                       const worker_address &own,
                                                       clock::time_point deadline);
 
 /// Throws unless @p fd is a TCP socket listening on @p port (an inherited root listener).
 inline void check_root_listener(int fd, uint16_t port)
 {
-    int listening = 0;
+    int listening    = 0;
     socklen_t length = sizeof(listening);
     sockaddr_storage bound{};
     socklen_t bound_length = sizeof(bound);
@@ -406,10 +406,9 @@ inline void check_root_listener(int fd, uint16_t port)
     } else if (::getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &bound_length) != 0) {
         problem = std::strerror(errno);
     } else {
-        const uint16_t bound_port =
-            ntohs(bound.ss_family == AF_INET6
-                      ? reinterpret_cast<const sockaddr_in6 *>(&bound)->sin6_port
-                      : reinterpret_cast<const sockaddr_in *>(&bound)->sin_port);
+        const uint16_t bound_port = ntohs(
+            bound.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6 *>(&bound)->sin6_port
+                                        : reinterpret_cast<const sockaddr_in *>(&bound)->sin_port);
         if (bound_port != port) {
             problem = "it listens on port " + std::to_string(bound_port) + ", not " +
                       std::to_string(port);
@@ -459,8 +458,7 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
 }
 
 /// The root's side of the rendezvous on @p listener, a socket listening on params.root_port.
-inline std::vector<worker_address> root_rendezvous_on(int listener,
-                                                      const bootstrap_params &params,
+inline std::vector<worker_address> root_rendezvous_on(int listener, const bootstrap_params &params,
                                                       const worker_address &own,
                                                       clock::time_point deadline)
 {
