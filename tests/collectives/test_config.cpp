@@ -206,6 +206,7 @@ std::map<std::string, accepted_case> accepted_cases()
         {"UCP_CPP_COLL_NVRTC", {"/opt/nvrtc.so", [](const coll::config &) { return true; }}},
         {"UCP_CPP_COLL_BOOTSTRAP_TIMEOUT", {"5", [](const coll::config &) { return true; }}},
         {"UCP_CPP_COLL_LAUNCHER", {"slurm", [](const coll::config &) { return true; }}},
+        {"UCP_CPP_COLL_ROOT_LISTENER_FD", {"3", [](const coll::config &) { return true; }}},
     };
 }
 

@@ -21,7 +21,8 @@
  *   UCP_CPP_COLL_GPU_STAGING              UCP_CPP_COLL_GPU_SEGMENT
  *   the cut-overs of coll::thresholds     (UCP_CPP_COLL_ALLREDUCE_RABENSEIFNER_THRESH, ...)
  *   process-wide, only checked here:      UCP_CPP_COLL_GPU, UCP_CPP_COLL_NVRTC (the CUDA
- *                                         layer reads them once), UCP_CPP_COLL_BOOTSTRAP_TIMEOUT
+ *                                         layer reads them once), UCP_CPP_COLL_BOOTSTRAP_TIMEOUT,
+ *                                         UCP_CPP_COLL_LAUNCHER, UCP_CPP_COLL_ROOT_LISTENER_FD
  *
  * A value that is not accepted is an error (ucx_error UCS_ERR_INVALID_PARAM naming the
  * variable, the value and the accepted values): a typo must not silently run another algorithm
@@ -326,6 +327,11 @@ inline constexpr config_variable config_variables[] = {
      [](config &, const std::string &value) { return parse_seconds(value).has_value(); }},
     {"UCP_CPP_COLL_LAUNCHER", accepted_launchers,
      [](config &, const std::string &value) { return is_launcher_name(value); }},
+    {"UCP_CPP_COLL_ROOT_LISTENER_FD",
+     "a descriptor number (set by a launcher such as gdr_perftest -N)",
+     [](config &, const std::string &value) {
+         return parse_integer(value, 0, INT_MAX).has_value();
+     }},
 };
 
 /// The variable that selects the algorithm of @p which: UCP_CPP_COLL_<NAME>_ALGORITHM.
