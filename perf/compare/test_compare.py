@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import os
+import random
 import socket
 import sys
 import tempfile
@@ -1048,9 +1049,19 @@ class PairRunner(unittest.TestCase):
         self.logs = tempfile.mkdtemp()
 
     def free_port(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
+        # below the ephemeral range (as tests/common/loopback_port.hpp): a port bind(0) hands out
+        # and that is closed again is the next connect()'s of any process under a parallel ctest
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+        for _ in range(200):
+            port = random.randint(10000, max(low - 1, 10001))
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                    return port
+                except OSError:
+                    continue
+        self.fail("no free loopback port below the ephemeral range")
 
     def pair(self, name, server, client, port, timeout_s):
         return launch.run_pair(name, server, client, dict(os.environ), port, timeout_s, self.logs)
