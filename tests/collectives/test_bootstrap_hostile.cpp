@@ -124,20 +124,27 @@ INSTANTIATE_TEST_SUITE_P(
                 "connection closed while waiting for a rank's registration"}),
     [](const ::testing::TestParamInfo<Hostile> &info) { return std::string(info.param.name); });
 
+/// A socket listening on a free loopback port (the port in @p port), as gdr_perftest -N makes one.
+socket_fd listening_loopback(uint16_t &port)
+{
+    socket_fd listener(::socket(AF_INET, SOCK_STREAM, 0));
+    sockaddr_in address{};
+    address.sin_family      = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length        = sizeof(address);
+    EXPECT_EQ(0, ::bind(listener.get(), reinterpret_cast<sockaddr *>(&address), sizeof(address)));
+    EXPECT_EQ(0, ::listen(listener.get(), 4));
+    EXPECT_EQ(0, ::getsockname(listener.get(), reinterpret_cast<sockaddr *>(&address), &length));
+    port = ntohs(address.sin_port);
+    return listener;
+}
+
 // A "root" that answers a registration with an address length of 4 GiB: the rank refuses it.
 TEST(HostileRoot, RankRefusesAnOversizedTableEntry)
 {
-    const uint16_t port = gdr_test::free_loopback_port();
-    socket_fd listener(::socket(AF_INET, SOCK_STREAM, 0));
-    int one = 1;
-    ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in any{};
-    any.sin_family      = AF_INET;
-    any.sin_port        = htons(port);
-    any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(0, ::bind(listener.get(), reinterpret_cast<sockaddr *>(&any), sizeof(any)));
-    ASSERT_EQ(0, ::listen(listener.get(), 1));
-    auto rank = std::async(std::launch::async, [&] {
+    uint16_t port      = 0;
+    socket_fd listener = listening_loopback(port);
+    auto rank          = std::async(std::launch::async, [&] {
         return coll::exchange_addresses(params_of(1, port), ucp_cpp::worker_address{{4, 5}});
     });
     socket_fd peer(::accept(listener.get(), nullptr, nullptr));
@@ -154,21 +161,6 @@ TEST(HostileRoot, RankRefusesAnOversizedTableEntry)
                   std::string::npos)
             << e.what();
     }
-}
-
-/// A socket listening on a free loopback port (the port in @p port), as gdr_perftest -N makes one.
-socket_fd listening_loopback(uint16_t &port)
-{
-    socket_fd listener(::socket(AF_INET, SOCK_STREAM, 0));
-    sockaddr_in address{};
-    address.sin_family      = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length        = sizeof(address);
-    EXPECT_EQ(0, ::bind(listener.get(), reinterpret_cast<sockaddr *>(&address), sizeof(address)));
-    EXPECT_EQ(0, ::listen(listener.get(), 4));
-    EXPECT_EQ(0, ::getsockname(listener.get(), reinterpret_cast<sockaddr *>(&address), &length));
-    port = ntohs(address.sin_port);
-    return listener;
 }
 
 // A launcher's listening socket (UCP_CPP_COLL_ROOT_LISTENER_FD): the root accepts on it, twice

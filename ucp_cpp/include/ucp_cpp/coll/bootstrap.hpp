@@ -387,9 +387,42 @@ inline int receive_registration(int fd, const bootstrap_params &params,
     return h.rank;
 }
 
+/// The root's side of the rendezvous on @p listener, a socket listening on params.root_port.
 inline std::vector<worker_address> root_rendezvous_on(int listener, const bootstrap_params &params,
                                                       const worker_address &own,
-                                                      clock::time_point deadline);
+                                                      clock::time_point deadline)
+{
+    std::vector<worker_address> table(size_t(params.size));
+    std::vector<socket_fd> peers(size_t(params.size));
+    table[0]       = own;
+    int registered = 1;
+    while (registered < params.size) {
+        pollfd pfd{listener, POLLIN, 0};
+        if (::poll(&pfd, 1, remaining_ms(deadline)) <= 0) {
+            std::string missing;
+            for (int r = 1; r < params.size; ++r) {
+                if (peers[size_t(r)].get() < 0) {
+                    missing += (missing.empty() ? "" : ",") + std::to_string(r);
+                }
+            }
+            throw ucx_error(UCS_ERR_TIMED_OUT, "coll::bootstrap: root timed out after " +
+                                                   std::to_string(params.timeout.count()) +
+                                                   " ms; ranks never registered: " + missing);
+        }
+        socket_fd peer(::accept(listener, nullptr, nullptr));
+        if (peer.get() < 0)
+            continue;
+        const int rank      = receive_registration(peer.get(), params, table, peers, deadline);
+        peers[size_t(rank)] = std::move(peer);
+        ++registered;
+    }
+    for (int r = 1; r < params.size; ++r) {
+        for (const worker_address &address : table) {
+            send_blob(peers[size_t(r)].get(), address.bytes, deadline);
+        }
+    }
+    return table;
+}
 
 /// Throws unless @p fd is a TCP socket listening on @p port (an inherited root listener).
 inline void check_root_listener(int fd, uint16_t port)
@@ -455,43 +488,6 @@ inline std::vector<worker_address> root_rendezvous(const bootstrap_params &param
                                               std::strerror(errno));
     }
     return root_rendezvous_on(listener.get(), params, own, deadline);
-}
-
-/// The root's side of the rendezvous on @p listener, a socket listening on params.root_port.
-inline std::vector<worker_address> root_rendezvous_on(int listener, const bootstrap_params &params,
-                                                      const worker_address &own,
-                                                      clock::time_point deadline)
-{
-    std::vector<worker_address> table(size_t(params.size));
-    std::vector<socket_fd> peers(size_t(params.size));
-    table[0]       = own;
-    int registered = 1;
-    while (registered < params.size) {
-        pollfd pfd{listener, POLLIN, 0};
-        if (::poll(&pfd, 1, remaining_ms(deadline)) <= 0) {
-            std::string missing;
-            for (int r = 1; r < params.size; ++r) {
-                if (peers[size_t(r)].get() < 0) {
-                    missing += (missing.empty() ? "" : ",") + std::to_string(r);
-                }
-            }
-            throw ucx_error(UCS_ERR_TIMED_OUT, "coll::bootstrap: root timed out after " +
-                                                   std::to_string(params.timeout.count()) +
-                                                   " ms; ranks never registered: " + missing);
-        }
-        socket_fd peer(::accept(listener, nullptr, nullptr));
-        if (peer.get() < 0)
-            continue;
-        const int rank      = receive_registration(peer.get(), params, table, peers, deadline);
-        peers[size_t(rank)] = std::move(peer);
-        ++registered;
-    }
-    for (int r = 1; r < params.size; ++r) {
-        for (const worker_address &address : table) {
-            send_blob(peers[size_t(r)].get(), address.bytes, deadline);
-        }
-    }
-    return table;
 }
 
 inline std::vector<worker_address> client_rendezvous(const bootstrap_params &params,
