@@ -59,6 +59,21 @@ gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
     ucs_status_t status;
     gdr_tx_op_t *op;
 
+    /* No send resources: requests may be waiting for them on the pending
+     * queue, which the HCA has not seen yet and which this flush must not
+     * overtake (UCP's nbi puts and gets are such requests once the send queue
+     * is full): UCP then queues the flush behind them.  As rc_verbs, whatever
+     * is in flight; checking only where a NOP is to be posted let a flush
+     * whose last WR was signaled (every get) complete before the pending ones
+     * were even posted (MPICH's rma/test5 under Open MPI's osc ucx: 2000
+     * gets, one fence, 1700 of them landing after it). */
+    if (ucs_unlikely(
+                ((ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_CONNECTED)) ==
+                 GDR_EP_FLAG_CONNECTED) &&
+                !gdr_ep_has_tx_resources(iface, ep))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
     if (ep->tx.posted_sn == ep->tx.completed_sn) {
         UCT_TL_EP_STAT_FLUSH(&ep->super);
         return UCS_OK;
@@ -70,7 +85,8 @@ gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
          * executed leaves no trace in the send queue, so moving the QP to the
          * error state would flush nothing for it, and only a later CQE (this
          * NOP's, successful or flushed) can tell that it is done.  A failed
-         * QP needs none: every WR after the failed one completes flushed. */
+         * QP needs none: every WR after the failed one completes flushed.
+         * (Its resources were checked above, or the ep is not connected.) */
         if (ep->tx.signaled_sn != ep->tx.posted_sn) {
             if (!gdr_ep_has_tx_resources(iface, ep)) {
                 return UCS_ERR_NO_RESOURCE;
