@@ -341,37 +341,34 @@ TEST_F(Semantics, FlushOfAFullSendQueueWaitsBehindThePendingQueue)
 {
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_GET_BCOPY);
     UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_PENDING);
-    constexpr int kMany = 1 << 30;  // the gets' count never reaches 0: no callback
-    uct_completion_t gets{};
-    gets.func                          = [](uct_completion_t *) {};
-    gets.count                         = kMany;
-    gets.status                        = UCS_OK;
+    Completion gets;
     uint64_t sink                      = 0;
     const uct_unpack_callback_t unpack = [](void *arg, const void *data, size_t length) {
         std::memcpy(arg, data, length);
     };
     int posted      = 0;
     ucs_status_t st = UCS_OK;
-    while (posted < 100000 &&
-           (st = uct_ep_get_bcopy(pair_.ab, unpack, &sink, sizeof(sink), remote_->address(),
-                                  rkey_->rkey(), &gets)) == UCS_INPROGRESS) {
+    while (posted < 100000) {
+        st = uct_ep_get_bcopy(pair_.ab, unpack, &sink, sizeof(sink), remote_->address(),
+                              rkey_->rkey(), gets.arm());
+        gets.posted(st);
+        if (st != UCS_INPROGRESS) {
+            break;
+        }
         ++posted;  // no progress: the send queue fills
     }
     ASSERT_EQ(UCS_ERR_NO_RESOURCE, st)
         << "send queue never filled after " << posted << " get_bcopy";
-    uct_completion_t flushed{};
-    flushed.func   = [](uct_completion_t *) {};
-    flushed.count  = 1;
-    flushed.status = UCS_OK;
-    st             = uct_ep_flush(pair_.ab, 0, &flushed);
+    Completion flushed;
+    st = uct_ep_flush(pair_.ab, 0, flushed.arm());
+    flushed.posted(st);
     EXPECT_EQ(UCS_ERR_NO_RESOURCE, st)
         << "a flush of a full send queue (" << posted << " gets) returned " << status_name(st)
         << ": requests queued behind the gets would complete after it";
-    ASSERT_TRUE(wait([&] { return kMany - gets.count == posted; }, "the gets' completions"));
+    ASSERT_TRUE(wait([&] { return gets.done(); }, "the gets' completions"));
+    EXPECT_EQ(UCS_OK, gets.status());
     ASSERT_EQ(UCS_OK, flush(pair_.ab));
-    if (st == UCS_INPROGRESS) {
-        ASSERT_TRUE(wait([&] { return flushed.count == 0; }, "the early flush's completion"));
-    }
+    ASSERT_TRUE(wait([&] { return flushed.done(); }, "the early flush's completion"));
     std::printf("[   INFO   ] send queue full after %d get_bcopy\n", posted);
 }
 

@@ -86,11 +86,9 @@ gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
          * error state would flush nothing for it, and only a later CQE (this
          * NOP's, successful or flushed) can tell that it is done.  A failed
          * QP needs none: every WR after the failed one completes flushed.
-         * (Its resources were checked above, or the ep is not connected.) */
+         * Its resources were checked above: an ep with WRs in flight is
+         * connected (the flag is never cleared). */
         if (ep->tx.signaled_sn != ep->tx.posted_sn) {
-            if (!gdr_ep_has_tx_resources(iface, ep)) {
-                return UCS_ERR_NO_RESOURCE;
-            }
             status = gdr_ep_post_nop(iface, ep);
             if (status != UCS_OK) {
                 return status;
