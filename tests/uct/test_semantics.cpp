@@ -169,6 +169,65 @@ TEST_F(Semantics, FenceOrdersPutBeforeAtomic)
     }
 }
 
+// atomic; fence; get: the get reads what the atomic left, for the endpoint's fence and for the
+// iface's (UCP's ucp_worker_fence: MPI_Win_sync under Open MPI's osc ucx). The atomic is a
+// 32-bit add, which gdr_rc does as a compare-and-swap loop on the 64-bit word, and the word's
+// other half was changed by the target's CPU, so the loop's first CAS misses and its retry is
+// posted only when that miss completes -- after the get, unless the fence holds the get back.
+TEST_F(Semantics, FenceOrdersAnEmulatedAtomicBeforeLaterOperations)
+{
+    UCTEST_REQUIRE_CAP(UCT_IFACE_FLAG_GET_BCOPY);
+    if (!(a_->attr().cap.atomic32.op_flags & UCS_BIT(UCT_ATOMIC_OP_ADD))) {
+        GTEST_SKIP() << "no 32-bit atomic add";
+    }
+    const uct_unpack_callback_t unpack = [](void *arg, const void *data, size_t length) {
+        std::memcpy(arg, data, length);
+    };
+    for (bool iface_fence : {false, true}) {
+        for (uint64_t round = 1; round <= 8; ++round) {
+            SCOPED_TRACE(std::string(iface_fence ? "uct_iface_fence" : "uct_ep_fence") +
+                         ", round " + std::to_string(round));
+            // the target's CPU: 0 in the op's 4 bytes, the round in the word's other 4
+            const uint32_t zero = 0, other = static_cast<uint32_t>(round);
+            std::memcpy(remote_->data(), &zero, sizeof(zero));
+            std::memcpy(remote_->data() + sizeof(zero), &other, sizeof(other));
+            uint64_t start;
+            std::memcpy(&start, remote_->data(), sizeof(start));
+            ucs_status_t st = post_with_retry(
+                [&] {
+                    return uct_ep_atomic32_post(pair_.ab, UCT_ATOMIC_OP_ADD, 1, remote_->address(),
+                                                rkey_->rkey());
+                },
+                {a_.get(), b_.get()});
+            ASSERT_EQ(UCS_OK, st) << status_name(st);
+            ASSERT_EQ(UCS_OK,
+                      iface_fence ? uct_iface_fence(a_->iface(), 0) : uct_ep_fence(pair_.ab, 0));
+            uint64_t seen = 0;
+            Completion got;
+            st = post_with_retry(
+                [&] {
+                    ucs_status_t s = uct_ep_get_bcopy(pair_.ab, unpack, &seen, sizeof(seen),
+                                                      remote_->address(), rkey_->rkey(), got.arm());
+                    got.posted(s);
+                    return s;
+                },
+                {a_.get(), b_.get()});
+            ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << status_name(st);
+            ASSERT_TRUE(wait([&] { return got.done(); }, "the get after the fence"));
+            ASSERT_EQ(UCS_OK, got.status());
+            ASSERT_EQ(UCS_OK, flush(pair_.ab));
+            uint32_t added;
+            std::memcpy(&added, remote_->data(), sizeof(added));
+            ASSERT_EQ(1u, added) << "the 32-bit add did not land";
+            uint64_t after;
+            std::memcpy(&after, remote_->data(), sizeof(after));
+            EXPECT_EQ(after, seen)
+                << std::hex << "the get after the fence read 0x" << seen
+                << ", the word before the add was 0x" << start << " and 0x" << after << " after it";
+        }
+    }
+}
+
 // put; fence; AM: when the AM callback runs, the put's data is in the receiver's memory
 // (UCP's RMA-then-notify protocols depend on it).
 TEST_F(Semantics, FenceOrdersPutBeforeActiveMessage)

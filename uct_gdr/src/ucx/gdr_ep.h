@@ -38,6 +38,9 @@ enum {
     GDR_EP_FLAG_CONNECTED    = UCS_BIT(0),
     GDR_EP_FLAG_FAILED       = UCS_BIT(1),
     GDR_EP_FLAG_FLUSH_CANCEL = UCS_BIT(2),
+    /* fenced while compare-and-swap loops ran: no new operation until the
+     * last of them is done (gdr_ep_fence) */
+    GDR_EP_FLAG_FENCE_LOOPS = UCS_BIT(3),
     GDR_EP_FLAG_PEER_GID = UCS_BIT(4) /* peer_gid holds the peer port's GID */
 };
 
@@ -190,6 +193,9 @@ void gdr_op_complete(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status);
 
 /* Finishes every outstanding op with @a status (the ep is failing or going away) */
 void gdr_ep_purge_ops(gdr_ep_t *ep, ucs_status_t status);
+
+/* The last compare-and-swap loop of a fenced endpoint is done (gdr_ep_flush.c) */
+void gdr_ep_fence_loops_done(gdr_ep_t *ep);
 
 /* Data tracing (gdr_ep_trace.c), called only when gdr_trace_data_on(): a
  * constant 0 where UCX is built without data logging */

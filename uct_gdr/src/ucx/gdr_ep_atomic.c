@@ -188,6 +188,25 @@ gdr_amo_retry(gdr_ep_t *ep, gdr_tx_op_t *op, uint64_t expected)
     return status;
 }
 
+/* A loop of the endpoint starts; counted on the iface too, whose fence looks
+ * for endpoints with loops only when there are some (gdr_iface_fence) */
+static void gdr_amo_loop_started(gdr_ep_t *ep)
+{
+    ++ep->tx.cas_loops;
+    ++gdr_ep_iface(ep)->tx.cas_loops;
+}
+
+/* A loop of the endpoint is done, its last CAS completed (or it failed) */
+static void gdr_amo_loop_done(gdr_ep_t *ep)
+{
+    --ep->tx.cas_loops;
+    --gdr_ep_iface(ep)->tx.cas_loops;
+    if (ucs_unlikely((ep->tx.cas_loops == 0) &&
+                     (ep->flags & GDR_EP_FLAG_FENCE_LOOPS))) {
+        gdr_ep_fence_loops_done(ep);
+    }
+}
+
 /* The retrier @a done finished with @a status: the first parked op retries
  * next, from what the endpoint's CASes leave in the word (its own last
  * observation for another word); a failure fails every parked op. */
@@ -211,7 +230,7 @@ gdr_amo_unpark(gdr_ep_t *ep, const gdr_tx_op_t *done, ucs_status_t status)
                 return;
             }
         }
-        --ep->tx.cas_loops;
+        gdr_amo_loop_done(ep);
         gdr_op_complete(op, ep, status);
     }
 }
@@ -260,7 +279,7 @@ static void gdr_op_cas_loop(gdr_tx_op_t *op, gdr_ep_t *ep, ucs_status_t status)
         ep->amo.retrier = NULL;
         gdr_amo_unpark(ep, op, status);
     }
-    --ep->tx.cas_loops;
+    gdr_amo_loop_done(ep);
     if ((status == UCS_OK) && (op->result != NULL)) {
         if (op->amo.lane == UINT64_MAX) {
             *(uint64_t *)op->result = observed;
@@ -317,7 +336,7 @@ gdr_ep_atomic_cas_loop(uct_ep_h tl_ep, uct_atomic_op_t opcode, unsigned size,
     status = gdr_ep_op_posted(gdr_amo_post_cas(iface, ep, op, ep->amo.next), op,
                               success);
     if (status == success) {
-        ++ep->tx.cas_loops;
+        gdr_amo_loop_started(ep);
     }
     return status;
 }

@@ -115,12 +115,42 @@ gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
     return UCS_INPROGRESS;
 }
 
+/*
+ * A fence orders every operation before it before every operation after it.
+ * The next WR carries IBV_SEND_FENCE (it waits for the reads and atomics in
+ * flight; RC orders the rest), which is all UCX's rc transports do.  An
+ * emulated atomic is more than its WRs in flight: a compare-and-swap loop
+ * whose CAS misses posts its next one when that completes, after any WR the
+ * fence let through meanwhile, so its effect would land behind operations
+ * posted after the fence (a get after `atomic32_post; fence` read the word
+ * without the add).  While loops run, a fence therefore holds the endpoint:
+ * its operations answer UCS_ERR_NO_RESOURCE (UCP queues them as pending) until
+ * the last loop is done (gdr_ep_fence_loops_done).  The test costs the data
+ * path nothing: the flag is in the mask gdr_ep_check_tx() tests anyway.
+ */
+static void gdr_ep_fence_set(gdr_ep_t *ep)
+{
+    /* the next WR fences: its beat differs from the iface's (gdr_ep_post) */
+    ep->fence_beat = gdr_ep_iface(ep)->tx.fence_beat - 1;
+    if (ep->tx.cas_loops > 0) {
+        ep->flags |= GDR_EP_FLAG_FENCE_LOOPS;
+    }
+}
+
+void gdr_ep_fence_loops_done(gdr_ep_t *ep)
+{
+    ep->flags &= ~GDR_EP_FLAG_FENCE_LOOPS;
+    /* still the next WR fences: gets and verbs atomics posted before the
+     * fence may be in flight.  The pending requests go on once this loop's
+     * completion returns its credits (gdr_ep_tx_completed schedules them). */
+    ep->fence_beat = gdr_ep_iface(ep)->tx.fence_beat - 1;
+}
+
 ucs_status_t gdr_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
     gdr_ep_t *ep = ucs_derived_of(tl_ep, gdr_ep_t);
 
-    /* the next WR fences: its beat differs from the iface's (gdr_ep_post) */
-    ep->fence_beat = gdr_ep_iface(ep)->tx.fence_beat - 1;
+    gdr_ep_fence_set(ep);
     UCT_TL_EP_STAT_FENCE(&ep->super);
     return UCS_OK;
 }
@@ -206,7 +236,16 @@ gdr_iface_flush(uct_iface_h tl_iface, unsigned flags, uct_completion_t *comp)
 ucs_status_t gdr_iface_fence(uct_iface_h tl_iface, unsigned flags)
 {
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
+    gdr_ep_t *ep;
 
     ++iface->tx.fence_beat; /* every ep fences its next WR */
+    if (iface->tx.cas_loops > 0) {
+        /* and those with compare-and-swap loops running wait for them */
+        ucs_list_for_each(ep, &iface->ep_list, list) {
+            if (ep->tx.cas_loops > 0) {
+                gdr_ep_fence_set(ep);
+            }
+        }
+    }
     return UCS_OK;
 }

@@ -20,7 +20,7 @@ gdr_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags)
     ucs_arbiter_group_push_elem(&ep->arb_group,
                                 (ucs_arbiter_elem_t *)req->priv);
     UCT_TL_EP_STAT_PEND(&ep->super);
-    if ((ep->flags & GDR_EP_FLAG_CONNECTED) && (ep->tx.available > 0)) {
+    if (gdr_ep_may_post(ep) && (ep->tx.available > 0)) {
         /* only the iface is short: let the next completion dispatch us */
         ucs_arbiter_group_schedule(&iface->tx.arbiter, &ep->arb_group);
     }
@@ -36,7 +36,7 @@ gdr_ep_arbiter_dispatch_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
     gdr_iface_t *iface     = gdr_ep_iface(ep);
     ucs_status_t status;
 
-    if (!(ep->flags & GDR_EP_FLAG_CONNECTED) || (ep->tx.available <= 0)) {
+    if (!gdr_ep_may_post(ep) || (ep->tx.available <= 0)) {
         return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     }
     if (iface->tx.cq_available <= 0) {

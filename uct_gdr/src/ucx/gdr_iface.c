@@ -214,6 +214,7 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
     self->tx.cq_available = config->tx_cq_len;
     self->tx.cq_len       = config->tx_cq_len;
     self->tx.fence_beat   = 0;
+    self->tx.cas_loops    = 0;
     /* no point posting more than there may be buffers */
     self->rx.queue_len = ucs_min(config->rx_queue_len, config->rx_max_bufs);
     self->rx.max_poll  = config->rx_max_poll;

@@ -126,6 +126,7 @@ typedef struct gdr_iface {
         unsigned moderation;
         unsigned max_poll;
         uint32_t fence_beat; /* iface fence generation */
+        unsigned cas_loops; /* the eps' compare-and-swap loops in flight */
         uint64_t send_ops_flags; /* asked of each QP: ibv_wr_* builders (0: none) */
     } tx;
 
