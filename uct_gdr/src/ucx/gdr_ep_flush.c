@@ -115,6 +115,12 @@ gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
     return UCS_INPROGRESS;
 }
 
+/* The next WR fences: its beat differs from the iface's (gdr_ep_post) */
+static void gdr_ep_fence_next_wr(gdr_ep_t *ep)
+{
+    ep->fence_beat = gdr_ep_iface(ep)->tx.fence_beat - 1;
+}
+
 /*
  * A fence orders every operation before it before every operation after it.
  * The next WR carries IBV_SEND_FENCE (it waits for the reads and atomics in
@@ -128,10 +134,8 @@ gdr_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
  * the last loop is done (gdr_ep_fence_loops_done).  The test costs the data
  * path nothing: the flag is in the mask gdr_ep_check_tx() tests anyway.
  */
-static void gdr_ep_fence_set(gdr_ep_t *ep)
+static void gdr_ep_fence_hold_for_loops(gdr_ep_t *ep)
 {
-    /* the next WR fences: its beat differs from the iface's (gdr_ep_post) */
-    ep->fence_beat = gdr_ep_iface(ep)->tx.fence_beat - 1;
     if (ep->tx.cas_loops > 0) {
         ep->flags |= GDR_EP_FLAG_FENCE_LOOPS;
     }
@@ -143,14 +147,15 @@ void gdr_ep_fence_loops_done(gdr_ep_t *ep)
     /* still the next WR fences: gets and verbs atomics posted before the
      * fence may be in flight.  The pending requests go on once this loop's
      * completion returns its credits (gdr_ep_tx_completed schedules them). */
-    ep->fence_beat = gdr_ep_iface(ep)->tx.fence_beat - 1;
+    gdr_ep_fence_next_wr(ep);
 }
 
 ucs_status_t gdr_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
     gdr_ep_t *ep = ucs_derived_of(tl_ep, gdr_ep_t);
 
-    gdr_ep_fence_set(ep);
+    gdr_ep_fence_next_wr(ep);
+    gdr_ep_fence_hold_for_loops(ep);
     UCT_TL_EP_STAT_FENCE(&ep->super);
     return UCS_OK;
 }
@@ -242,9 +247,7 @@ ucs_status_t gdr_iface_fence(uct_iface_h tl_iface, unsigned flags)
     if (iface->tx.cas_loops > 0) {
         /* and those with compare-and-swap loops running wait for them */
         ucs_list_for_each(ep, &iface->ep_list, list) {
-            if (ep->tx.cas_loops > 0) {
-                gdr_ep_fence_set(ep);
-            }
+            gdr_ep_fence_hold_for_loops(ep);
         }
     }
     return UCS_OK;
