@@ -1,6 +1,8 @@
 // A peer process that dies (SIGKILL): the survivor's outstanding operations complete with an
 // error, the error handler reports the endpoint, an idle endpoint's failure is found by ep_check
-// (also after a send that gets no completion), all within a bounded time; the survivor's interface keeps serving other endpoints.
+// (also after a send that gets no completion), an endpoint held by a fence behind a
+// compare-and-swap loop fails and gives back its pending requests, all within a bounded time;
+// the survivor's interface keeps serving other endpoints.
 #include "peer_process.h"
 #include "uct_ops.h"
 
@@ -191,6 +193,86 @@ TEST_F(PeerDeath, EndpointCheckAfterUnsignaledSendDetectsDeadPeer)
                 status_name(self_->errors.front().status).c_str(),
                 Seconds(std::chrono::steady_clock::now() - start).count());
     EXPECT_TRUE(UCS_STATUS_IS_ERR(self_->errors.front().status));
+    check_survivor_iface();
+}
+
+// A fence while a 32-bit atomic (gdr_rc's compare-and-swap loop) is in flight holds the endpoint:
+// its operations answer NO_RESOURCE and wait on the pending queue until the loop is done. When the
+// peer dies then, the loop ends with the endpoint's error, the hold goes with it, and nothing is
+// lost or left hanging: the atomic's completion reports the error, the error handler is called,
+// later operations fail at once (not NO_RESOURCE forever), the pending request comes back through
+// pending_purge exactly once (as UCP's error handling purges it), and a flush finishes.
+TEST_F(PeerDeath, FenceHeldEndpointFailsAndGivesBackItsPendingRequests)
+{
+    UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_PENDING);
+    UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_PUT_SHORT);
+    if (!(self_->attr().cap.atomic32.fop_flags & UCS_BIT(UCT_ATOMIC_OP_ADD))) {
+        GTEST_SKIP() << "no 32-bit atomic fetch-add";
+    }
+    check_alive();
+    if (IsSkipped() || HasFatalFailure()) {
+        return;
+    }
+    peer_->kill_and_reap();
+
+    // the loop's first CAS goes to the dead peer: the loop runs until the transport gives up
+    uint32_t fetched_value = 0;
+    Completion fetched;
+    ucs_status_t st = uct_ep_atomic32_fetch(ep_, UCT_ATOMIC_OP_ADD, 1, &fetched_value,
+                                            peer_->remote_address, rkey_->rkey(), fetched.arm());
+    fetched.posted(st);
+    ASSERT_EQ(UCS_INPROGRESS, st) << status_name(st);
+    ASSERT_EQ(UCS_OK, uct_ep_fence(ep_, 0));
+    const uint64_t value = 0x0123456789abcdefull;
+    st = uct_ep_put_short(ep_, &value, sizeof(value), peer_->remote_address + 64, rkey_->rkey());
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE, st)
+        << "a put after the fence went out while the loop ran: " << status_name(st);
+
+    struct Req {
+        uct_pending_req_t req;  // first: the callbacks recover Req from it
+        uct_ep_h ep;
+        uint64_t addr;
+        uct_rkey_t rkey;
+        const uint64_t *value;
+        int runs   = 0;
+        int purged = 0;
+        bool sent  = false;
+    } req{};
+    req.ep       = ep_;
+    req.addr     = peer_->remote_address + 64;
+    req.rkey     = rkey_->rkey();
+    req.value    = &value;
+    req.req.func = [](uct_pending_req_t *self) -> ucs_status_t {
+        auto *r = reinterpret_cast<Req *>(self);
+        ++r->runs;
+        ucs_status_t s = uct_ep_put_short(r->ep, r->value, sizeof(*r->value), r->addr, r->rkey);
+        r->sent        = s == UCS_OK;
+        return r->sent ? UCS_OK : UCS_ERR_NO_RESOURCE;  // anything else: keep it queued
+    };
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep_, &req.req, 0)) << "the held endpoint refused it";
+
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(progress_until([&] { return fetched.done() && self_->failed(ep_); }, {self_.get()},
+                               "the fenced atomic loop to the dead peer to fail",
+                               kDetectionDeadline))
+        << "atomic " << (fetched.done() ? "completed" : "outstanding") << ", error handler "
+        << (self_->failed(ep_) ? "called" : "not called");
+    const double took = Seconds(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(UCS_STATUS_IS_ERR(fetched.status())) << status_name(fetched.status());
+    EXPECT_FALSE(req.sent) << "the pending put reached a dead peer?";
+
+    // the hold is gone with the loop: the endpoint's error now, not "retry later"
+    st = uct_ep_put_short(ep_, &value, sizeof(value), peer_->remote_address + 64, rkey_->rkey());
+    EXPECT_TRUE(UCS_STATUS_IS_ERR(st) && st != UCS_ERR_NO_RESOURCE) << status_name(st);
+    uct_ep_pending_purge(
+        ep_, [](uct_pending_req_t *self, void *) { ++reinterpret_cast<Req *>(self)->purged; },
+        nullptr);
+    EXPECT_EQ(1, req.purged) << "the pending request ran " << req.runs << " time(s)";
+    std::printf("[   INFO   ] the fenced loop failed with %s after %.2f s; pending request ran "
+                "%d time(s), purged %d\n",
+                status_name(fetched.status()).c_str(), took, req.runs, req.purged);
+    ucs_status_t flushed = flush_and_wait(*self_, ep_, {self_.get()}, 0, kDetectionDeadline);
+    EXPECT_NE(UCS_ERR_TIMED_OUT, flushed);
     check_survivor_iface();
 }
 
