@@ -228,27 +228,7 @@ TEST_F(PeerDeath, FenceHeldEndpointFailsAndGivesBackItsPendingRequests)
     ASSERT_EQ(UCS_ERR_NO_RESOURCE, st)
         << "a put after the fence went out while the loop ran: " << status_name(st);
 
-    struct Req {
-        uct_pending_req_t req;  // first: the callbacks recover Req from it
-        uct_ep_h ep;
-        uint64_t addr;
-        uct_rkey_t rkey;
-        const uint64_t *value;
-        int runs   = 0;
-        int purged = 0;
-        bool sent  = false;
-    } req{};
-    req.ep       = ep_;
-    req.addr     = peer_->remote_address + 64;
-    req.rkey     = rkey_->rkey();
-    req.value    = &value;
-    req.req.func = [](uct_pending_req_t *self) -> ucs_status_t {
-        auto *r = reinterpret_cast<Req *>(self);
-        ++r->runs;
-        ucs_status_t s = uct_ep_put_short(r->ep, r->value, sizeof(*r->value), r->addr, r->rkey);
-        r->sent        = s == UCS_OK;
-        return r->sent ? UCS_OK : UCS_ERR_NO_RESOURCE;  // anything else: keep it queued
-    };
+    PendingPut req(ep_, &value, peer_->remote_address + 64, rkey_->rkey());
     ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep_, &req.req, 0)) << "the held endpoint refused it";
 
     const auto start = std::chrono::steady_clock::now();
@@ -264,9 +244,7 @@ TEST_F(PeerDeath, FenceHeldEndpointFailsAndGivesBackItsPendingRequests)
     // the hold is gone with the loop: the endpoint's error now, not "retry later"
     st = uct_ep_put_short(ep_, &value, sizeof(value), peer_->remote_address + 64, rkey_->rkey());
     EXPECT_TRUE(UCS_STATUS_IS_ERR(st) && st != UCS_ERR_NO_RESOURCE) << status_name(st);
-    uct_ep_pending_purge(
-        ep_, [](uct_pending_req_t *self, void *) { ++reinterpret_cast<Req *>(self)->purged; },
-        nullptr);
+    uct_ep_pending_purge(ep_, PendingPut::purge_cb, nullptr);
     EXPECT_EQ(1, req.purged) << "the pending request ran " << req.runs << " time(s)";
     std::printf("[   INFO   ] the fenced loop failed with %s after %.2f s; pending request ran "
                 "%d time(s), purged %d\n",

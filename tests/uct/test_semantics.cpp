@@ -356,26 +356,7 @@ TEST_F(Semantics, PendingRequestRunsWhenResourcesReturn)
     ASSERT_EQ(UCS_ERR_NO_RESOURCE, st)
         << "send queue never filled after " << posted << " put_short";
 
-    struct Req {
-        uct_pending_req_t req;  // first: the callback recovers Req from it
-        uct_ep_h ep;
-        uint64_t addr;
-        uct_rkey_t rkey;
-        const uint64_t *value;
-        int runs  = 0;
-        bool sent = false;
-    } req{};
-    req.ep       = pair_.ab;
-    req.addr     = remote_->address() + 64;
-    req.rkey     = rkey_->rkey();
-    req.value    = &value;
-    req.req.func = [](uct_pending_req_t *self) -> ucs_status_t {
-        auto *r = reinterpret_cast<Req *>(self);
-        ++r->runs;
-        ucs_status_t s = uct_ep_put_short(r->ep, r->value, sizeof(*r->value), r->addr, r->rkey);
-        r->sent        = s == UCS_OK;
-        return s;  // NO_RESOURCE keeps it queued
-    };
+    PendingPut req(pair_.ab, &value, remote_->address() + 64, rkey_->rkey());
     st = uct_ep_pending_add(pair_.ab, &req.req, 0);
     if (st == UCS_ERR_BUSY) {
         GTEST_SKIP() << "resources came back before pending_add (nothing to queue)";

@@ -525,6 +525,22 @@ ucs_status_t post_with_retry(const std::function<ucs_status_t()> &post,
     }
 }
 
+PendingPut::PendingPut(uct_ep_h ep_, const uint64_t *value_, uint64_t addr_, uct_rkey_t rkey_)
+    : req{}, ep(ep_), value(value_), addr(addr_), rkey(rkey_)
+{
+    req.func = [](uct_pending_req_t *self) -> ucs_status_t {
+        auto *p = reinterpret_cast<PendingPut *>(self);
+        ++p->runs;
+        p->sent = uct_ep_put_short(p->ep, p->value, sizeof(*p->value), p->addr, p->rkey) == UCS_OK;
+        return p->sent ? UCS_OK : UCS_ERR_NO_RESOURCE;  // anything else keeps it queued
+    };
+}
+
+void PendingPut::purge_cb(uct_pending_req_t *self, void *)
+{
+    ++reinterpret_cast<PendingPut *>(self)->purged;
+}
+
 Completion::Completion()
 {
     impl_.comp.func   = &Completion::on_done;

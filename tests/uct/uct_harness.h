@@ -270,6 +270,23 @@ ucs_status_t post_with_retry(const std::function<ucs_status_t()> &post,
                              std::initializer_list<Entity *> entities,
                              Seconds deadline = kDefaultDeadline);
 
+/// A pending request (uct_ep_pending_add) that posts one 8-byte put_short when dispatched.
+/// Counts its runs and, through purge_cb (for uct_ep_pending_purge), its purges. Stays queued
+/// (answers NO_RESOURCE) until the put is accepted. Must outlive its place in the queue.
+struct PendingPut {
+    uct_pending_req_t req;  // first: the callbacks recover PendingPut from it
+    uct_ep_h ep;
+    const uint64_t *value;
+    uint64_t addr;
+    uct_rkey_t rkey;
+    int runs   = 0;
+    int purged = 0;
+    bool sent  = false;
+
+    PendingPut(uct_ep_h ep, const uint64_t *value, uint64_t addr, uct_rkey_t rkey);
+    static void purge_cb(uct_pending_req_t *self, void *arg);
+};
+
 /// Counts completions of any number of operations sharing one uct_completion_t.
 class Completion {
 public:
