@@ -1,10 +1,26 @@
 """Finding the programs a run needs: the project's own tools (next to the plugin's build, or on
 PATH) and UCX's."""
 
+import functools
 import os
 import re
 import shutil
 import subprocess
+
+
+@functools.lru_cache(maxsize=None)
+def ucx_perftest():
+    """ucx_perftest's command, standalone: a ucx_perftest built with MPI (Debian 13's) calls
+    MPI_Init when its stdin is not a terminal and then takes its peers from MPI ("should be run
+    with exactly 2 processes", a singleton's 1); `-P 0` keeps it on its own socket (as
+    tests/ucx_tools/common.sh's perftest_standalone_opts).  UCX 1.13's has no MPI and no -P."""
+    try:
+        usage = subprocess.run(["ucx_perftest", "-h"], stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=60)
+        built_with_mpi = "MPI" in usage.stdout + usage.stderr
+    except (OSError, subprocess.SubprocessError):
+        built_with_mpi = False   # a missing ucx_perftest is reported where tools are checked
+    return ("ucx_perftest",) + (("-P", "0") if built_with_mpi else ())
 
 
 def build_dir_of(plugin):

@@ -30,6 +30,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -37,7 +38,7 @@ import tempfile
 from ..callgrind import function_options, parse, split_by_class
 from ..launch import run_pair, run_single
 from ..plan import UCP_TLS
-from ..tools import missing_ucx_tools
+from ..tools import missing_ucx_tools, ucx_perftest
 from ..units import KiB, MiB
 from . import registration
 
@@ -453,8 +454,8 @@ def measure_calls(s, r, transport, provider, name, port, fn, scratch):
     if window is None:
         return None, why, 0.0
     grind = grind_command(window, out)
-    server = ["ucx_perftest", "-p", str(port)]
-    client = ["ucx_perftest", "127.0.0.1", "-p", str(port), "-d", s.net_device] + \
+    server = [*ucx_perftest(), "-p", str(port)]
+    client = [*ucx_perftest(), "127.0.0.1", "-p", str(port), "-d", s.net_device] + \
         perftest_args(r, transport, r.size) + \
         ["-n", run_ops(s)]
     # the native peer spins while it waits for the one under valgrind, tens of times slower:
@@ -547,8 +548,11 @@ def measure_batch(s, rows, transport, provider, name, port):
             f.write("".join(" ".join([r.name] + perftest_args(r, transport, r.size) +
                                      ["-n", run_ops(s)]) + "\n" for r in rows))
         shutil.copy(batch, os.path.join(s.logdir, f"{name}.batch"))
-        server = ["nice", "-n", "19", "ucx_perftest", "-p", str(port), "-b", batch]
-        client = grind_command(window, out) + ["ucx_perftest", "127.0.0.1", "-p", str(port),
+        # the server checks each batch line itself: from UCX 1.18 a UCT test without -d is refused
+        # there ("A device must be specified with -d flag for UCT test")
+        server = ["nice", "-n", "19", *ucx_perftest(), "-p", str(port), "-d", s.net_device,
+                  "-b", batch]
+        client = grind_command(window, out) + [*ucx_perftest(), "127.0.0.1", "-p", str(port),
                                                "-d", s.net_device, "-b", batch]
         ok, _, _, reason, wall = run_pair(name, server, client, row_env(s, rows[0], transport),
                                           port, s.timeout, s.logdir, listen_s=s.timeout,
@@ -683,23 +687,29 @@ def program_command(s, r, transport, grind, env):
     if p.launcher == "ompi":
         # Debian's openmpi-mca-params.conf disables pml ucx and filters its devices to mlx*
         # (tests/ucx_tools/mpi_ring.sh); the ranks get the environment with -x, mpirun itself
-        # must not preload the plugin.  With two app contexts (rank 0 under callgrind, rank 1
-        # not) a -x reaches only the context it is given in: each gets its own (the first run
-        # without: rank 1 had no gdr_rc, "PML ucx cannot be selected")
+        # must not preload the plugin.  One app context whose ranks pick their own command line
+        # by rank, not one context per rank (`-np 1 A : -np 1 B`): Open MPI 5.0.7 as Debian 13
+        # packages it (external PRRTE and PMIx) segfaults in mpirun on any such command line
+        # (open-mpi/ompi#13303; `mpirun -np 1 true : -np 1 true` exits 139 in the leg's root).
+        # The plugin reaches the ranks as GDR_COST_PRELOAD and is preloaded only by the exec,
+        # not into the shell that picks the command line.
         cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--mca", "pml", "ucx",
                "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any", "--mca", "osc",
-               "ucx", "--mca", "btl", "self"]
-        exported = []
+               "ucx", "--mca", "btl", "self", "-np", str(len(ranks))]
         for var in ("UCX_TLS", "UCX_NET_DEVICES", "UCX_UD_VERBS_ETH_DGID_CHECK",
-                    "UCX_WARN_UNUSED_ENV_VARS", "LD_BIND_NOW", "LD_PRELOAD") + tuple(r.env):
+                    "UCX_WARN_UNUSED_ENV_VARS", "LD_BIND_NOW") + tuple(r.env):
             if var in env:
-                exported += ["-x", f"{var}={env[var]}"]
+                cmd += ["-x", f"{var}={env[var]}"]
+        preload = ""
+        if "LD_PRELOAD" in env:
+            cmd += ["-x", f"GDR_COST_PRELOAD={env['LD_PRELOAD']}"]
+            preload = 'LD_PRELOAD="$GDR_COST_PRELOAD" '
         env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
-        sep = []
-        for argv in ranks:
-            cmd += sep + ["-np", "1"] + exported + argv
-            sep = [":"]
-        return cmd, env
+        picks = " ".join(f"{rank}) exec env {preload}{shlex.join(argv)} ;;"
+                         for rank, argv in enumerate(ranks))
+        script = (f'case "${RANK_VARIABLE["ompi"]}" in {picks} '
+                  f'*) echo "no command line for rank ${RANK_VARIABLE["ompi"]}" >&2; exit 2 ;; esac')
+        return cmd + ["sh", "-c", script], env
     # MPICH's hydra passes its environment to the ranks (docs/mpich.md); ch4 would carry the
     # messages between ranks of one node through its POSIX shared memory: MPIR_CVAR_NOLOCAL=1
     # makes the peer remote, so that they go through UCP (checked: PROGRAM rows' `expect`)

@@ -6,7 +6,7 @@ from ..launch import run_pair
 from ..measure import single
 from ..parsers import parse_ucx_perftest
 from ..plan import DEMO_WALL, MR_WINDOW, TRANSPORTS, UCP_TESTS, UCP_TLS, UCT_TESTS
-from ..tools import missing_ucx_tools
+from ..tools import missing_ucx_tools, ucx_perftest
 from ..units import MR
 from .raw import raw_peer
 
@@ -15,8 +15,8 @@ def ucx_once(s, client_args, metric, env):
     """One ucx_perftest pair on a fresh port: once(log_name) -> (value, reason, wall)."""
     def once(log_name):
         port = s.ports.take()
-        server = ["ucx_perftest", "-p", str(port)]
-        client = ["ucx_perftest", "127.0.0.1", "-p", str(port), "-v", "-f"] + client_args
+        server = [*ucx_perftest(), "-p", str(port)]
+        client = [*ucx_perftest(), "127.0.0.1", "-p", str(port), "-v", "-f"] + client_args
         ok, cout, _, reason, wall = run_pair(log_name, server, client, env, port, s.timeout,
                                              s.logdir)
         value = None
