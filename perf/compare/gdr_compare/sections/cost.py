@@ -707,8 +707,9 @@ def program_command(s, r, transport, grind, env):
         env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
         picks = " ".join(f"{rank}) exec env {preload}{shlex.join(argv)} ;;"
                          for rank, argv in enumerate(ranks))
-        script = (f'case "${RANK_VARIABLE["ompi"]}" in {picks} '
-                  f'*) echo "no command line for rank ${RANK_VARIABLE["ompi"]}" >&2; exit 2 ;; esac')
+        rank_var = "$" + RANK_VARIABLE["ompi"]
+        script = (f'case "{rank_var}" in {picks} '
+                  f'*) echo "no command line for rank {rank_var}" >&2; exit 2 ;; esac')
         return cmd + ["sh", "-c", script], env
     # MPICH's hydra passes its environment to the ranks (docs/mpich.md); ch4 would carry the
     # messages between ranks of one node through its POSIX shared memory: MPIR_CVAR_NOLOCAL=1
