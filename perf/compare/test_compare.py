@@ -440,11 +440,10 @@ class CostSection(unittest.TestCase):
                 f.write('#!/bin/sh\necho "grind=${GRIND:-none} preload=$LD_PRELOAD args=$*"\n')
             os.chmod(prog, 0o755)
             here = types.SimpleNamespace(provider_ops=os.path.join(d, "perf", "cost", "x"))
-            for name, want in (("mpi_ompi_put_flush", ("grind=0", "grind=none")),
-                               ("mpi_ompi_sendrecv", ("grind=0", "grind=1"))):
+            for name, arg, want in (("mpi_ompi_put_flush", "put", ("grind=0", "grind=none")),
+                                    ("mpi_ompi_sendrecv", "sendrecv", ("grind=0", "grind=1"))):
                 cmd, _ = cost.program_command(here, rows[name], "gdr_rc",
                                               lambda rank: ["env", f"GRIND={rank}"], env)
-                arg = name.split("_")[-1] if name.endswith("sendrecv") else "put"
                 for rank in (0, 1, 2):
                     ran = subprocess.run(cmd[-3:], capture_output=True, text=True,
                                          env={"PATH": os.environ["PATH"],
