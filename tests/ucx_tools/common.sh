@@ -98,6 +98,23 @@ wait_listening() {  # port deadline_s pid
   done
 }
 
+# on_peer HOST CMD [ARG...]: CMD on another host reached by `ssh` (a tests/fabric node), in this
+# directory, with this side's UCX_*, GDR_*, LD_PRELOAD and LD_LIBRARY_PATH; CMD's status (255:
+# ssh failed).  ssh's stdin is /dev/null, so a CMD in the background does not take ours.
+source "$(dirname "${BASH_SOURCE[0]}")/../fabric/lib/remote.sh"
+on_peer() { local host=$1; shift; ssh -n "$host" "$(remote_cmdline "$@")"; }
+
+# wait_listening_on HOST PORT DEADLINE_S PID: until something listens on PORT on HOST (PID: the
+# local ssh that started it, which must stay alive)
+wait_listening_on() {
+  local host=$1 port=$2 deadline=$((SECONDS + $3)) pid=$4
+  until ssh -n "$host" "ss -Hltn 'sport = :$port'" 2>/dev/null | grep -q .; do
+    kill -0 "$pid" 2>/dev/null || return 1
+    (( SECONDS < deadline )) || return 1
+    sleep 0.5
+  done
+}
+
 # check_lanes LOGFILE FEATURE...: UCP's own lines describing an ep configuration's lanes
 # (ucp_worker.c, UCX_LOG_LEVEL=info, printed when an ep configuration is created) must show every
 # FEATURE on $TL/$DEV only, and at least one line must show it.  UCX up to 1.15 writes

@@ -8,7 +8,10 @@
 # are $TL/$DEV.  Success = both processes exit 0 within their timeout, the client printed its
 # final result line, and no UCX ERROR/FATAL was logged.  Exit 77 = skipped (no device / no tl /
 # capability not advertised).  Env: see common.sh; GDR_TEST_TIMEOUT (default 120 s per process),
-# GDR_UCX_PERFTEST (default ucx_perftest; not UCX_*: UCX >= 1.16 warns about UCX_ variables it does not know), GDR_TEST_PORT (default 13400).
+# GDR_UCX_PERFTEST (default ucx_perftest; not UCX_*: UCX >= 1.16 warns about UCX_ variables it does not know), GDR_TEST_PORT (default 13400),
+# GDR_TEST_PEER (a host reached by `ssh`, e.g. node1 of tests/fabric/run: the server runs there,
+# in the same directory, with this side's UCX_*, GDR_* and LD_PRELOAD, and the client connects to
+# it over the wire; default: both on this host).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/common.sh"
@@ -64,13 +67,26 @@ esac
 mapfile -t standalone < <(perftest_standalone_opts "$perftest")
 common+=("${standalone[@]}")
 
-port=$(free_port "${GDR_TEST_PORT:-13400}")
-log "$api $test on $TL/$DEV: ucx_perftest ${common[*]} -t $test ${args[*]} (port $port)"
-timeout -k 5 "$limit" "$perftest" "${common[@]}" -p "$port" >"$work/server.log" 2>&1 &
-server_pid=$!
-wait_listening "$port" 60 "$server_pid" || { cat "$work/server.log" >&2; die "server did not listen on $port"; }
+peer=${GDR_TEST_PEER:-}
+server=(timeout -k 5 "$limit" "$perftest" "${common[@]}")
+if [[ -n $peer ]]; then
+  port=${GDR_TEST_PORT:-13400}
+  log "$api $test on $TL/$DEV: ucx_perftest ${common[*]} -t $test ${args[*]} (server on $peer, port $port)"
+  on_peer "$peer" "${server[@]}" -p "$port" >"$work/server.log" 2>&1 &
+  server_pid=$!
+  wait_listening_on "$peer" "$port" 90 "$server_pid" \
+    || { cat "$work/server.log" >&2; die "server on $peer did not listen on $port"; }
+  server_addr=$peer
+else
+  port=$(free_port "${GDR_TEST_PORT:-13400}")
+  log "$api $test on $TL/$DEV: ucx_perftest ${common[*]} -t $test ${args[*]} (port $port)"
+  "${server[@]}" -p "$port" >"$work/server.log" 2>&1 &
+  server_pid=$!
+  wait_listening "$port" 60 "$server_pid" || { cat "$work/server.log" >&2; die "server did not listen on $port"; }
+  server_addr=127.0.0.1
+fi
 
-timeout -k 5 "$limit" "$perftest" 127.0.0.1 -p "$port" "${common[@]}" -t "$test" "${args[@]}" >"$work/client.log" 2>&1
+timeout -k 5 "$limit" "$perftest" "$server_addr" -p "$port" "${common[@]}" -t "$test" "${args[@]}" >"$work/client.log" 2>&1
 client_rc=$?
 wait "$server_pid"; server_rc=$?
 server_pid=""

@@ -1,7 +1,9 @@
 #!/bin/bash
 # PID 1 of the rxe-vm guest, started by the initramfs after switch_root into the host's root
 # (read-only virtio-9p).  /run/rxevm is this run's control directory, shared read-write with the host:
-#   in:  params (RXE_CWD RXE_NETDEV RXE_ADDR RXE_MTU RXE_DEVICES RXE_VERBOSE), env (caller's `export -p`), cmd
+#   in:  params (RXE_CWD RXE_NETDEV RXE_ADDR RXE_MTU RXE_DEVICES RXE_VERBOSE, and from tests/fabric:
+#        RXE_HOSTNAME RXE_GATEWAY), env (caller's `export -p`), cmd, hosts (optional: lines for
+#        /etc/hosts)
 #   out: uptime.init, ready (guest uptime when rxe0 was usable), rc (the command's exit status),
 #        error (why the guest could not run the command; the host then exits 125)
 # Whatever happens, this script ends by powering the VM off; if it died instead, the kernel would
@@ -57,12 +59,30 @@ done
 
 stage "modules loaded"
 
-# Network: guest-local only (qemu -nic none: no packet can leave the VM).  rxe needs a netdev with an
-# IP address; a dummy netdev with a non-loopback address also satisfies RDMA-CM, which refuses
-# loopback devices and addresses.
+# Network.  dummy and lo: guest-local only (qemu -nic none: no packet can leave the VM).  rxe needs
+# a netdev with an IP address; a dummy netdev with a non-loopback address also satisfies RDMA-CM,
+# which refuses loopback devices and addresses.  nic: the guest's virtio NIC, a port of the switch
+# that tests/fabric builds inside a network namespace of the host (and nothing else).
 ip link set lo up
-hostname rxe-vm
+name=${RXE_HOSTNAME:-rxe-vm}
+hostname "$name"
 case "${RXE_NETDEV:-dummy}" in
+  nic)
+    /run/modprobe virtio_net || fail "modprobe virtio_net failed"
+    dev=
+    for _ in $(seq 50); do
+      for n in /sys/class/net/*; do
+        [ "$(basename "$(readlink -f $n/device/driver 2>/dev/null)")" = virtio_net ] && { dev=${n##*/}; break; }
+      done
+      [ -n "$dev" ] && break
+      sleep 0.1
+    done
+    [ -n "$dev" ] || fail "no virtio NIC appeared (qemu -netdev/-device missing?)"
+    ip link set "$dev" mtu "${RXE_MTU:-1500}" up || fail "cannot set MTU ${RXE_MTU:-1500} on $dev"
+    ip addr add "$RXE_ADDR" dev "$dev" || fail "cannot add address $RXE_ADDR to $dev"
+    if [ -n "${RXE_GATEWAY:-}" ]; then
+      ip route add default via "$RXE_GATEWAY" dev "$dev" || fail "cannot route through $RXE_GATEWAY"
+    fi ;;
   dummy)
     /run/modprobe dummy || fail "modprobe dummy failed"
     ip link add rxenet0 type dummy || fail "cannot create the dummy netdev"
@@ -70,7 +90,7 @@ case "${RXE_NETDEV:-dummy}" in
     ip addr add "${RXE_ADDR:-192.0.2.1/24}" dev rxenet0 || fail "cannot add address ${RXE_ADDR:-192.0.2.1/24}"
     dev=rxenet0 ;;
   lo) dev=lo ;;
-  *)  fail "RXE_NETDEV=$RXE_NETDEV: use dummy or lo" ;;
+  *)  fail "RXE_NETDEV=$RXE_NETDEV: use dummy, lo or nic" ;;
 esac
 rdma link add rxe0 type rxe netdev "$dev" 2> $R/rdma.err || fail "rdma link add rxe0 netdev $dev: $(cat $R/rdma.err)"
 
@@ -119,11 +139,11 @@ for d in $RXE_DEVICE_NAMES; do
 done
 RXE_IP=$(ip -4 -o addr show dev "$dev" | awk '{split($4, a, "/"); print a[1]; exit}')
 
-# Name resolution for the guest's own hostname: the host's /etc/hosts plus rxe-vm -> RXE_IP,
-# bind-mounted over the read-only original.
-{ cat /etc/hosts 2>/dev/null; echo "$RXE_IP rxe-vm"; } > /run/hosts
+# Name resolution for the guest's own hostname (and a fabric's other nodes): the host's /etc/hosts
+# plus NAME -> RXE_IP, bind-mounted over the read-only original.
+{ cat /etc/hosts 2>/dev/null; echo "$RXE_IP $name"; cat $R/hosts 2>/dev/null; } > /run/hosts
 mount --bind /run/hosts /etc/hosts
-printf 'rxe-vm\n' > /run/hostname && mount --bind /run/hostname /etc/hostname 2>/dev/null
+printf '%s\n' "$name" > /run/hostname && mount --bind /run/hostname /etc/hostname 2>/dev/null
 
 # RDMA needs pinned memory; the caller's limits don't exist here (PID 1 starts with the kernel's).
 ulimit -l unlimited

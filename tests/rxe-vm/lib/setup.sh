@@ -19,9 +19,11 @@ say() { echo "rxe-vm setup: $*" >&2; }
 # Modules the guest loads.  The kernel also autoloads a few by alias (crypto-crc32 for rxe's ICRC,
 # rtnl-link-dummy); those land here through the explicit names.  Anything a test may autoload on top
 # (sockets diagnostics for `ss`, veth for extra netdevs) is listed so it is there when asked for.
+# tests/fabric's guests add a NIC (virtio_net), the wire's faults (netem, tbf) and packet capture.
 INITRAMFS_MODULES=(virtio_pci 9pnet_virtio 9p virtio_console)
 GUEST_MODULES=(crc32_pclmul crc32_generic crc32c_generic rdma_rxe ib_uverbs rdma_ucm ib_umad ib_ipoib
-               dummy veth inet_diag tcp_diag udp_diag unix_diag)
+               dummy veth inet_diag tcp_diag udp_diag unix_diag
+               virtio_net sch_netem sch_tbf af_packet)
 
 apt_lists_present() { compgen -G '/var/lib/apt/lists/*_Packages*' > /dev/null; }
 
