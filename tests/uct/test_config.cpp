@@ -4,6 +4,8 @@
 // The names are gdr_rc's own (rc_verbs has other knobs): other transports skip.
 #include "uct_ops.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
@@ -150,6 +152,58 @@ TEST_F(Config, RcacheNoRegistersEveryTimeYesReuses)
     };
     EXPECT_TRUE(registrations_share("yes")) << "RCACHE=yes: the second registration was not cached";
     EXPECT_FALSE(registrations_share("no")) << "RCACHE=no: a registration came from a cache";
+}
+
+// UCX_GDR_DEVICE_ATOMICS: 'no' advertises no atomic, 'yes' every one where the device has
+// atomics, 'auto' (the default) the same as 'yes' except on Soft-RoCE over a network device that
+// carries packets off the host (docs/atomics.md). The Soft-RoCE VM's rxe0 (RXE_DEV, on RXE_IF) is
+// on its dummy device rxenet0 or on lo: 'auto' advertises them there; on a NIC (a guest of
+// tests/fabric) it does not.
+TEST_F(Config, DeviceAtomicsAreAdvertisedAsAsked)
+{
+    auto none = open({{{"DEVICE_ATOMICS"}, "no"}});
+    EXPECT_FALSE(none->has_flag(UCT_IFACE_FLAG_ATOMIC_DEVICE));
+    const auto &c = none->attr().cap;
+    EXPECT_EQ(0u, c.atomic32.op_flags | c.atomic32.fop_flags | c.atomic64.op_flags |
+                      c.atomic64.fop_flags)
+        << "DEVICE_ATOMICS=no still advertises atomics";
+
+    auto dflt = open({{{"DEVICE_ATOMICS"}, "auto"}});  // as the default, whatever the environment
+    const char *rxe_dev = std::getenv("RXE_DEV"), *rxe_if = std::getenv("RXE_IF");
+    if (rxe_dev != nullptr && rxe_if != nullptr &&
+        target().dev.rfind(std::string(rxe_dev) + ":", 0) == 0) {
+        const std::string netdev = rxe_if;
+        if (netdev == "lo" || netdev == "rxenet0") {
+            EXPECT_TRUE(dflt->has_flag(UCT_IFACE_FLAG_ATOMIC_DEVICE))
+                << "Soft-RoCE on " << netdev << ", which reaches nothing off the host: auto "
+                << "must advertise its atomics";
+        } else if (access(("/sys/class/net/" + netdev + "/device").c_str(), F_OK) == 0) {
+            EXPECT_FALSE(dflt->has_flag(UCT_IFACE_FLAG_ATOMIC_DEVICE))
+                << "Soft-RoCE on the NIC " << netdev << ": auto must leave its atomics off";
+        }
+    }
+    if (!dflt->has_flag(UCT_IFACE_FLAG_ATOMIC_DEVICE)) {
+        GTEST_SKIP() << "the device has no atomics here, or auto left them off: 'yes' untested";
+    }
+    auto yes = open({{{"DEVICE_ATOMICS"}, "yes"}});
+    EXPECT_EQ(dflt->attr().cap.flags, yes->attr().cap.flags);
+    EXPECT_EQ(dflt->attr().cap.atomic32.fop_flags, yes->attr().cap.atomic32.fop_flags);
+    EXPECT_EQ(dflt->attr().cap.atomic64.fop_flags, yes->attr().cap.atomic64.fop_flags);
+}
+
+// UCX_GDR_FENCE takes its three values; what each does is tested where it matters
+// (Semantics.Fence*, PeerDeath.Fence*, Retransmitted.*, and uct.fence_weak.Fences).
+TEST_F(Config, FenceModesAreAccepted)
+{
+    for (const char *mode : {"auto", "weak", "strong"}) {
+        SCOPED_TRACE(mode);
+        auto a    = open({{{"FENCE"}, mode}});
+        auto b    = open({{{"FENCE"}, mode}});
+        auto pair = connect_pair(*a, *b);
+        EXPECT_EQ(UCS_OK, uct_ep_fence(pair.ab, 0));
+        EXPECT_EQ(UCS_OK, uct_iface_fence(a->iface(), 0));
+        EXPECT_EQ(UCS_OK, flush_and_wait(*a, pair.ab, {a.get(), b.get()}));
+    }
 }
 
 }  // namespace

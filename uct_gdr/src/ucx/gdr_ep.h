@@ -41,7 +41,10 @@ enum {
     /* fenced while compare-and-swap loops ran: no new operation until the
      * last of them is done (gdr_ep_fence) */
     GDR_EP_FLAG_FENCE_LOOPS = UCS_BIT(3),
-    GDR_EP_FLAG_PEER_GID = UCS_BIT(4) /* peer_gid holds the peer port's GID */
+    GDR_EP_FLAG_PEER_GID = UCS_BIT(4), /* peer_gid holds the peer port's GID */
+    /* a strong fence (UCX_GDR_FENCE): no new operation until every WR posted
+     * before it completed and no compare-and-swap loop runs */
+    GDR_EP_FLAG_FENCE_DRAIN = UCS_BIT(5)
 };
 
 /* The atomics gdr_rc does, at both widths, where the device has atomics

@@ -14,11 +14,12 @@
 #include <ucs/debug/log.h>
 
 
-/* Connected, and not held by a fence behind compare-and-swap loops */
+/* Connected, and not held by a fence (behind compare-and-swap loops, or a
+ * strong one behind everything) */
 static UCS_F_ALWAYS_INLINE int gdr_ep_may_post(const gdr_ep_t *ep)
 {
-    return (ep->flags & (GDR_EP_FLAG_CONNECTED | GDR_EP_FLAG_FENCE_LOOPS)) ==
-           GDR_EP_FLAG_CONNECTED;
+    return (ep->flags & (GDR_EP_FLAG_CONNECTED | GDR_EP_FLAG_FENCE_LOOPS |
+                         GDR_EP_FLAG_FENCE_DRAIN)) == GDR_EP_FLAG_CONNECTED;
 }
 
 static UCS_F_ALWAYS_INLINE int
@@ -32,10 +33,11 @@ gdr_ep_has_tx_resources(gdr_iface_t *iface, gdr_ep_t *ep)
 static UCS_F_ALWAYS_INLINE ucs_status_t gdr_ep_check_tx(gdr_iface_t *iface,
                                                         gdr_ep_t *ep)
 {
-    /* connected, not failed, not fenced behind CAS loops: one test of the
-     * flags on the fast path */
-    if (ucs_unlikely((ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_CONNECTED |
-                                   GDR_EP_FLAG_FENCE_LOOPS)) !=
+    /* connected, not failed, not held by a fence: one test of the flags on
+     * the fast path */
+    if (ucs_unlikely((ep->flags &
+                      (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_CONNECTED |
+                       GDR_EP_FLAG_FENCE_LOOPS | GDR_EP_FLAG_FENCE_DRAIN)) !=
                      GDR_EP_FLAG_CONNECTED)) {
         return (ep->flags & GDR_EP_FLAG_FAILED) ? ep->error :
                                                   UCS_ERR_NO_RESOURCE;

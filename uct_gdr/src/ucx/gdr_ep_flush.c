@@ -123,16 +123,18 @@ static void gdr_ep_fence_next_wr(gdr_ep_t *ep)
 
 /*
  * A fence orders every operation before it before every operation after it.
- * The next WR carries IBV_SEND_FENCE (it waits for the reads and atomics in
- * flight; RC orders the rest), which is all UCX's rc transports do.  An
- * emulated atomic is more than its WRs in flight: a compare-and-swap loop
- * whose CAS misses posts its next one when that completes, after any WR the
- * fence let through meanwhile, so its effect would land behind operations
- * posted after the fence (a get after `atomic32_post; fence` read the word
- * without the add).  While loops run, a fence therefore holds the endpoint:
- * its operations answer UCS_ERR_NO_RESOURCE (UCP queues them as pending) until
- * the last loop is done (gdr_ep_fence_loops_done).  The test costs the data
- * path nothing: the flag is in the mask gdr_ep_check_tx() tests anyway.
+ * The weak fence (UCX_GDR_FENCE=weak, the default but on Soft-RoCE, whose
+ * strong one is below): the next WR carries IBV_SEND_FENCE (it waits for the
+ * reads and atomics in flight; RC orders the rest), which is all UCX's rc
+ * transports do.  An emulated atomic is more than its WRs in flight: a
+ * compare-and-swap loop whose CAS misses posts its next one when that
+ * completes, after any WR the fence let through meanwhile, so its effect
+ * would land behind operations posted after the fence (a get after
+ * `atomic32_post; fence` read the word without the add).  While loops run, a
+ * fence therefore holds the endpoint: its operations answer
+ * UCS_ERR_NO_RESOURCE (UCP queues them as pending) until the last loop is done
+ * (gdr_ep_fence_loops_done).  The test costs the data path nothing: the flag
+ * is in the mask gdr_ep_check_tx() tests anyway.
  */
 static void gdr_ep_fence_hold_for_loops(gdr_ep_t *ep)
 {
@@ -150,12 +152,92 @@ void gdr_ep_fence_loops_done(gdr_ep_t *ep)
     gdr_ep_fence_next_wr(ep);
 }
 
+/*
+ * A strong fence (UCX_GDR_FENCE=strong, and auto on Soft-RoCE) holds the
+ * endpoint until everything posted before it completed and no
+ * compare-and-swap loop runs, and puts no IBV_SEND_FENCE on any WR.  Soft-RoCE
+ * needs it: its requester holds a WR with IBV_SEND_FENCE until every read and
+ * atomic credit of the QP is back, the credits of the reads and atomics posted
+ * *after* it and its own included, so that once a retransmission rewinds the
+ * send queue to (or before) a fenced read or atomic, that WR waits for itself
+ * and the QP stops for good (docs/atomics.md).  Held (GDR_EP_FLAG_FENCE_DRAIN,
+ * in the masks the data path tests anyway), the endpoint answers
+ * UCS_ERR_NO_RESOURCE and UCP queues its requests as pending.  The iface's
+ * progress callback below, registered while an endpoint is held, ends the
+ * hold once the endpoint is drained and makes sure that a completion comes
+ * meanwhile: a signaled NOP behind an unsignaled last WR, as soon as there is
+ * room for it.  Nothing of it is on the data path.
+ */
+
+/* 1: drained, the hold ended; 0: not yet */
+static int gdr_ep_fence_drain_progress(gdr_iface_t *iface, gdr_ep_t *ep)
+{
+    if (((ep->tx.posted_sn == ep->tx.completed_sn) &&
+         (ep->tx.cas_loops == 0)) ||
+        (ep->flags & GDR_EP_FLAG_FAILED)) {
+        ep->flags &= ~GDR_EP_FLAG_FENCE_DRAIN;
+        /* requests queued behind the fence: the next dispatch sends them */
+        ucs_arbiter_group_schedule(&iface->tx.arbiter, &ep->arb_group);
+        return 1;
+    }
+    if ((ep->tx.signaled_sn != ep->tx.posted_sn) && /* last WR unsignaled */
+        (ep->tx.available > 0) && (iface->tx.cq_available > 0)) {
+        gdr_ep_post_nop(iface, ep); /* its completion reports them all */
+    }
+    return 0;
+}
+
+/* While endpoints are held by a strong fence: at every progress of the worker */
+static unsigned gdr_iface_fence_progress(void *arg)
+{
+    gdr_iface_t *iface = arg;
+    unsigned held      = 0;
+    gdr_ep_t *ep;
+
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        if ((ep->flags & GDR_EP_FLAG_FENCE_DRAIN) &&
+            !gdr_ep_fence_drain_progress(iface, ep)) {
+            ++held;
+        }
+    }
+    if (held == 0) {
+        uct_worker_progress_unregister_safe(&iface->super.worker->super,
+                                            &iface->fence_prog_id);
+    }
+    return 0;
+}
+
+static void gdr_ep_fence_drain(gdr_iface_t *iface, gdr_ep_t *ep)
+{
+    if ((ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_CONNECTED)) !=
+        GDR_EP_FLAG_CONNECTED) {
+        return; /* nothing in flight to order, or nothing will be posted */
+    }
+    ep->flags |= GDR_EP_FLAG_FENCE_DRAIN;
+    if (!gdr_ep_fence_drain_progress(iface, ep)) {
+        uct_worker_progress_register_safe(&iface->super.worker->super,
+                                          gdr_iface_fence_progress, iface, 0,
+                                          &iface->fence_prog_id);
+    }
+}
+
+void gdr_iface_fence_cleanup(gdr_iface_t *iface)
+{
+    uct_worker_progress_unregister_safe(&iface->super.worker->super,
+                                        &iface->fence_prog_id);
+}
+
 ucs_status_t gdr_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
-    gdr_ep_t *ep = ucs_derived_of(tl_ep, gdr_ep_t);
+    gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);
+    gdr_iface_t *iface = gdr_ep_iface(ep);
 
-    gdr_ep_fence_next_wr(ep);
-    gdr_ep_fence_hold_for_loops(ep);
+    if (iface->fence_strong) {
+        gdr_ep_fence_drain(iface, ep);
+    } else {
+        gdr_ep_fence_next_wr(ep);
+        gdr_ep_fence_hold_for_loops(ep);
+    }
     UCT_TL_EP_STAT_FENCE(&ep->super);
     return UCS_OK;
 }
@@ -243,6 +325,12 @@ ucs_status_t gdr_iface_fence(uct_iface_h tl_iface, unsigned flags)
     gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
     gdr_ep_t *ep;
 
+    if (iface->fence_strong) {
+        ucs_list_for_each(ep, &iface->ep_list, list) {
+            gdr_ep_fence_drain(iface, ep);
+        }
+        return UCS_OK;
+    }
     ++iface->tx.fence_beat; /* every ep fences its next WR */
     if (iface->tx.cas_loops > 0) {
         /* and those with compare-and-swap loops running wait for them */

@@ -6,8 +6,15 @@
 #include "gdr_ep.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/sys/string.h>
 #include <fcntl.h>
 #include <math.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 
 #define GDR_IFACE_MAX_SGE 4 /* am_zcopy: header + 3 iov entries */
 
@@ -83,6 +90,76 @@ gdr_iface_setup_port(gdr_iface_t *iface, const gdr_iface_config_t *config)
     iface->qp_local.min_rnr_timer = gdr_iface_rnr_timer_code(
             config->rnr_timeout);
     iface->qp_local.max_rd_atomic = config->max_rd_atomic;
+    return UCS_OK;
+}
+
+/* A network device that carries nothing off the host: the loopback device, or
+ * a dummy one (it drops whatever is not for one of its own addresses) */
+static int gdr_netdev_is_host_local(const char *name)
+{
+    struct ethtool_drvinfo info = {.cmd = ETHTOOL_GDRVINFO};
+    struct ifreq ifr            = {};
+    int fd, local;
+
+    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return 0;
+    }
+    ucs_strncpy_zero(ifr.ifr_name, name, sizeof(ifr.ifr_name));
+    if ((ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) &&
+        (ifr.ifr_flags & IFF_LOOPBACK)) {
+        local = 1;
+    } else {
+        ifr.ifr_data = (void *)&info;
+        local        = (ioctl(fd, SIOCETHTOOL, &ifr) == 0) &&
+                !strcmp(info.driver, "dummy");
+    }
+    close(fd);
+    return local;
+}
+
+/* Soft-RoCE whose packets may cross a wire, where they can be lost: the
+ * network device of the iface's GID is neither lo nor a dummy one.  (Its
+ * completer can then finish a fetching atomic without the value: an RDMA
+ * write's ACK lost with the atomic's response behind it, the write's resent
+ * duplicate is answered with an ACK of the atomic's PSN, which completes it;
+ * docs/atomics.md.)  @a netdev: its name, for the log. */
+static int gdr_iface_soft_roce_on_a_wire(gdr_iface_t *iface, char *netdev)
+{
+    struct ibv_gid_entry entry;
+
+    ucs_strncpy_zero(netdev, "?", IF_NAMESIZE);
+    if (iface->dev->attr.vendor_id != GDR_SOFT_ROCE_VENDOR_ID) {
+        return 0;
+    }
+    if ((ibv_query_gid_ex(iface->dev->ctx, iface->port->port_num,
+                          iface->qp_local.gid_index, &entry, 0) != 0) ||
+        (if_indextoname(entry.ndev_ifindex, netdev) == NULL)) {
+        return 1; /* cannot tell: as if it could */
+    }
+    return !gdr_netdev_is_host_local(netdev);
+}
+
+/* UCX_GDR_DEVICE_ATOMICS: whether the iface advertises the device's atomics */
+static ucs_status_t gdr_iface_setup_atomics(gdr_iface_t *iface, int mode)
+{
+    int hca = (iface->dev->attr.atomic_cap != IBV_ATOMIC_NONE);
+    char netdev[IF_NAMESIZE];
+
+    if ((mode == UCS_YES) && !hca) {
+        ucs_error("gdr_rc: UCX_" GDR_CONFIG_PREFIX "DEVICE_ATOMICS=yes, but "
+                  "%s has no atomics",
+                  iface->dev->name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    iface->atomic_hca = hca && (mode != UCS_NO);
+    if (iface->atomic_hca && (mode != UCS_YES) &&
+        gdr_iface_soft_roce_on_a_wire(iface, netdev)) {
+        iface->atomic_hca = 0;
+        ucs_debug("gdr_rc: %s:%u (Soft-RoCE on %s): device atomics not "
+                  "advertised (UCX_" GDR_CONFIG_PREFIX "DEVICE_ATOMICS=auto)",
+                  iface->dev->name, iface->port->port_num, netdev);
+    }
     return UCS_OK;
 }
 
@@ -203,6 +280,10 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
     if (status != UCS_OK) {
         return status;
     }
+    status = gdr_iface_setup_atomics(self, config->device_atomics);
+    if (status != UCS_OK) {
+        return status;
+    }
 
     self->seg_size     = config->seg_size;
     self->tx.queue_len = config->tx_queue_len;
@@ -215,6 +296,14 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
     self->tx.cq_len       = config->tx_cq_len;
     self->tx.fence_beat   = 0;
     self->tx.cas_loops    = 0;
+    /* Soft-RoCE's requester holds a fenced WR until every read and atomic
+     * credit is back, its own included: once retransmitted, a fenced read or
+     * atomic waits for itself (docs/atomics.md, "On Soft-RoCE") */
+    self->fence_strong = (config->fence == GDR_FENCE_STRONG) ||
+                         ((config->fence == GDR_FENCE_AUTO) &&
+                          (self->dev->attr.vendor_id ==
+                           GDR_SOFT_ROCE_VENDOR_ID));
+    self->fence_prog_id = UCS_CALLBACKQ_ID_NULL;
     /* no point posting more than there may be buffers */
     self->rx.queue_len = ucs_min(config->rx_queue_len, config->rx_max_bufs);
     self->rx.max_poll  = config->rx_max_poll;
@@ -224,7 +313,6 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
     self->rx.post_batch = ucs_max(1, ucs_min(16, self->rx.queue_len / 4));
     self->rx.headroom = UCT_IFACE_PARAM_VALUE(params, rx_headroom, RX_HEADROOM,
                                               0);
-    self->atomic_hca  = (self->dev->attr.atomic_cap != IBV_ATOMIC_NONE);
     self->stash_tx.count = 0;
     self->stash_rx.count = 0;
     self->rx.starved     = 0;
@@ -294,11 +382,12 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
     }
 
     ucs_debug("gdr_rc: iface %p on %s:%u mtu %u gid_index %d inline %u "
-              "posting with %s",
+              "posting with %s, %s fence",
               self, self->dev->name, self->port->port_num,
               gdr_verbs_mtu_bytes(self->qp_local.mtu), self->qp_local.gid_index,
               self->tx.max_inline,
-              self->tx.send_ops_flags ? "ibv_wr_*" : "ibv_post_send");
+              self->tx.send_ops_flags ? "ibv_wr_*" : "ibv_post_send",
+              self->fence_strong ? "strong" : "weak");
     return UCS_OK;
 
 err_cleanup_mpools:
@@ -322,6 +411,7 @@ static UCS_CLASS_CLEANUP_FUNC(gdr_iface_t)
     }
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    gdr_iface_fence_cleanup(self);
     ibv_destroy_srq(self->srq); /* posted receive buffers die with it */
     ibv_destroy_cq(self->recv_cq);
     ibv_destroy_cq(self->send_cq);

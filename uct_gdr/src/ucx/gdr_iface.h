@@ -48,7 +48,21 @@ typedef struct gdr_iface_config {
     unsigned hop_limit;
     unsigned max_rd_atomic;
     int wr_api; /* ucs_ternary_auto_value_t: post with ibv_wr_* builders */
+    int fence; /* gdr_fence_mode_t */
+    int device_atomics; /* ucs_ternary_auto_value_t */
 } gdr_iface_config_t;
+
+/* UCX_GDR_FENCE: how uct_ep_fence/uct_iface_fence order an endpoint's work */
+typedef enum {
+    GDR_FENCE_AUTO, /* strong on Soft-RoCE (rxe), weak elsewhere */
+    GDR_FENCE_WEAK, /* IBV_SEND_FENCE on the next work request */
+    GDR_FENCE_STRONG, /* the next operation waits until every WR before it
+                       * completed; no IBV_SEND_FENCE at all */
+    GDR_FENCE_LAST
+} gdr_fence_mode_t;
+
+/* ibv_device_attr.vendor_id of Soft-RoCE (the kernel's RXE_VENDOR_ID) */
+#define GDR_SOFT_ROCE_VENDOR_ID 0xffffff
 
 extern ucs_config_field_t gdr_iface_config_table[];
 
@@ -147,7 +161,13 @@ typedef struct gdr_iface {
     } stash_tx, stash_rx;
 
     size_t seg_size;
-    int atomic_hca; /* device does 64-bit atomics (and so gdr_rc 32-bit ones) */
+    int atomic_hca; /* device atomics advertised (UCX_GDR_DEVICE_ATOMICS): the
+                     * device does 64-bit atomics, and so gdr_rc 32-bit ones */
+    /* Last, off the data path's lines: the fence (UCX_GDR_FENCE resolved:
+     * 1 strong, 0 weak), and the progress callback while a strong one holds
+     * endpoints (gdr_ep_flush.c) */
+    int fence_strong;
+    uct_worker_cb_id_t fence_prog_id;
 } gdr_iface_t;
 
 /* uct_tl_t.iface_open of gdr_rc */
@@ -178,6 +198,9 @@ int gdr_iface_is_same_device(const uct_iface_h iface,
                              const uct_device_addr_t *dev_addr);
 
 /* Between the iface's files */
+
+/* Removes the strong fence's progress callback, if registered (gdr_ep_flush.c) */
+void gdr_iface_fence_cleanup(gdr_iface_t *iface);
 
 /* The settings' ranges, against what the device can do (gdr_iface_config.c) */
 ucs_status_t gdr_iface_config_check(const gdr_iface_config_t *config,

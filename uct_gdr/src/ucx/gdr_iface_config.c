@@ -6,6 +6,11 @@
 
 #include <ucs/debug/log.h>
 
+static const char *gdr_fence_mode_names[] = {[GDR_FENCE_AUTO]   = "auto",
+                                             [GDR_FENCE_WEAK]   = "weak",
+                                             [GDR_FENCE_STRONG] = "strong",
+                                             [GDR_FENCE_LAST]   = NULL};
+
 ucs_config_field_t gdr_iface_config_table[] = {
         {"", "ALLOC=huge,thp,mmap,heap", NULL,
          ucs_offsetof(gdr_iface_config_t, super),
@@ -111,6 +116,34 @@ ucs_config_field_t gdr_iface_config_table[] = {
          "where\n"
          "it does not; 'no': ibv_post_send only.",
          ucs_offsetof(gdr_iface_config_t, wr_api), UCS_CONFIG_TYPE_TERNARY},
+
+        {"FENCE", "auto",
+         "How a fence (uct_ep_fence, uct_iface_fence; UCP's ucp_worker_fence) "
+         "orders\n"
+         "an endpoint's operations. 'weak': IBV_SEND_FENCE on the next work "
+         "request,\n"
+         "as UCX's rc_verbs; 'strong': the next operation waits until "
+         "everything\n"
+         "posted before it completed; 'auto': strong on Soft-RoCE (rxe), whose "
+         "fenced\n"
+         "reads and atomics never complete once retransmitted, weak elsewhere.",
+         ucs_offsetof(gdr_iface_config_t, fence),
+         UCS_CONFIG_TYPE_ENUM(gdr_fence_mode_names)},
+
+        {"DEVICE_ATOMICS", "auto",
+         "Advertise the device's atomics (UCP then runs its atomics on gdr_rc "
+         "instead\n"
+         "of emulating them over active messages). 'auto': where the device "
+         "has\n"
+         "atomics, except Soft-RoCE (rxe) over a network device other than lo "
+         "or a\n"
+         "dummy one: it can complete a fetching atomic whose response was "
+         "lost\n"
+         "without its value. 'yes': fail the iface where the device has no "
+         "atomics;\n"
+         "'no': never.",
+         ucs_offsetof(gdr_iface_config_t, device_atomics),
+         UCS_CONFIG_TYPE_TERNARY_AUTO},
 
         {NULL}};
 
