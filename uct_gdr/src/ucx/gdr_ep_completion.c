@@ -46,7 +46,15 @@ void gdr_ep_purge_ops(gdr_ep_t *ep, ucs_status_t status)
     }
 }
 
-/* The QP is in the error state: fail everything, tell UCP once */
+/*
+ * The QP is in the error state: fail everything, tell UCP once.  Logged as
+ * UCX's rc transports log it (uct_base_iface_failure_log_level): where nobody
+ * handles the error -- no error handler, or UCP's endpoint without peer error
+ * handling, which declines it -- at FATAL, so the process aborts as over
+ * rc_verbs.  An error only logged would leave such a caller running on: its
+ * operations complete at once with the error, and a UCP stream "completes"
+ * them for ever (a killed peer's survivor never ended).
+ */
 static void gdr_ep_fail(gdr_iface_t *iface, gdr_ep_t *ep, ucs_status_t status)
 {
     ucs_status_t handled;
@@ -62,10 +70,10 @@ static void gdr_ep_fail(gdr_iface_t *iface, gdr_ep_t *ep, ucs_status_t status)
     }
     handled = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
                                       status);
-    if (handled != UCS_OK) {
-        ucs_error("gdr_rc: endpoint %p (qpn 0x%x) failed: %s", ep,
-                  ep->qp->qp_num, ucs_status_string(status));
-    }
+    ucs_log(uct_base_iface_failure_log_level(&iface->super, handled, status),
+            "gdr_rc: endpoint %p (qpn 0x%x) failed: %s%s", ep, ep->qp->qp_num,
+            ucs_status_string(status),
+            (handled == UCS_OK) ? "" : " (not handled)");
 }
 
 /*
