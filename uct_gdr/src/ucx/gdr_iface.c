@@ -18,6 +18,13 @@
 
 #define GDR_IFACE_MAX_SGE 4 /* am_zcopy: header + 3 iov entries */
 
+/* Soft-RoCE (rdma_rxe), whose retry count, fence and atomics gdr_rc treats
+ * apart: docs/atomics.md, docs/reliability.md */
+static int gdr_iface_is_soft_roce(const gdr_iface_t *iface)
+{
+    return iface->dev->attr.vendor_id == GDR_SOFT_ROCE_VENDOR_ID;
+}
+
 /* Local ACK timeout exponent: 4.096us * 2^exp >= timeout */
 static uint8_t gdr_iface_ack_timeout_exp(double timeout)
 {
@@ -86,8 +93,7 @@ gdr_iface_setup_port(gdr_iface_t *iface, const gdr_iface_config_t *config)
     iface->qp_local.hop_limit     = config->hop_limit;
     iface->qp_local.timeout       = gdr_iface_ack_timeout_exp(config->timeout);
     iface->qp_local.retry_count   = config->retry_count;
-    if ((config->retry_count == 7) &&
-        (iface->dev->attr.vendor_id == GDR_SOFT_ROCE_VENDOR_ID)) {
+    if ((config->retry_count == 7) && gdr_iface_is_soft_roce(iface)) {
         /* Soft-RoCE retries for ever at 7, the value that means "for ever"
          * only for the RNR retry count: a peer whose QP went without a NAK
          * (its process killed) would hold the endpoint, and a caller without
@@ -138,7 +144,7 @@ static int gdr_iface_soft_roce_on_a_wire(gdr_iface_t *iface, char *netdev)
     struct ibv_gid_entry entry;
 
     ucs_strncpy_zero(netdev, "?", IF_NAMESIZE);
-    if (iface->dev->attr.vendor_id != GDR_SOFT_ROCE_VENDOR_ID) {
+    if (!gdr_iface_is_soft_roce(iface)) {
         return 0;
     }
     if ((ibv_query_gid_ex(iface->dev->ctx, iface->port->port_num,
@@ -344,8 +350,7 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
      * atomic waits for itself (docs/atomics.md, "On Soft-RoCE") */
     self->fence_strong = (config->fence == GDR_FENCE_STRONG) ||
                          ((config->fence == GDR_FENCE_AUTO) &&
-                          (self->dev->attr.vendor_id ==
-                           GDR_SOFT_ROCE_VENDOR_ID));
+                          gdr_iface_is_soft_roce(self));
     self->fence_prog_id = UCS_CALLBACKQ_ID_NULL;
     /* no point posting more than there may be buffers */
     self->rx.queue_len = ucs_min(config->rx_queue_len, config->rx_max_bufs);
