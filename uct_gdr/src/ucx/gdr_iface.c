@@ -248,40 +248,6 @@ void gdr_iface_ep_remove(gdr_iface_t *iface, uint32_t qp_num)
     }
 }
 
-/*
- * The receive queue is filled here, as UCX's rc_verbs does
- * (uct_rc_verbs_iface_common_progress_enable), not when the iface opens nor
- * at a progress call.  UCP polls an iface before it activates it (its event
- * check calls uct_iface_progress) and enables its progress once its first
- * endpoint exists, so the receive buffers' registrations are younger than
- * that endpoint's QP.  This order is what a peer sees when the process dies:
- * the kernel releases a process's verbs objects youngest first, so the
- * registrations go before the QP, and a send arriving in between (while the
- * queue still holds buffers) lands in one whose key is gone: the device
- * answers with a NAK (remote operation error), and the peer's endpoint fails
- * at once.  With the buffers registered at iface open, the QP went first, the
- * peer's packets were dropped without an answer, and its endpoint could only
- * wait for its retries to run out.
- * UCP calls this under its async lock, as it polls an iface not yet active;
- * the buffers go in before the progress callback does.
- */
-static void gdr_iface_progress_enable(uct_iface_h tl_iface, unsigned flags)
-{
-    gdr_iface_t *iface = ucs_derived_of(tl_iface, gdr_iface_t);
-
-    if ((flags & UCT_PROGRESS_RECV) && (iface->rx.available > 0)) {
-        gdr_iface_post_recv(iface);
-        if (iface->rx.available == iface->rx.queue_len) {
-            /* the pool could not register (logged): senders stall on RNR */
-            ucs_error("gdr_rc: could not post any receive buffer on %s",
-                      iface->dev->name);
-        }
-        ucs_debug("gdr_rc: iface %p: %u receive buffers posted", iface,
-                  iface->rx.queue_len - iface->rx.available);
-    }
-    uct_base_iface_progress_enable(tl_iface, flags);
-}
-
 static void gdr_iface_eps_cleanup(gdr_iface_t *iface)
 {
     size_t i;
@@ -420,9 +386,14 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
         goto err_destroy_srq;
     }
 
-    /* No receive buffer yet: they go in when progress is enabled for
-     * receives (gdr_iface_progress_enable) */
     self->rx.available = self->rx.queue_len;
+    gdr_iface_post_recv(self);
+    if (self->rx.available == self->rx.queue_len) {
+        ucs_error("gdr_rc: could not post any receive buffer on %s",
+                  self->dev->name);
+        status = UCS_ERR_NO_MEMORY;
+        goto err_cleanup_mpools;
+    }
 
     ucs_debug("gdr_rc: iface %p on %s:%u mtu %u gid_index %d inline %u "
               "posting with %s, %s fence",
@@ -433,6 +404,8 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
               self->fence_strong ? "strong" : "weak");
     return UCS_OK;
 
+err_cleanup_mpools:
+    gdr_iface_mpools_cleanup(self, 0);
 err_destroy_srq:
     ibv_destroy_srq(self->srq);
 err_destroy_recv_cq:
@@ -494,7 +467,7 @@ static uct_iface_ops_t gdr_iface_ops = {
         .ep_connect_to_ep         = gdr_ep_connect_to_ep,
         .iface_flush              = gdr_iface_flush,
         .iface_fence              = gdr_iface_fence,
-        .iface_progress_enable    = gdr_iface_progress_enable,
+        .iface_progress_enable    = uct_base_iface_progress_enable,
         .iface_progress_disable   = uct_base_iface_progress_disable,
         .iface_progress           = gdr_iface_progress,
         .iface_event_fd_get       = gdr_iface_event_fd_get,
