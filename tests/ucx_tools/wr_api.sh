@@ -11,7 +11,8 @@ select_target
 posting() {  # posting VALUE: the way the iface on $DEV says it posts with UCX_GDR_WR_API=VALUE
   local out
   out=$(UCX_GDR_WR_API=$1 UCX_LOG_LEVEL=debug timeout 60 ucx_info -d -t gdr_rc 2>&1) || true
-  grep -oE "gdr_rc: iface .* on ${DEV} .*posting with \S+" <<<"$out" | grep -oE '\S+$' | head -1
+  # the line goes on after the posting method (", strong fence"): take the word alone
+  grep -oE "gdr_rc: iface .* on ${DEV} .*posting with [^ ,]+" <<<"$out" | grep -oE '[^ ]+$' | head -1
 }
 no=$(posting no); try=$(posting try); yes=$(posting yes)
 log "UCX_GDR_WR_API=no: ${no:-?}, try: ${try:-?}, yes: ${yes:-?}"
