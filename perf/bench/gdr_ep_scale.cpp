@@ -1,4 +1,4 @@
-// gdr_ep_scale: what one more connected endpoint costs a process (issue 16, many endpoints),
+// gdr_ep_scale: what one more connected endpoint costs a process (many endpoints: QPs, RSS, registered bytes),
 // and how many QPs a UCP job opens when each rank talks to a few peers only.
 //
 //   gdr_ep_scale [-t TL,...] [-n N,...] [-d DEV] [-p PLUGIN] [-c TOLERANCE_BYTES]

@@ -11,7 +11,7 @@
 // -m: the md, "gdr:gdr_rxe0" (component gdr has an md per verbs device, gdr_<device>), or
 // "ib:rxe0" for UCX's own ib md on rxe0; a component alone ("gdr", the default) takes its
 // first md.
-// -c: the cost phases (issue 14's registration cost) of the md, each COUNT calls on COUNT
+// -c: the cost phases of the md's registration, each COUNT calls on COUNT
 // distinct SIZE-byte buffers, one line each: "phase=NAME calls=COUNT
 // size=SIZE devices=N ns_per_call=T".  Phases: reg_uncached, dereg_uncached
 // (UCX_GDR_RCACHE=n), reg_miss (a range the cache has not seen), reg_hit (the

@@ -1,18 +1,32 @@
 // coll_bench: ucp_cpp::coll against the MPI library's collectives, same ranks, same run.
 // Run under mpirun; MPI only exchanges the UCP worker addresses (bootstrap (b)) and provides the
-// reference timings.  Reports per size: time per call (us, max over ranks) and bus bandwidth
-// with nccl-tests' factors (allreduce 2(p-1)/p, allgather/alltoall/reduce_scatter (p-1)/p of
-// the total size, bcast 1), for ours and MPI's, and the ratio; the 8 B row is the latency line
-// (repeated at the end).  Results are checked once per size.
+// reference timings.  Per collective and size: R interleaved repeats, each a batch of k calls of
+// ours then a batch of k calls of MPI's (k the same for both, calibrated on MPI's time or given
+// by --iterations), each batch timed as the max over ranks of the mean per call.  Reported: the
+// median time per call of ours and of MPI's over the repeats, bus bandwidth with nccl-tests'
+// factors (allreduce 2(p-1)/p, allgather/alltoall/reduce_scatter (p-1)/p of the total, bcast,
+// reduce, gather, scatter 1 -- gather/scatter move the total), and ratio = ours/MPI: the median
+// of the R per-repeat ratios, with their minimum and maximum (< 1: ours faster).  Each size is
+// checked once (ours).  The 8 B row is the latency line (repeated at the end).
 //
 //   mpirun -np 4 --mca pml ucx -x UCX_TLS=tcp,self build/perf/coll_bench/coll_bench \
-//       [--op allreduce|allgather|bcast|alltoall|reduce_scatter] [--max-size 64M] [--iterations N]
-//       [--algorithm ring|recursive_doubling|knomial|rabenseifner|...]   (ours; default automatic)
-//       [--repeat R]   (R timed runs per size, ours and MPI alternating; the best of each is
-//                       reported: on a loaded host the least disturbed run)
+//       [--op NAME[,NAME...]|all]   (barrier bcast reduce allreduce allgather reduce_scatter
+//                                    alltoall gather scatter; default allreduce)
+//       [--max-size 64M]            (largest size; sizes 8 B, then x --step, then the maximum)
+//       [--step 4]                  (factor between sizes)
+//       [--max-total 0]             (when > 0: largest per-rank buffer; caps a block so that
+//                                    p blocks fit, for allgather/alltoall/reduce_scatter/gather/scatter)
+//       [--iterations N]            (calls per batch; default: about --batch-ms of MPI's time)
+//       [--batch-ms 4]              (calibration target of a batch)
+//       [--repeat R]                (interleaved repeats; default 1)
+//       [--algorithm NAME]          (ours; default automatic)
+//       [--no-peer-errors]          (our endpoints without UCP_ERR_HANDLING_MODE_PEER, as MPI's:
+//                                    UCX's shared-memory transports need it, or UCX_MM_ERROR_HANDLING=y)
+//       [--persistent]              (ours through coll::persistent: initialised once per size)
 //
-// Sizes: bytes per rank for allreduce and bcast; per block (per rank) for allgather, alltoall
-// (per peer) and reduce_scatter (the block each rank gets); busbw uses the total, as nccl-tests.
+// Sizes: bytes per rank for allreduce, reduce and bcast; per block (per rank) for allgather,
+// gather, scatter, alltoall (per peer) and reduce_scatter (the block each rank gets); busbw uses
+// the total, as nccl-tests.  The barrier has one row (size 0).
 #include <ucp_cpp/coll/coll.hpp>
 #include <ucp_cpp/ucp_cpp.hpp>
 
@@ -24,20 +38,40 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 namespace coll = ucp_cpp::coll;
 
+// --persistent: coll::persistent where this ucp_cpp has it (the same source builds against one
+// without, to measure an earlier version).
+#ifdef UCP_CPP_COLL_PERSISTENT
+#define PERSISTENT(init)     \
+    if (opt.persistent)      \
+    plan = init
+#else
+#define PERSISTENT(init) (void)0
+#endif
+
 namespace {
 
 struct options {
-    std::string op       = "allreduce";
-    size_t max_size      = size_t(64) << 20;
-    int iterations       = 0;  // 0: by size
-    int repeat           = 1;
-    coll::algorithm algo = coll::algorithm::automatic;
+    std::vector<std::string> ops = {"allreduce"};
+    size_t max_size              = size_t(64) << 20;
+    size_t step                  = 4;
+    size_t max_total             = 0;
+    int iterations               = 0;  // 0: calibrated
+    double batch_ms              = 4;
+    int repeat                   = 1;
+    bool peer_errors             = true;
+    bool persistent              = false;
+    coll::algorithm algo         = coll::algorithm::automatic;
 };
+
+const char *const all_ops[] = {"barrier",        "bcast",    "reduce", "allreduce", "allgather",
+                               "reduce_scatter", "alltoall", "gather", "scatter"};
 
 /// The algorithm called @p name (a name of the algorithm table, or automatic); exits on others.
 coll::algorithm parse_algorithm(const std::string &name)
@@ -46,6 +80,22 @@ coll::algorithm parse_algorithm(const std::string &name)
         return *known;
     std::fprintf(stderr, "coll_bench: unknown algorithm %s\n", name.c_str());
     std::exit(2);
+}
+
+std::vector<std::string> parse_ops(const std::string &text)
+{
+    if (text == "all")
+        return {std::begin(all_ops), std::end(all_ops)};
+    std::vector<std::string> ops;
+    std::stringstream in(text);
+    for (std::string op; std::getline(in, op, ',');) {
+        if (std::find(std::begin(all_ops), std::end(all_ops), op) == std::end(all_ops)) {
+            std::fprintf(stderr, "coll_bench: unknown collective %s\n", op.c_str());
+            std::exit(2);
+        }
+        ops.push_back(op);
+    }
+    return ops;
 }
 
 size_t parse_size(const char *text)
@@ -61,17 +111,19 @@ size_t parse_size(const char *text)
     case 'M':
         value *= 1024 * 1024;
         break;
+    case 'g':
+    case 'G':
+        value *= 1024.0 * 1024 * 1024;
+        break;
     default:
         break;
     }
     return size_t(value);
 }
 
-/// Seconds per call of @p call (max over ranks), after a warm-up and a barrier.
-double time_per_call(const std::function<void()> &call, int iterations)
+/// Seconds per call of @p iterations calls of @p call, max over ranks, after a barrier.
+double batch(const std::function<void()> &call, int iterations)
 {
-    for (int i = 0; i < std::max(1, iterations / 10); ++i)
-        call();
     MPI_Barrier(MPI_COMM_WORLD);
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < iterations; ++i)
@@ -83,27 +135,282 @@ double time_per_call(const std::function<void()> &call, int iterations)
     return slowest;
 }
 
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct measured {
+    double ours = 0, mpi = 0, ratio = 0, ratio_min = 0, ratio_max = 0;
+    int iterations = 0;
+};
+
+/// R interleaved repeats of a batch of ours then a batch of MPI's.
+measured compare(const std::function<void()> &ours, const std::function<void()> &theirs,
+                 const options &opt, size_t bytes)
+{
+    // Warm-up: plans, endpoints, MPI's connections and caches.
+    const int warm = bytes <= (size_t(1) << 20) ? 3 : 1;
+    for (int i = 0; i < warm; ++i) {
+        ours();
+        theirs();
+    }
+    int iterations = opt.iterations;
+    if (iterations <= 0) {
+        const double t = batch(theirs, 1);
+        iterations     = int(std::clamp(opt.batch_ms * 1e-3 / std::max(t, 1e-9), 2.0, 2000.0));
+        // every rank must run the same count: take rank 0's
+        MPI_Bcast(&iterations, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    }
+    std::vector<double> o, m, r;
+    for (int i = 0; i < opt.repeat; ++i) {
+        o.push_back(batch(ours, iterations));
+        m.push_back(batch(theirs, iterations));
+        r.push_back(o.back() / m.back());
+    }
+    measured out;
+    out.ours       = median(o);
+    out.mpi        = median(m);
+    out.ratio      = median(r);
+    out.ratio_min  = *std::min_element(r.begin(), r.end());
+    out.ratio_max  = *std::max_element(r.begin(), r.end());
+    out.iterations = iterations;
+    return out;
+}
+
+struct bench {
+    coll::communicator &comm;
+    const options &opt;
+    int rank, size;
+
+    void run(const std::string &op)
+    {
+        const double p = size;
+        double factor  = 1;
+        if (op == "allreduce")
+            factor = 2 * (p - 1) / p;
+        else if (op == "allgather" || op == "alltoall" || op == "reduce_scatter")
+            factor = (p - 1) / p;
+        else if (op == "gather" || op == "scatter")
+            factor = (p - 1) / p;
+        const bool blocks = op == "allgather" || op == "alltoall" || op == "reduce_scatter" ||
+                            op == "gather" || op == "scatter";
+        size_t max = opt.max_size;
+        if (blocks && opt.max_total > 0)
+            max = std::min(max, opt.max_total / size_t(size));
+        if (rank == 0) {
+            std::printf("# coll_bench %s, %d ranks, ours: %s%s; time per call in us (max over "
+                        "ranks, median of %d interleaved repeats), busbw in GB/s, ratio = ours_us "
+                        "/ mpi_us per repeat: median, min, max (< 1: ours faster)\n",
+                        op.c_str(), size, coll::name_of(opt.algo),
+                        opt.persistent ? " persistent" : "", opt.repeat);
+            std::printf("%12s %12s %12s %12s %12s %7s %6s %7s %7s %6s %s\n", "bytes", "ours_us",
+                        "mpi_us", "ours_busbw", "mpi_busbw", "ratio", "check", "r_min", "r_max",
+                        "iters", "algorithm");
+        }
+        double latency_ours = 0, latency_mpi = 0;
+        if (op == "barrier") {
+            coll::call_options how;
+            how.algo = opt.algo;
+            const measured t =
+                compare([&] { comm.barrier(how); }, [] { MPI_Barrier(MPI_COMM_WORLD); }, opt, 0);
+            row(0, t, 0, true, coll::name_of(comm.ibarrier(how).algorithm()));
+            comm.barrier(how);
+            return;
+        }
+        for (size_t bytes = 8; bytes <= max;
+             bytes        = bytes == max ? bytes + 1 : std::min(bytes * opt.step, max)) {
+            const measured t = size_point(op, bytes);
+            const double moved = blocks ? double(bytes) * p : double(bytes);
+            if (bytes == 8) {
+                latency_ours = t.ours;
+                latency_mpi  = t.mpi;
+            }
+            (void)factor;
+            row(bytes, t, moved * factor, last_ok_, last_algorithm_);
+        }
+        if (rank == 0 && latency_ours > 0) {
+            std::printf("# latency (8 B) %s: ours %.2f us, mpi %.2f us\n", op.c_str(),
+                        latency_ours * 1e6, latency_mpi * 1e6);
+        }
+    }
+
+private:
+    bool last_ok_ = true;
+    std::string last_algorithm_;
+
+    void row(size_t bytes, const measured &t, double busbytes, bool ok, const std::string &algo)
+    {
+        if (rank != 0)
+            return;
+        std::printf("%12zu %12.2f %12.2f %12.3f %12.3f %7.3f %6s %7.3f %7.3f %6d %s\n", bytes,
+                    t.ours * 1e6, t.mpi * 1e6, busbytes / t.ours / 1e9, busbytes / t.mpi / 1e9,
+                    t.ratio, ok ? "ok" : "WRONG", t.ratio_min, t.ratio_max, t.iterations,
+                    algo.c_str());
+        std::fflush(stdout);
+    }
+
+    measured size_point(const std::string &op, size_t bytes)
+    {
+        const size_t n = bytes / sizeof(float);  // elements per rank (per block where blocks)
+        const size_t P = size_t(size);
+        const bool wide_send = op == "alltoall" || op == "reduce_scatter" || op == "scatter";
+        const bool wide_recv = op == "alltoall" || op == "allgather" || op == "gather";
+        std::vector<float> send(wide_send ? n * P : n, float(rank + 1));
+        std::vector<float> recv(wide_recv ? n * P : n);
+        coll::call_options how;
+        how.algo = opt.algo;
+        const int root = 0;
+        std::function<void()> ours, theirs;
+        coll::request probe;  // what the automatic choice picks (not waited: issued below)
+#ifdef UCP_CPP_COLL_PERSISTENT
+        std::optional<coll::persistent> plan;
+#else
+        std::optional<int> plan;  // a ucp_cpp without persistent collectives
+#endif
+        if (op == "allreduce") {
+            ours   = [&] { comm.allreduce(send.data(), recv.data(), n, coll::sum, how); };
+            theirs = [&] {
+                MPI_Allreduce(send.data(), recv.data(), int(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            };
+            PERSISTENT(comm.allreduce_init(send.data(), recv.data(), n, coll::sum, how));
+        } else if (op == "reduce") {
+            ours   = [&] { comm.reduce(send.data(), recv.data(), n, coll::sum, root, how); };
+            theirs = [&] {
+                MPI_Reduce(send.data(), recv.data(), int(n), MPI_FLOAT, MPI_SUM, root,
+                           MPI_COMM_WORLD);
+            };
+            PERSISTENT(comm.reduce_init(send.data(), recv.data(), n, coll::sum, root, how));
+        } else if (op == "allgather") {
+            ours   = [&] { comm.allgather(send.data(), recv.data(), n, how); };
+            theirs = [&] {
+                MPI_Allgather(send.data(), int(n), MPI_FLOAT, recv.data(), int(n), MPI_FLOAT,
+                              MPI_COMM_WORLD);
+            };
+            PERSISTENT(comm.allgather_init(send.data(), recv.data(), n, how));
+        } else if (op == "gather") {
+            ours   = [&] { comm.gather(send.data(), recv.data(), n, root, how); };
+            theirs = [&] {
+                MPI_Gather(send.data(), int(n), MPI_FLOAT, recv.data(), int(n), MPI_FLOAT, root,
+                           MPI_COMM_WORLD);
+            };
+            PERSISTENT(comm.gather_init(send.data(), recv.data(), n, root, how));
+        } else if (op == "scatter") {
+            ours   = [&] { comm.scatter(send.data(), recv.data(), n, root, how); };
+            theirs = [&] {
+                MPI_Scatter(send.data(), int(n), MPI_FLOAT, recv.data(), int(n), MPI_FLOAT, root,
+                            MPI_COMM_WORLD);
+            };
+            PERSISTENT(comm.scatter_init(send.data(), recv.data(), n, root, how));
+        } else if (op == "alltoall") {
+            ours   = [&] { comm.alltoall(send.data(), recv.data(), n, how); };
+            theirs = [&] {
+                MPI_Alltoall(send.data(), int(n), MPI_FLOAT, recv.data(), int(n), MPI_FLOAT,
+                             MPI_COMM_WORLD);
+            };
+            PERSISTENT(comm.alltoall_init(send.data(), recv.data(), n, how));
+        } else if (op == "reduce_scatter") {
+            ours   = [&] { comm.reduce_scatter(send.data(), recv.data(), n, coll::sum, how); };
+            theirs = [&] {
+                MPI_Reduce_scatter_block(send.data(), recv.data(), int(n), MPI_FLOAT, MPI_SUM,
+                                         MPI_COMM_WORLD);
+            };
+            PERSISTENT(comm.reduce_scatter_init(send.data(), recv.data(), n, coll::sum, how));
+        } else {  // bcast: root's send buffer to everybody's
+            ours   = [&] { comm.bcast(send.data(), n, root, how); };
+            theirs = [&] { MPI_Bcast(send.data(), int(n), MPI_FLOAT, root, MPI_COMM_WORLD); };
+            PERSISTENT(comm.bcast_init(send.data(), n, root, how));
+        }
+#ifdef UCP_CPP_COLL_PERSISTENT
+        if (plan)
+            ours = [&] { plan->start().wait(); };
+#endif
+        // Once, checked: which algorithm ran, and whether the result is right.
+        {
+            coll::request first;
+#ifdef UCP_CPP_COLL_PERSISTENT
+            if (plan) {
+                first = plan->start();
+            } else
+#endif
+                if (op == "allreduce") {
+                first = comm.iallreduce(send.data(), recv.data(), n, coll::sum, how);
+            } else if (op == "reduce") {
+                first = comm.ireduce(send.data(), recv.data(), n, coll::sum, root, how);
+            } else if (op == "allgather") {
+                first = comm.iallgather(send.data(), recv.data(), n, how);
+            } else if (op == "gather") {
+                first = comm.igather(send.data(), recv.data(), n, root, how);
+            } else if (op == "scatter") {
+                first = comm.iscatter(send.data(), recv.data(), n, root, how);
+            } else if (op == "alltoall") {
+                first = comm.ialltoall(send.data(), recv.data(), n, how);
+            } else if (op == "reduce_scatter") {
+                first = comm.ireduce_scatter(send.data(), recv.data(), n, coll::sum, how);
+            } else {
+                first = comm.ibcast(send.data(), n, root, how);
+            }
+            first.wait();
+            last_algorithm_ = coll::name_of(first.algorithm());
+        }
+        const float all = float(size * (size + 1) / 2);
+        bool ok         = true;
+        if (n > 0) {
+            if (op == "allreduce" || op == "reduce_scatter" || (op == "reduce" && rank == root))
+                ok = recv[n - 1] == all && recv[0] == all;
+            if (op == "allgather" || op == "alltoall" || (op == "gather" && rank == root))
+                ok = recv[recv.size() - 1] == float(size) && recv[0] == 1.0f;
+            if (op == "scatter")
+                ok = recv[n - 1] == 1.0f;
+            if (op == "bcast")
+                ok = send[n - 1] == 1.0f;
+        }
+        int all_ok = 0, local_ok = ok ? 1 : 0;
+        MPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        last_ok_ = all_ok != 0;
+        return compare(ours, theirs, opt, bytes);
+    }
+};
+
 }  // namespace
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     options opt;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; ++i) {
         std::string key = argv[i];
-        if (key == "--op")
-            opt.op = argv[i + 1];
-        else if (key == "--max-size")
-            opt.max_size = parse_size(argv[i + 1]);
-        else if (key == "--iterations")
-            opt.iterations = std::atoi(argv[i + 1]);
-        else if (key == "--algorithm")
-            opt.algo = parse_algorithm(argv[i + 1]);
-        else if (key == "--repeat")
-            opt.repeat = std::max(1, std::atoi(argv[i + 1]));
+        const bool has_value = i + 1 < argc;
+        if (key == "--no-peer-errors") {
+            opt.peer_errors = false;
+        } else if (key == "--persistent") {
+            opt.persistent = true;
+        } else if (!has_value) {
+            std::fprintf(stderr, "coll_bench: %s needs a value\n", key.c_str());
+            return 2;
+        } else if (key == "--op") {
+            opt.ops = parse_ops(argv[++i]);
+        } else if (key == "--max-size") {
+            opt.max_size = parse_size(argv[++i]);
+        } else if (key == "--max-total") {
+            opt.max_total = parse_size(argv[++i]);
+        } else if (key == "--step") {
+            opt.step = std::max<size_t>(2, size_t(std::atoi(argv[++i])));
+        } else if (key == "--iterations") {
+            opt.iterations = std::atoi(argv[++i]);
+        } else if (key == "--batch-ms") {
+            opt.batch_ms = std::atof(argv[++i]);
+        } else if (key == "--algorithm") {
+            opt.algo = parse_algorithm(argv[++i]);
+        } else if (key == "--repeat") {
+            opt.repeat = std::max(1, std::atoi(argv[++i]));
+        } else {
+            std::fprintf(stderr, "coll_bench: unknown option %s\n", key.c_str());
+            return 2;
+        }
     }
-    coll::call_options how;
-    how.algo = opt.algo;
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -126,93 +433,13 @@ int main(int argc, char **argv)
         std::memcpy(&n, entry, sizeof(int));
         table[size_t(r)].bytes.assign(entry + sizeof(int), entry + sizeof(int) + n);
     }
-    auto comm = coll::communicator::from_addresses(worker, rank, table);
+    coll::communicator_params params;
+    params.peer_error_handling = opt.peer_errors;
+    auto comm                  = coll::communicator::from_addresses(worker, rank, table, params);
 
-    const double p = size;
-    double factor  = 1;
-    if (opt.op == "allreduce")
-        factor = 2 * (p - 1) / p;
-    else if (opt.op == "allgather" || opt.op == "alltoall" || opt.op == "reduce_scatter")
-        factor = (p - 1) / p;
-    if (rank == 0) {
-        std::printf("# coll_bench %s, %d ranks, ours: %s; time per call in us (max over ranks, "
-                    "best of %d), "
-                    "busbw in GB/s, ratio = mpi_us / ours_us (> 1: ours faster)\n",
-                    opt.op.c_str(), size, coll::name_of(opt.algo), opt.repeat);
-        std::printf("%12s %12s %12s %12s %12s %7s %6s\n", "bytes", "ours_us", "mpi_us",
-                    "ours_busbw", "mpi_busbw", "ratio", "check");
-    }
-    double latency_ours = 0, latency_mpi = 0;
-    for (size_t bytes = 8; bytes <= opt.max_size;
-         bytes        = bytes == opt.max_size ? bytes + 1 : std::min(bytes * 4, opt.max_size)) {
-        const size_t n = bytes /
-                         sizeof(float);  // elements per rank (per peer for alltoall/allgather)
-        const bool gathers = opt.op == "allgather" || opt.op == "alltoall" ||
-                             opt.op == "reduce_scatter";
-        const bool wide_send = opt.op == "alltoall" || opt.op == "reduce_scatter";
-        std::vector<float> send(wide_send ? n * size_t(size) : n, float(rank + 1));
-        std::vector<float> recv(gathers && opt.op != "reduce_scatter" ? n * size_t(size) : n);
-        const int iterations = opt.iterations > 0
-                                   ? opt.iterations
-                                   : int(std::clamp<size_t>((64u << 20) / (bytes * 8), 5, 1000));
-        std::function<void()> ours, theirs;
-        if (opt.op == "allreduce") {
-            ours   = [&] { comm.allreduce(send.data(), recv.data(), n, coll::sum, how); };
-            theirs = [&] {
-                MPI_Allreduce(send.data(), recv.data(), int(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-            };
-        } else if (opt.op == "allgather") {
-            ours   = [&] { comm.allgather(send.data(), recv.data(), n, how); };
-            theirs = [&] {
-                MPI_Allgather(send.data(), int(n), MPI_FLOAT, recv.data(), int(n), MPI_FLOAT,
-                              MPI_COMM_WORLD);
-            };
-        } else if (opt.op == "alltoall") {
-            ours   = [&] { comm.alltoall(send.data(), recv.data(), n, how); };
-            theirs = [&] {
-                MPI_Alltoall(send.data(), int(n), MPI_FLOAT, recv.data(), int(n), MPI_FLOAT,
-                             MPI_COMM_WORLD);
-            };
-        } else if (opt.op == "reduce_scatter") {
-            ours   = [&] { comm.reduce_scatter(send.data(), recv.data(), n, coll::sum, how); };
-            theirs = [&] {
-                MPI_Reduce_scatter_block(send.data(), recv.data(), int(n), MPI_FLOAT, MPI_SUM,
-                                         MPI_COMM_WORLD);
-            };
-        } else {
-            ours   = [&] { comm.bcast(send.data(), n, 0, how); };
-            theirs = [&] { MPI_Bcast(send.data(), int(n), MPI_FLOAT, 0, MPI_COMM_WORLD); };
-        }
-        ours();
-        bool ok = true;
-        if (opt.op == "allreduce" || opt.op == "reduce_scatter")
-            ok = n == 0 || recv[n - 1] == float(size * (size + 1) / 2);
-        if (opt.op == "allgather" || opt.op == "alltoall")
-            ok = n == 0 || recv[recv.size() - 1] == float(size);
-        if (opt.op == "bcast")
-            ok = n == 0 || send[n - 1] == 1.0f;
-        int all_ok = 0, local_ok = ok ? 1 : 0;
-        MPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        double t_ours = 1e30, t_mpi = 1e30;
-        for (int r = 0; r < opt.repeat; ++r) {
-            t_ours = std::min(t_ours, time_per_call(ours, iterations));
-            t_mpi  = std::min(t_mpi, time_per_call(theirs, iterations));
-        }
-        const double moved = gathers ? double(bytes) * p : double(bytes);
-        if (bytes == 8) {
-            latency_ours = t_ours;
-            latency_mpi  = t_mpi;
-        }
-        if (rank == 0) {
-            std::printf("%12zu %12.2f %12.2f %12.3f %12.3f %7.2f %6s\n", bytes, t_ours * 1e6,
-                        t_mpi * 1e6, moved * factor / t_ours / 1e9, moved * factor / t_mpi / 1e9,
-                        t_mpi / t_ours, all_ok ? "ok" : "WRONG");
-            std::fflush(stdout);
-        }
-    }
-    if (rank == 0 && latency_ours > 0) {
-        std::printf("# latency (8 B) %s: ours %.2f us, mpi %.2f us\n", opt.op.c_str(),
-                    latency_ours * 1e6, latency_mpi * 1e6);
+    for (const std::string &op : opt.ops) {
+        bench b{comm, opt, rank, size};
+        b.run(op);
     }
     comm = coll::communicator();
     MPI_Barrier(MPI_COMM_WORLD);

@@ -1,5 +1,5 @@
 /*
- * mpi_cost sendrecv|put [ITERATIONS] [GAP_US]: the cost section's MPI rows (issue 27), two ranks.
+ * mpi_cost sendrecv|put [ITERATIONS] [GAP_US]: the cost section's MPI rows, two ranks.
  *
  * sendrecv: ITERATIONS (default 200) round trips of 8 bytes (MPI_BYTE): rank 0 MPI_Send then
  *   MPI_Recv, rank 1 MPI_Recv then MPI_Send.  Before each MPI_Recv, rank 1 waits until rank 0's

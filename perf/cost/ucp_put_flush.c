@@ -1,5 +1,5 @@
 /*
- * ucp_put_flush [ITERATIONS] [GAP_US]: the cost section's ucp_put_flush row (issue 27): one
+ * ucp_put_flush [ITERATIONS] [GAP_US]: the cost section's ucp_put_flush row: one
  * 8-byte ucp_put_nbx and a ucp_ep_flush_nbx of its endpoint, waited for, ITERATIONS (default
  * 200) times, over the transports in UCX_TLS.
  *

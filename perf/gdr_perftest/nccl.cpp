@@ -1,5 +1,5 @@
 // gdr_perftest --library nccl|both: the same collectives through NCCL, for the side-by-side
-// comparison of issue 17 part 2 (docs/gdr_perftest.md, "NCCL").
+// comparison with ucp_cpp::coll (docs/gdr_perftest.md, "NCCL").
 //
 // NCCL is loaded at run time (dlopen of $GDR_PERFTEST_NCCL, else libnccl.so.2): the tool has no
 // build dependency on it and runs where it is absent (a clear error for --library nccl only).

@@ -278,7 +278,7 @@ TEST(CollConfig, MalformedValuesNameTheVariable)
     }
 }
 
-// Garbage of every shape in every variable (#15, req 4): taken, or refused naming the variable;
+// Garbage of every shape in every variable: taken, or refused naming the variable;
 // nothing else escapes (no std::out_of_range from a number past 2^64, no crash on bytes that
 // are no text).
 TEST(CollConfig, GarbageIsTakenOrRefusedByName)

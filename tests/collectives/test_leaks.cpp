@@ -1,4 +1,4 @@
-// Leaks of the communicator (#15, req 5): two ranks' communicators opened on the same two
+// Leaks of the communicator: two ranks' communicators opened on the same two
 // workers, a barrier through them (so that their endpoints are wired up and used), closed;
 // COLL_TEST_LEAK_CYCLES times (default 1000) over tcp,self.  Open file descriptors and RSS must
 // stay flat.  (The other wrapper objects: tests/ucp_cpp/test_leaks.cpp.)

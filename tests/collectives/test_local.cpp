@@ -305,7 +305,7 @@ TEST(CollLocalApi, ConfiguredAlgorithmRunsOnOddSizes)
     }
 }
 
-// Endpoints are created on the first transfer with a peer (issue 16): a ring rank holds 2, not
+// Endpoints are created on the first transfer with a peer (so that many ranks do not mean P - 1 QPs each): a ring rank holds 2, not
 // P - 1; recursive doubling on 8 ranks talks to log2 8 = 3 peers.  Fails if the engine connects
 // to every rank at construction (7 each) or skips connecting a peer it receives from (1).
 TEST(CollLocalApi, EndpointsOnlyToThePeersTheAlgorithmTalksTo)

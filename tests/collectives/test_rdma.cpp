@@ -115,7 +115,7 @@ std::pair<int, long> ring_allreduce_and_count(coll::communicator world)
     return {world.connected_peers(), gdr_bench::rc_qps()};
 }
 
-// Issue 16: the collectives connect on demand.  8 ranks, one process each (the kernel counts
+// The collectives connect on demand.  8 ranks, one process each (the kernel counts
 // QPs by pid), run a ring allreduce over gdr_rc; each must hold its 2 ring neighbours'
 // endpoints and at most 2 RC QPs (at least 1: UCP 1.13 may serve one peer over the ud aux
 // lane, docs/scale.md), where an engine connecting to every rank holds 7.

@@ -3,7 +3,7 @@
 // bootstrap_params::root_listener).  Drawn below the kernel's ephemeral range
 // (net.ipv4.ip_local_port_range), which every connect() on the host draws from: a port the kernel
 // hands out by bind(port 0) and that is closed again is free game for the next connect() of any
-// process, and a parallel ctest took one between the pick and the root's bind (CI of stop 30:
+// process, and a parallel ctest took one between the pick and the root's bind (seen in CI:
 // "Address already in use").  Below the range only another test's explicit bind can collide.
 #pragma once
 

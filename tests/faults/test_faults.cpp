@@ -1,4 +1,4 @@
-// Faults of issue 15 (requirement 3) at the UCT level over the transport under test (gdr_rc): a
+// Faults at the UCT level over the transport under test (gdr_rc): a
 // peer SIGKILLed in the middle of a bandwidth stream, a peer frozen with SIGSTOP, hundreds of
 // endpoints on one interface, a registration over the locked-memory limit. Each one ends in an
 // error status within a bound derived from the configuration below (or, for the frozen peer, in

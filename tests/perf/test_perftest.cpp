@@ -263,7 +263,7 @@ TEST(Perftest, CorruptedDataFailsTheRun)
     }
 }
 
-// -d bfloat16, the type of issue 17's GPU runs (those need a GPU: label gpu, tests/perf/CMakeLists.txt),
+// -d bfloat16, the type of the GPU collective runs (those need a GPU: label gpu, tests/perf/CMakeLists.txt),
 // on host buffers: every result checked, and a wrong one names the rank and the element.
 TEST(Perftest, Bfloat16CollectivesAreCheckedAndAWrongResultNamesItsRank)
 {

@@ -1,5 +1,5 @@
-// gdr_soak: a long run of mixed operations with every payload checked end to end (issue 15,
-// requirement 2). docs/testing.md#soak-testssoak-issue-15 gives the options, the CI bounds and
+// gdr_soak: a long run of mixed operations with every payload checked end to end.
+// docs/testing.md#soak-testssoak gives the options, the CI bounds and
 // the last results.
 //
 // What runs, in batches of --window operations (one per slot, so no two operations of a batch

@@ -1,4 +1,4 @@
-// Leaks of the wrapper objects (#15, req 5): context, worker, endpoint, listener and memory
+// Leaks of the wrapper objects: context, worker, endpoint, listener and memory
 // handle, each created and dropped UCP_CPP_TEST_LEAK_CYCLES times (default 1000) over tcp,self;
 // open file descriptors and RSS must stay flat.  (The transport's own objects, over rxe:
 // tests/uct/test_leaks.cpp; the communicator: tests/collectives/test_leaks.cpp.)

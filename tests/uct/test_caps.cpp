@@ -253,7 +253,7 @@ TEST_F(Capabilities, ZcopyLimitIsWhatThePortCarries)
 }
 
 // UCP chooses its protocols and thresholds (short/bcopy/zcopy, rendezvous, the keepalive lane) from
-// these figures, so gdr_rc must report exactly rc_verbs' on the same port (issue 27, "same choices":
+// these figures, so gdr_rc must report exactly rc_verbs' on the same port ("same choices":
 // docs/perf-compare.md). gdr_rc reported 900 ns and the bandwidth without the packet headers until
 // 2026-12-05 (on rxe: 900 vs 5200 ns, 238.42 vs 219.16 MiB/s, rendezvous from 75663 vs 394325 B),
 // max_inflight_eps stays SIZE_MAX (keepalive on gdr_rc, argued in docs/perf-compare.md).

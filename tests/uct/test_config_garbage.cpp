@@ -1,4 +1,4 @@
-// Garbage in every UCX_GDR_* variable (#15, req 4): each variable the gdr md and gdr_rc know (as
+// Garbage in every UCX_GDR_* variable: each variable the gdr md and gdr_rc know (as
 // `ucx_info -c` lists them with the loaded plugin) is set in the environment to a word, nothing,
 // -1, a number past 2^64 and 0, one at a time; then md, worker and iface are opened and, when
 // that works, an endpoint pair is connected and moves a put.  Each either works or fails with

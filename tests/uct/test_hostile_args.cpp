@@ -1,4 +1,4 @@
-// Bad arguments from the caller (#15, req 4): registrations of a NULL, an unmapped or a
+// Bad arguments from the caller: registrations of a NULL, an unmapped or a
 // half-mapped range and of a length no memory has, and an atomic at an unaligned remote
 // address.  Each is an error status (at the call, or through the error handler for the atomic);
 // never a crash, and the atomic's target is left alone.

@@ -1,4 +1,4 @@
-// Leaks of the transport under test (#15, req 5): md open + register + close, iface open/close
+// Leaks of the transport under test: md open + register + close, iface open/close
 // (md, worker, iface), endpoint pair connect/destroy, each GDR_TEST_LEAK_CYCLES times (default
 // 1000; 50 on Soft-RoCE, see SetUp).  Open file descriptors, the device's verbs objects (PDs, CQs, QPs, MRs, SRQs and
 // contexts, as `rdma resource show` counts them in the kernel) and RSS (plain builds) must stay

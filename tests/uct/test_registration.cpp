@@ -1,4 +1,4 @@
-// Registration and remote keys of the gdr mds (issue 14, requirement 4), through the real UCT API:
+// Registration and remote keys of the gdr mds, through the real UCT API:
 //  - the packed rkey is one 32-bit key behind a magic byte, and uct_rkey_unpack allocates nothing,
 //    ever (uct_rkey_bundle_t.handle stays NULL): the key itself is the uct_rkey_t; an unpacked key
 //    reaches the memory it was packed for (a put and a get with it must land);

@@ -1,4 +1,4 @@
-// Every data-moving op x the sizes of issue 3 (0, 1, 8, inline limit +-1, segment size +-1,
+// Every data-moving op x the sizes at every boundary (0, 1, 8, inline limit +-1, segment size +-1,
 // 64 KiB, 1 MiB, 16 MiB), data checked byte for byte, guard bytes checked for overruns.
 //
 // One test per op (each ctest test is its own process and opening ifaces is slow in the emulated
