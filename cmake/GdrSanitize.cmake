@@ -31,7 +31,7 @@ add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined
 # -O2 -g. -O0: every load and store stays in the code, so ASan checks each one (an optimiser
 # drops some), and the header-only collectives' translation units compile 2.7x faster than at
 # -O2 (test_types.cpp with ASan + UBSan: 45 s of CPU at -O2 -g, 29 s at -O1 -g1, 16.5 s at
-# -O0 -g1; docs/testing.md). -g1: line tables, so every report's stack has file:line; no
+# -O0 -g1; docs/testing.md#sanitizers-and-memcheck-testssanitize). -g1: line tables, so every report's stack has file:line; no
 # variable info (a debugger session wants the default build).
 set(GDR_SANITIZE_OPT "-O0 -g1" CACHE STRING "Optimisation/debug flags of the sanitized build")
 separate_arguments(_gdr_sanitize_opt UNIX_COMMAND "${GDR_SANITIZE_OPT}")
@@ -84,7 +84,7 @@ function(gdr_sanitize_executables dir)
   # skip the alignment check.
   # Targets of several C++ files that all include ucp_cpp (and gtest): one translation unit
   # each (CMake's unity build), so that the headers are parsed and their inline functions
-  # instrumented and emitted once per target, not once per file (docs/testing.md has the times).
+  # instrumented and emitted once per target, not once per file (docs/results/2026-12-testing.md has the times).
   # Sanitized builds only: the default build keeps one object per file.
   if(dir STREQUAL PROJECT_SOURCE_DIR)
     foreach(_t coll_host coll_processes ucp_cpp_host gdr_perftest gdr-doctor)

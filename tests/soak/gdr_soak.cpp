@@ -1,5 +1,5 @@
 // gdr_soak: a long run of mixed operations with every payload checked end to end.
-// docs/testing.md#soak-testssoak gives the options, the CI bounds and
+// docs/test-suites.md#soak-testssoak gives the options, the CI bounds and
 // the last results.
 //
 // What runs, in batches of --window operations (one per slot, so no two operations of a batch
@@ -1093,7 +1093,7 @@ int main(int argc, char **argv)
                 o.ops, o.seconds, o.max_size);
     std::fflush(stdout);
     // UCP over the transport under test: as tests/uct (GDR_TEST_UCX_TLS overrides); the UD
-    // auxiliary transport needs the DGID check off on rxe (docs/testing.md)
+    // auxiliary transport needs the DGID check off on rxe (docs/rxe-vm.md#pitfalls)
     if (!std::getenv("UCX_TLS")) {
         const char *tls = std::getenv("GDR_TEST_UCX_TLS");
         std::string v   = tls && *tls ? tls : uctest::target().tl + ",ud_verbs:aux";

@@ -13,7 +13,7 @@
 namespace {
 
 /// The plugin registers its component from an ELF constructor, which must run before
-/// uct_query_components() is first called (see docs/testing.md). RTLD_LOCAL suffices: the
+/// uct_query_components() is first called (see docs/install.md). RTLD_LOCAL suffices: the
 /// constructor appends to UCX's own lists. Never unloaded: UCX keeps pointers into it.
 bool load_plugin()
 {

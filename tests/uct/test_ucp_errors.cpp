@@ -35,7 +35,7 @@ class UcpContext {
 public:
     UcpContext()
     {
-        // UCX 1.13's UD drops every packet on rxe otherwise (docs/testing.md). An environment
+        // UCX 1.13's UD drops every packet on rxe otherwise (docs/rxe-vm.md#pitfalls). An environment
         // variable, not ucp_config_modify(): UCP 1.13 does not map that name onto ud_verbs.
         setenv("UCX_UD_VERBS_ETH_DGID_CHECK", "n", 0);
         ucp_config_t *cfg = nullptr;

@@ -44,7 +44,7 @@ select_target() {
   if ! tl_block >/dev/null; then
     die "transport '$TL' on device '$DEV' is not offered by UCX (GDR_TEST_TL/GDR_TEST_DEV; plugin: ${plugin:-none}); available: $(timeout 60 ucx_info -d 2>&1 | grep -Eo 'Transport: \S+' | sort -u | awk '{print $2}' | tr '\n' ' ')"
   fi
-  export UCX_UD_VERBS_ETH_DGID_CHECK=${UCX_UD_VERBS_ETH_DGID_CHECK:-n}  # rxe: see docs/testing.md
+  export UCX_UD_VERBS_ETH_DGID_CHECK=${UCX_UD_VERBS_ETH_DGID_CHECK:-n}  # rxe: see docs/rxe-vm.md#pitfalls
 }
 
 # The `ucx_info -d` lines of $TL on $DEV (from "Transport:" to the next "Transport:"/md).
