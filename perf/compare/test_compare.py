@@ -942,7 +942,7 @@ class Repetitions(unittest.TestCase):
 
 
 class Interleaving(unittest.TestCase):
-    """Issue 14 requirement 5: the two sides of a comparison alternate, the ratio is the median of
+    """The two sides of a comparison alternate, the ratio is the median of
     the per-pair ratios with min-max, and a spread wider than +-10 % is "noisy", not a number."""
 
     def test_median_of_ratios_with_min_max(self):
@@ -1127,6 +1127,282 @@ class PairRunner(unittest.TestCase):
 
 
 
+class ProgressFollowingTimeout(unittest.TestCase):
+    """launch.py's bound follows progress: a pair or launch that keeps printing (or writing
+    profiles) is not ended at --timeout, a silent one is, with a reason that names the bound and
+    the last line it printed.  Fake clients, a 1 s bound."""
+
+    def setUp(self):
+        self.logs = tempfile.mkdtemp()
+        self.port = PairRunner.free_port(self)
+
+    def listening_server(self):
+        return python(f"import socket, time; s = socket.socket(); "
+                      f"s.bind(('127.0.0.1', {self.port})); s.listen(); time.sleep(60)")
+
+    def pair(self, client, stall_s=1.0, probe=None):
+        return launch.run_pair("fake", self.listening_server(), client, dict(os.environ),
+                               self.port, stall_s, self.logs, exit_s=1, probe=probe)
+
+    def test_a_client_that_keeps_printing_outlives_the_bound(self):
+        steady = python("import time\nfor i in range(20):\n print('Final: test', i, flush=True)"
+                        "\n time.sleep(0.2)")
+        t0 = time.monotonic()
+        with contextlib.redirect_stdout(io.StringIO()):
+            ok, cout, _, why, _ = self.pair(steady)
+        self.assertGreater(time.monotonic() - t0, 3.5)  # 4 s of output, 1 s bound: not ended
+        self.assertEqual(cout.count("Final:"), 20)
+        # the server (sleeping, killed after the client) is the only complaint: not the client
+        self.assertNotIn("client ended", why or "")
+
+    def test_a_client_that_stalls_is_ended_with_the_reason(self):
+        stalls = python("import time; print('Final: put_short', flush=True); time.sleep(60)")
+        t0 = time.monotonic()
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            ok, cout, _, why, _ = self.pair(stalls)
+        self.assertFalse(ok)
+        self.assertLess(time.monotonic() - t0, 15)
+        self.assertRegex(why, launch.STALLED)
+        self.assertIn("client ended: no progress for 1 s", why)
+        self.assertIn("Final: put_short", why)  # the last line it printed
+        self.assertEqual(len(why.splitlines()), 1)
+        self.assertIn(why, out.getvalue())  # said when it happens, once
+        with open(os.path.join(self.logs, "fake.client.log")) as f:
+            self.assertIn("Final: put_short", f.read())  # the output so far is kept
+
+    def test_a_silent_client_whose_probe_moves_is_progressing(self):
+        # callgrind writes a profile per call: a client under valgrind that prints nothing for a
+        # while but writes files is progressing
+        with tempfile.TemporaryDirectory() as scratch:
+            writes = python(f"import os, time\nfor i in range(15):\n"
+                            f" open(os.path.join({scratch!r}, str(i)), 'w').close()\n"
+                            f" time.sleep(0.2)")
+            with contextlib.redirect_stdout(io.StringIO()):
+                ok, _, _, why, _ = self.pair(writes, probe=cost.profiles_written(scratch))
+            self.assertNotIn("client ended", why or "")
+            with contextlib.redirect_stdout(io.StringIO()):
+                ok, _, _, why, _ = self.pair(writes)  # the same without the probe: silent
+            self.assertIn("client ended: no progress", why)
+
+    def test_a_launch_that_keeps_printing_outlives_the_bound_and_a_stuck_one_does_not(self):
+        steady = python("import time\nfor i in range(15):\n print(i, flush=True)\n"
+                        " time.sleep(0.2)")
+        ok, out, why, wall = launch.run_single("steady", steady, dict(os.environ), 1.0,
+                                               self.logs)
+        self.assertTrue(ok, why)
+        self.assertGreater(wall, 2.5)
+        stuck = python("import time; print('waiting for rank 1', flush=True); time.sleep(60)")
+        with contextlib.redirect_stdout(io.StringIO()):
+            ok, out, why, wall = launch.run_single("stuck", stuck, dict(os.environ), 1.0,
+                                                   self.logs)
+        self.assertFalse(ok)
+        self.assertLess(wall, 15)
+        self.assertIn("launch ended: no progress for 1 s (last output: 'waiting for rank 1')",
+                      why)
+
+    def test_one_that_progresses_forever_ends_at_the_cap(self):
+        chatty = python("import time\nwhile True:\n print('x', flush=True)\n time.sleep(0.05)")
+        with contextlib.redirect_stdout(io.StringIO()):
+            ok, _, why, wall = launch.run_single("chatty", chatty, dict(os.environ), 0.3,
+                                                 self.logs)
+        self.assertFalse(ok)
+        self.assertIn(f"still running after {launch.CAP_FACTOR * 0.3:g} s in all", why)
+        self.assertLess(wall, 15)
+
+
+class EndedBatch(unittest.TestCase):
+    """A batch pair ended before its end keeps the rows of the tests it finished (testdata:
+    the client of the demo's rc_verbs batch, ended after am_short's Final: line by the fixed
+    90 s limit there was before)."""
+
+    def test_finished_tests_of_a_batch_log(self):
+        self.assertEqual(cost.finished_tests(captured("ucx_perftest-batch-ended.txt")),
+                         ["put_short", "am_short"])
+        self.assertEqual(cost.finished_tests("+put_short----+---+\n[thread 0] 5 1 2\n"), [])
+
+    def test_finished_rows_keep_their_values(self):
+        a, b, c = "uct_rc_verbs_ep_put_short", "uct_rc_verbs_ep_am_short", "uct_rc_verbs_ep_x"
+        rows = [types.SimpleNamespace(name=n) for n in ("put_short", "am_short", "put_bcopy")]
+        ops = 6
+
+        def dump(trigger, instr, counts):
+            return (f"--dump-before={trigger}" if trigger else "Program termination",
+                    {"ops": 0, "instr_per_op": instr, "post_send_per_op": 1}, counts)
+        # a: 6 calls of 332 (each dump holds the call before); b: 6 calls of 382, its last one
+        # in a dump never written (ended in c's start-up); c: 2 calls of 1000, unfinished
+        dumps = [dump(a, 0, {})]
+        dumps += [dump(a, 332, {a: 1}) for _ in range(5)]
+        dumps += [dump(b, 332, {a: 1})] + [dump(b, 382, {b: 1}) for _ in range(5)]
+        dumps += [dump(c, 382, {b: 1}), dump(c, 1000, {c: 1})]
+        results, calls = cost.batch_results(rows, [a, b, c], dumps, ops,
+                                            ["put_short", "am_short"], "client ended: x")
+        self.assertEqual(results[0][0]["instr_per_op"], 332)  # calls 3 and 4 of 6
+        self.assertEqual(results[1][0]["instr_per_op"], 382)
+        self.assertEqual(results[2], (None, "client ended: x"))
+        # the same calls as a complete run gives them: ops/2 .. ops-2
+        self.assertEqual(cost.per_operation(calls[a], ops), cost.per_operation(calls[a]))
+
+
+class RunVerdict(unittest.TestCase):
+    """--require-gdr judges gdr_rc: a reference (rc_verbs) row n/a is said, once, and the run
+    passes; a gdr_rc row n/a fails it; the last line says where the files are."""
+
+    def run_verdict(self, rows, require_gdr=True):
+        args = types.SimpleNamespace(require_gdr=require_gdr, out=os.path.abspath("results/x"))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = cli.verdict(args, dict(rows=rows), 12.3, ["results.json", "cost.png"])
+        return rc, out.getvalue(), err.getvalue()
+
+    def test_reference_na_passes_with_require_gdr(self):
+        stalled = "client ended: no progress for 90 s (last output: 'Final: ...')"
+        rows = [row("cost", "put_short", 8, "instr_per_op", "gdr_rc", 314.0),
+                row("cost", "put_bcopy", 8, "instr_per_op", "rc_verbs", None, stalled)]
+        rc, out, err = self.run_verdict(rows)
+        self.assertEqual(rc, 0)
+        self.assertEqual(err.count("reference result(s) n/a"), 1)
+        self.assertIn("--timeout", err)  # ended for lack of progress: the knob is named
+        self.assertIn("DEMO_ARGS", err)
+        self.assertTrue(out.rstrip().endswith("output in results/x/logs/"), out)
+        self.assertIn("results in results/x/: results.json, cost.png", out)
+        self.assertEqual(self.run_verdict(rows, require_gdr=False)[0], 1)
+
+    def test_gdr_na_fails_with_require_gdr(self):
+        rows = [row("cost", "put_short", 8, "instr_per_op", "gdr_rc", None, "exit status 1: x")]
+        rc, _, err = self.run_verdict(rows)
+        self.assertEqual(rc, 1)
+        self.assertIn("1 gdr_rc/wrapper/coll result(s) n/a; --require-gdr", err)
+        self.assertNotIn("--timeout", err)
+        self.assertEqual(self.run_verdict(rows, require_gdr=False)[0], 0)
+
+
+def full_cost_results():
+    """A results.json of the largest result set in the schema a run writes: every row of the
+    full cost section (the registration phases too) with all five counts on both transports,
+    values from tens to a hundred thousand instructions (log scale), the counts n/a by method on
+    the progress row, an rc_verbs row ended for lack of progress, plus the demo's wall-clock
+    rows with 3 interleaved pairs, one of them noisy."""
+    rows, ratios = [], []
+    stalled = "client ended: no progress for 90 s (last output: 'Final: 66 ...')"
+    names = list(cost.ROW_NAMES) + list(registration.PHASES)
+    for i, name in enumerate(names):
+        size = next((r.size for r in cost.COST_ROWS if r.name == name), registration.SIZE)
+        for transport, scale in (("rc_verbs", 1.0), ("gdr_rc", 0.95)):
+            for metric in cost.METRICS:
+                value = (40 * 1.35 ** i * scale) if metric == cost.INSTR else float(i % 3)
+                reason = None
+                if name == "am_bcopy" and transport == "rc_verbs":
+                    value, reason = None, stalled
+                r = dict(row("cost", name, size, metric, transport, value, reason),
+                         tool="callgrind", ranks=2, samples=[], loads=[], wall_s=60.0,
+                         log=f"logs/cost-{transport}-{name}")
+                if name == "iface_progress" and metric == "post_recv_per_op":
+                    r.update(value=None, status="n/a", reason="no verbs calls by method",
+                             by_method=True)
+                rows.append(r)
+    loads = [[3.1, 3.4], [3.4, 3.9], [3.9, 4.2]]
+    for section, test, size, metric, rc, gdr in (
+            ("uct", "put_lat", 8, LAT, [11.0, 11.5, 12.0], [10.5, 11.0, 11.8]),
+            ("uct", "put_bw", 65536, BW, [13.2, 10.9, 18.1], [19.5, 10.6, 15.5]),  # noisy
+            ("ucp", "tag_lat", 8, LAT, [20.0, 21.0, 19.0], [18.0, 19.5, 18.0])):
+        spec = dict(section=section, test=test, size=size, metric=metric)
+        for transport, samples in (("rc_verbs", rc), ("gdr_rc", gdr)):
+            rows.append(dict(row(section, test, size, metric, transport,
+                                 sorted(samples)[1]), tool="ucx_perftest", ranks=2,
+                             samples=samples, loads=loads, wall_s=3.0, log=None))
+        stats = interleave.ratio_stats([g / r for g, r in zip(gdr, rc)])
+        ratios.append(dict(label="gdr_rc/rc_verbs",
+                           of=measure.row_key(dict(spec, transport="gdr_rc")),
+                           to=measure.row_key(dict(spec, transport="rc_verbs")),
+                           ratios=[g / r for g, r in zip(gdr, rc)], loads=loads, **stats))
+    meta = dict(device="rxe0:1", gid_index=1, ucx_version="1.13.1", kernel="6.1.0",
+                in_rxe_vm=True, pairs=3, load_source="host (copied into the VM)",
+                host_loadavg_start=[3.1, 2.0, 1.5], host_loadavg_end=[4.2, 3.0, 2.0])
+    return dict(meta=meta, rows=rows, ratios=ratios)
+
+
+class PlotsOfTheLargestResultSet(unittest.TestCase):
+    """The plots of every row of the full cost section stay readable (a bounded picture, at
+    most plots.COST_ROWS_PER_PANEL rows a panel; the full run once died drawing it: 'Image size
+    of 3724x112450 pixels is too large', an n/a marker placed at y=0 on a log axis), n/a rows
+    are marked, and every ratio under a bar reads as the table prints it (the bandwidth plot
+    once said 'gdr/rc 1.48' where the table said 'noisy')."""
+
+    def setUp(self):
+        from gdr_compare import plots
+        self.plots = plots
+        self.plt = plots.pyplot()
+        if self.plt is None:
+            self.skipTest("no matplotlib")
+
+    def render(self):
+        """render() of the fixture -> (report text, {png: (its labels, width, height px)})."""
+        from gdr_compare import render
+        drawn = {}
+        real_save = self.plots.save
+
+        def save(plt, fig, outdir, name):
+            labels = [t.get_text() for ax in fig.axes for t in ax.get_xticklabels()]
+            marks = [t.get_text() for ax in fig.axes for t in ax.texts]
+            real_save(plt, fig, outdir, name)
+            import matplotlib.image
+            height, width = matplotlib.image.imread(os.path.join(outdir, name)).shape[:2]
+            drawn[name] = (labels, marks, width, height, len(fig.axes))
+            return name
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "results.json"), "w") as f:
+                json.dump(full_cost_results(), f)
+            self.plots.save = save
+            out = io.StringIO()
+            try:
+                with contextlib.redirect_stdout(out):
+                    files = render.render(d, quiet=True)
+            finally:
+                self.plots.save = real_save
+            with open(os.path.join(d, "results.json")) as f:
+                doc = json.load(f)
+        self.assertEqual(files, ["results.json", "results.csv", "latency.png", "bandwidth.png",
+                                 "cost.png"])
+        return out.getvalue(), drawn, doc
+
+    def test_every_cost_row_readable_and_as_the_table_says(self):
+        text, drawn, doc = self.render()
+        labels, marks, width, height, panels = drawn["cost.png"]
+        rows = [t for t in doc["comparison"] if t["section"] == "cost"
+                and t["metric"] == "instr_per_op"]
+        self.assertEqual(len(rows), len(cost.ROW_NAMES) + len(registration.PHASES))
+        self.assertEqual(len(labels), len(rows))  # every row drawn
+        self.assertEqual(panels, -(-len(rows) // self.plots.COST_ROWS_PER_PANEL))
+        # one panel's width (12 rows at 110 dpi plus the legend), a panel's height per panel
+        self.assertLess(width, 2400)
+        self.assertLess(height, 600 * panels)
+        self.assertIn("n/a", marks)  # the stalled rc_verbs am_bcopy: marked, not drawn
+        lines = text.splitlines()
+        for t in rows:  # the ratio under the bars is the table's
+            label = next(x for x in labels if x.startswith(t["test"] + "\n"))
+            shown = report.cost_ratio(t["gdr_over_rc"])
+            self.assertTrue(label.endswith(f"gdr/rc {shown}"), (label, shown))
+            self.assertTrue(any(x.startswith(t["test"] + " ") and f" {shown} " in x + " "
+                                for x in lines), (t["test"], shown))
+
+    def test_wall_clock_ratios_read_as_the_table_says(self):
+        text, drawn, doc = self.render()
+        labels = drawn["bandwidth.png"][0] + drawn["latency.png"][0]
+        for width, height in [d[2:4] for d in drawn.values()]:
+            self.assertLess(width * height, 2400 * 3000)
+        for t in doc["comparison"]:
+            if t["section"] == "cost":
+                continue
+            label = next(x for x in labels if x.startswith(f"{t['section']} {t['test']}\n"))
+            table_text = report.fmt_ratio(t["gdr_over_rc"])  # what the table's gdr/rc says
+            self.assertIn(table_text, text)
+            self.assertIn(table_text.replace(" ", "\n"), label)
+            self.assertIn(report.verdict(t["gdr_over_rc"], t["metric"]), label)
+        put_bw = next(x for x in labels if x.startswith("uct put_bw"))
+        self.assertIn("gdr/rc noisy\n[", put_bw)  # never the median of a noisy ratio
+
+
 class RegistrationSection(unittest.TestCase):
     """gdr_reg_bench -c's phase lines and its per-phase callgrind dumps -> values per call."""
 
@@ -1161,7 +1437,7 @@ class RegistrationSection(unittest.TestCase):
 
 
 class Demo(unittest.TestCase):
-    """make demo (issue 28): the exact table first, then wall-clock rows with their spread, a
+    """make demo: the exact table first, then wall-clock rows with their spread, a
     ratio whose min-max straddles 1.0 said to be "not telling"."""
 
     def test_verdict_of_a_ratio(self):

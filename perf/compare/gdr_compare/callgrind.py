@@ -85,13 +85,13 @@ def parse(text):
     return p
 
 
-# Where an object's instructions count (issue 14: UCX core / transport / verbs provider / libc)
+# Where an object's instructions count (UCX core / transport / verbs provider / libc)
 OBJECT_CLASSES = (
     ("transport", re.compile(r"libuct_(ib|gdr)[^/]*$")),
     ("ucx_core", re.compile(r"lib(ucs|uct|ucp|ucm)[^/]*$")),
     ("provider", re.compile(r"lib(ibverbs|rxe)[^/]*$|librxe-rdmav\d+\.so$")),
     ("libc", re.compile(r"libc[.-][^/]*$")),
-    # issue 27's MPI rows: Open MPI (libmpi, its support libraries and components), MPICH
+    # the MPI rows: Open MPI (libmpi, its support libraries and components), MPICH
     ("mpi", re.compile(r"lib(mpi|open-pal|open-rte|mpich|mca_)[^/]*$|/mca_[^/]*\.so$")),
 )
 

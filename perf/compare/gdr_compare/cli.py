@@ -4,6 +4,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shlex
 import socket
 import sys
@@ -11,6 +12,7 @@ import time
 
 from . import __doc__ as PACKAGE_DOC
 from .devices import DOCTOR, DeviceError, device_names, doctor_report
+from .launch import STALLED
 from .plan import (DEMO_COST_OPS, DEMO_COST_ROWS, DEMO_PAIRS, DEMO_SECTIONS, DEMO_WALL,
                    NOT_QUICK, SECTIONS)
 from .render import render
@@ -57,15 +59,19 @@ def parse_args():
                    help="run the two sides of each comparison N times in alternation (A B A B"
                    " ...); a row is the median, a ratio the median of the N per-pair ratios,"
                    " 'noisy' when they spread more than +-10%% (default 5, 1 with --quick)")
-    p.add_argument("--timeout", type=int,
-                   help="seconds per peer process (default 90 quick, 600 full)")
+    p.add_argument("--timeout", type=int, metavar="S",
+                   help="seconds a pair or launch may go without progress (no output, no "
+                   "profile written) before it is ended (default 90 quick, 600 full; one that "
+                   "keeps progressing runs up to 10x that). Through make: make demo "
+                   "DEMO_ARGS='--timeout 300'")
     p.add_argument("--base-port", type=int, default=20000,
                    help="first TCP port for the pairs' OOB exchange")
     p.add_argument("--vm", choices=("auto", "always", "never"), default="auto",
                    help="run inside tests/rxe-vm/run: auto = when no RDMA device is present")
     p.add_argument("--require-gdr", action="store_true",
-                   help="exit 1 if any gdr_rc, wrapper or coll result is n/a (default: only "
-                        "uct/ucp/raw baseline failures fail)")
+                   help="judge the run by gdr_rc: exit 1 if any gdr_rc, wrapper or coll result "
+                        "is n/a, while an n/a of the reference (rc_verbs, raw verbs) is reported "
+                        "and does not fail it (default: only reference n/a rows fail)")
     p.add_argument("--gdr-doctor", metavar="PATH",
                    help="gdr-doctor, whose --json names the devices, ports and GID (default: "
                         "<build>/perf/doctor/gdr-doctor of GDR_PLUGIN=<build>/lib/libuct_gdr.so, "
@@ -179,18 +185,38 @@ def main():
     wall = round(time.monotonic() - t0, 1)
     doc = update_results(results, total_wall_s=wall, command=shlex.join(sys.argv),
                          host_loadavg_start=load_start, host_loadavg_end=os.getloadavg())
-    render(args.out)
-    print(f"compare: total wall {wall} s")
+    files = render(args.out, quiet=True)
+    return verdict(args, doc, wall, files)
+
+
+def shown_path(path):
+    """`path` relative to the current directory when it is below it (what a user can type)."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def verdict(args, doc, wall, files):
+    """The end of the run: one line per kind of problem, where the files are, the exit status."""
     failed = baseline_failures(doc["rows"])
     gdr_missing = [r for r in doc["rows"] if r["value"] is None and ours(r)]
-    if failed:
-        print(f"compare: {len(failed)} baseline measurement(s) failed (see the n/a notes)",
-              file=sys.stderr)
-    if gdr_missing and args.require_gdr:
-        print(f"compare: {len(gdr_missing)} gdr_rc/wrapper/coll result(s) n/a and --require-gdr "
-              "given", file=sys.stderr)
     wrong_rows = [r for r in doc["rows"] if wrong(r)]
+    print()
+    if failed:
+        judged = " (reference only: not judged with --require-gdr)" if args.require_gdr else ""
+        print(f"compare: {len(failed)} reference result(s) n/a{judged}; the notes above say why",
+              file=sys.stderr)
+    if gdr_missing:
+        judged = "; --require-gdr: the run fails" if args.require_gdr else ""
+        print(f"compare: {len(gdr_missing)} gdr_rc/wrapper/coll result(s) n/a{judged}",
+              file=sys.stderr)
     for r in wrong_rows:
         print(f"compare: WRONG data: {r['section']} {r['transport']} {r.get('test', '')} "
               f"{r.get('size', '')}: {r['reason']}", file=sys.stderr)
-    return 1 if failed or wrong_rows or (gdr_missing and args.require_gdr) else 0
+    if any(re.search(STALLED, r.get("reason") or "") for r in failed + gdr_missing):
+        print("compare: a pair was ended for lack of progress: on a loaded machine give it more "
+              "time, --timeout S (make demo DEMO_ARGS='--timeout 300')", file=sys.stderr)
+    out = shown_path(args.out)
+    print(f"compare: {wall:.0f} s; results in {out}/: {', '.join(files)}; every peer's "
+          f"output in {out}/logs/")
+    bad = wrong_rows or (gdr_missing if args.require_gdr else failed)
+    return 1 if bad else 0

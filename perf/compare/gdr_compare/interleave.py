@@ -1,4 +1,4 @@
-"""Wall-clock ratios that mean something (issue 14): the two things a row compares run in
+"""Wall-clock ratios that mean something: the two things a row compares run in
 alternation, A B A B ..., --pairs times, and the row's ratio is the median of the per-pair ratios
 with their min-max.  A host whose load drifts (a TCG guest's speed follows it closely) then moves
 both sides of a pair alike; what it still moves between pairs shows as spread, and a row whose

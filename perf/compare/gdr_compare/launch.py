@@ -1,6 +1,14 @@
 """Starting the measuring processes: a server/client pair (ucx_perftest, perftest) or one launcher
-that starts all ranks itself (gdr_perftest -N, mpirun), each bounded by timeout(1), with its
-output kept under logs/.  Nothing here waits without a bound."""
+that starts all ranks itself (gdr_perftest -N, mpirun), with their output kept under logs/.
+
+The bound follows progress, not the clock alone: a process is ended when it has made none for
+`stall_s` seconds -- no output from any process of the pair or launch, and no change of what
+`probe()` reports (the cost section's callgrind profiles, one file per call) -- or when it has
+run `cap_s` in all (CAP_FACTOR x stall_s).  A client under valgrind on a loaded TCG guest takes
+minutes for what an idle one does in one, but it keeps printing results and writing profiles; a
+fixed limit killed such clients with their finished tests in the log.  A stuck pair (a peer that
+waits forever for the other) prints nothing and is ended after stall_s, its reason naming that
+bound and the last line it printed.  Nothing here waits without a bound."""
 
 import os
 import re
@@ -8,7 +16,15 @@ import shlex
 import signal
 import socket
 import subprocess
+import threading
 import time
+
+# the cap on a launch that keeps making progress, as a multiple of the stall bound: something
+# that prints forever must still end (the quick default: 90 s without progress, 15 min in all)
+CAP_FACTOR = 10
+POLL_S = 0.2
+# the reasons follow() gives (cli.py points the user at --timeout when a row has one)
+STALLED = r"no progress for \S+ s|still running after \S+ s in all"
 
 
 def tcp_listening(port):
@@ -53,14 +69,21 @@ class PortAllocator:
 
 ERROR_WORDS = re.compile(r"error|fail|unsupported|not found|no such|invalid|couldn't|cannot|unable|"
                          r"timed out|no .*resources", re.I)
+# valgrind's own lines (==pid== / --pid--): progress, never the reason a peer failed
+VALGRIND_LINE = re.compile(r"^(==|--)\d+(==|--)")
 
 
 def last_error_line(*texts):
     """The most telling line of a failed peer's output, for the n/a reason."""
     for text in texts:
         for line in reversed(text.splitlines()):
-            if ERROR_WORDS.search(line):
+            if ERROR_WORDS.search(line) and not VALGRIND_LINE.match(line):
                 return re.sub(r"^\[[^\]]*\]\s*", "", line.strip())[:200]
+    return last_line(*texts)
+
+
+def last_line(*texts):
+    """The last non-empty line of the first text that has one, or "no output"."""
     for text in texts:
         lines = [line for line in text.splitlines() if line.strip()]
         if lines:
@@ -68,76 +91,169 @@ def last_error_line(*texts):
     return "no output"
 
 
-def run_pair(name, server_cmd, client_cmd, env, port, timeout_s, logdir, listen_s=60, exit_s=10):
-    """Start the server, wait (at most listen_s) for it to listen on `port`, run the client; both
-    bounded by timeout(1).  After a client that ended well the server has exit_s to end too
-    (else it is killed), after one that failed a few seconds.
+class Process:
+    """A started process (its own session: the group is what gets killed) whose output a thread
+    reads as it comes; `last` is the time of its latest output."""
+
+    def __init__(self, cmd, env):
+        self.cmd = cmd
+        self.chunks = []
+        self.last = time.monotonic()
+        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.reader = threading.Thread(target=self.read, daemon=True)
+        self.reader.start()
+
+    def read(self):
+        fd = self.proc.stdout.fileno()
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            self.chunks.append(chunk)
+            self.last = time.monotonic()
+
+    @property
+    def output(self):
+        return b"".join(self.chunks).decode("utf-8", "replace")
+
+    def kill(self):
+        """SIGTERM to the group, SIGKILL 5 s later if anything of it is left."""
+        for sig, grace in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except OSError:
+                break
+            try:
+                self.proc.wait(timeout=grace)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+
+    def finish(self):
+        """Reaps the process and its reader: the output is complete afterwards."""
+        self.proc.wait()
+        self.reader.join(timeout=10)
+        self.proc.stdout.close()
+        return self.proc.returncode
+
+
+class Progress:
+    """When the processes of one pair or launch last made progress: any output of any of them,
+    or a new value of probe() (None: none)."""
+
+    def __init__(self, procs, probe=None):
+        self.procs, self.probe = procs, probe
+        self.seen = probe() if probe else None
+        self.probed = time.monotonic()
+
+    def last(self):
+        if self.probe:
+            now = self.probe()
+            if now != self.seen:
+                self.seen, self.probed = now, time.monotonic()
+        return max([self.probed] + [p.last for p in self.procs])
+
+
+def follow(proc, progress, stall_s, cap_s, t0, until=None):
+    """Waits for `proc` to exit, or for until() to be true, while `progress` moves -> None, or
+    why it was given up: no progress for stall_s, or cap_s since t0 (the caller kills)."""
+    while proc.proc.poll() is None and not (until and until()):
+        now = time.monotonic()
+        if now - progress.last() > stall_s:
+            return f"no progress for {stall_s:g} s"
+        if now - t0 > cap_s:
+            return f"still running after {cap_s:g} s in all"
+        time.sleep(POLL_S)
+    return None
+
+
+def stalled(who, why, out):
+    """The one-line reason of a process given up, with the last line it printed."""
+    return f"{who} ended: {why} (last output: {last_line(out)!r})"
+
+
+def run_pair(name, server_cmd, client_cmd, env, port, timeout_s, logdir, listen_s=60, exit_s=10,
+             probe=None):
+    """Start the server, wait for it to listen on `port` (at most listen_s without progress), run
+    the client until it exits or stalls (timeout_s without progress of the pair: either peer's
+    output, or probe()'s value), then give the server exit_s without progress to end (3 s after
+    a client that failed) before its group is killed.
     Returns (ok, client_output, server_output, reason, wall_seconds)."""
-    tmo = ["timeout", "-k", "5", str(timeout_s)]
     t0 = time.monotonic()
-    server = subprocess.Popen(tmo + server_cmd, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    cap_s = CAP_FACTOR * timeout_s
+    server = Process(server_cmd, env)
+    progress = Progress([server], probe)
     reason = None
-    listen_s = min(listen_s, timeout_s)
-    deadline = time.monotonic() + listen_s
-    while not tcp_listening(port):
-        if server.poll() is not None:
-            reason = "server exited before listening"
-            break
-        if time.monotonic() > deadline:
-            reason = f"server did not listen on TCP port {port} within {listen_s} s"
-            break
-        time.sleep(0.05)
-    client_out, client_rc = "", None
-    if reason is None:
-        client = subprocess.run(tmo + client_cmd, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
-        client_out, client_rc = client.stdout, client.returncode
+    client = None
     try:
-        server_out, _ = server.communicate(timeout=exit_s if client_rc == 0 else 3)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server_out, _ = server.communicate()
-        if client_rc == 0:
-            reason = "server did not exit after the client finished"
+        why = follow(server, progress, min(listen_s, timeout_s), cap_s, t0,
+                     until=lambda: tcp_listening(port))
+        if server.proc.poll() is not None and not tcp_listening(port):
+            reason = "server exited before listening"
+        elif why:
+            reason = (f"server did not listen on TCP port {port}: {why} (last output: "
+                      f"{last_line(server.output)!r})")
+        if reason is None:
+            client = Process(client_cmd, env)
+            progress.procs.append(client)
+            why = follow(client, progress, timeout_s, cap_s, t0)
+            if why:
+                client.kill()
+                reason = stalled("client", why, client.output)
+                print(f"  compare: {name}: {reason}", flush=True)
+            client_rc = client.finish()
+        grace = exit_s if client is not None and client_rc == 0 else 3
+        if follow(server, Progress([server], probe), grace, cap_s + grace, time.monotonic()):
+            server.kill()
+            if reason is None and client_rc == 0:
+                reason = (f"server did not exit within {grace:g} s of no progress after the "
+                          f"client finished (last output: {last_line(server.output)!r})")
+    finally:  # interrupted: nothing of the pair outlives the run
+        for p in (server, client):
+            if p is not None and p.proc.poll() is None:
+                p.kill()
+    server.finish()
     wall = time.monotonic() - t0
+    client_out = client.output if client else ""
     with open(os.path.join(logdir, f"{name}.client.log"), "w") as f:
         f.write("$ " + shlex.join(client_cmd) + "\n" + client_out)
     with open(os.path.join(logdir, f"{name}.server.log"), "w") as f:
-        f.write("$ " + shlex.join(server_cmd) + "\n" + server_out)
+        f.write("$ " + shlex.join(server_cmd) + "\n" + server.output)
     if reason is None and client_rc != 0:
-        if client_rc == 124:
-            reason = f"client timed out after {timeout_s} s"
-        else:
-            reason = f"client exit status {client_rc}: {last_error_line(client_out, server_out)}"
-    if reason is None and server.returncode != 0:
-        reason = f"server exit status {server.returncode}: {last_error_line(server_out)}"
-    return reason is None, client_out, server_out, reason, wall
+        reason = (f"client exit status {client_rc}: "
+                  f"{last_error_line(client_out, server.output)}")
+    if reason is None and server.proc.returncode != 0:
+        reason = f"server exit status {server.proc.returncode}: {last_error_line(server.output)}"
+    return reason is None, client_out, server.output, reason, wall
 
 
 LOGGED_ENV = ("UCX_TLS", "UCX_NET_DEVICES", "UCX_UD_VERBS_ETH_DGID_CHECK", "LD_PRELOAD")
 
 
-def run_single(name, cmd, env, timeout_s, logdir):
-    """One bounded command (a launcher that starts all the ranks itself: gdr_perftest -N,
-    mpirun), its whole process group killed at the timeout.  Returns (ok, output, reason,
-    wall_seconds)."""
+def run_single(name, cmd, env, timeout_s, logdir, probe=None):
+    """One command (a launcher that starts all the ranks itself: gdr_perftest -N, mpirun), its
+    whole process group killed after timeout_s without progress (output, probe()).  Returns
+    (ok, output, reason, wall_seconds)."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(["timeout", "-k", "5", str(timeout_s)] + cmd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = Process(cmd, env)
     try:
-        out, _ = proc.communicate(timeout=timeout_s + 15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
+        why = follow(proc, Progress([proc], probe), timeout_s, CAP_FACTOR * timeout_s, t0)
+        if why:
+            proc.kill()
+    finally:
+        if proc.proc.poll() is None:
+            proc.kill()
+    rc = proc.finish()
+    out = proc.output
     wall = time.monotonic() - t0
     with open(os.path.join(logdir, f"{name}.log"), "w") as f:
         shown = " ".join(f"{k}={env[k]}" for k in LOGGED_ENV if env.get(k))
         f.write(f"$ {shown + ' ' if shown else ''}{shlex.join(cmd)}\n{out}")
     reason = None
-    if proc.returncode == 124 or proc.returncode < 0 or proc.returncode == 137:
-        reason = f"timed out after {timeout_s} s"
-    elif proc.returncode != 0:
-        reason = f"exit status {proc.returncode}: {last_error_line(out)}"
+    if why:
+        reason = stalled("launch", why, out)
+        print(f"  compare: {name}: {reason}", flush=True)
+    elif rc != 0:
+        reason = f"exit status {rc}: {last_error_line(out)}"
     return reason is None, out, reason, wall

@@ -46,7 +46,8 @@ class Results:
         self.ratios = []
 
     def record(self, section, test, size, metric, transport, value, reason, wall, name,
-               samples=(), tool=None, ranks=2, loads=None):
+               samples=(), tool=None, ranks=2, loads=None, show=True):
+        """One row into the results, and its line on the terminal unless show is false."""
         tool = tool or SECTION_TOOL.get(section)
         row = dict(section=section, test=test, size=size, metric=metric, transport=transport,
                    value=value, status="ok" if value is not None else "n/a", reason=reason,
@@ -54,6 +55,8 @@ class Results:
                    log=f"logs/{name}" if name else None, tool=tool, ranks=ranks,
                    loads=loads or [])
         self.rows.append(row)
+        if not show:
+            return
         shown = f"{value:.4g} {UNIT[metric]}" if value is not None else f"n/a ({reason})"
         spread = f"  [{', '.join(f'{v:.4g}' for v in samples)}]" if len(samples) > 1 else ""
         if section in SECTION_TOOL:

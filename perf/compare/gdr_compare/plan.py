@@ -41,7 +41,7 @@ class Iterations:
 # (am_bcopy <= 8255 B with the default 8 KiB segment): it runs at 8 KiB.  UCX 1.13's
 # ucx_perftest has no UCT get latency test: "get" is the UCT get bandwidth test.
 #
-# Message rate (issue 14): put_bw and am_bw with 8 B short messages and many outstanding.
+# Message rate: put_bw and am_bw with 8 B short messages and many outstanding.
 # ucx_perftest counts only operations that return UCS_INPROGRESS against its -O window, and a
 # short put or AM completes at once (UCS_OK): put_short posts until the transport answers
 # UCS_ERR_NO_RESOURCE (its send queue is full), am_short until its -W flow-control window (127

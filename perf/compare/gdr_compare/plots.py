@@ -60,8 +60,12 @@ def grouped_bars(ax, groups, series, labels, title, style, ylabel, xlabel):
                              label=label + (f" ({len(missing)} n/a)" if missing else "")))
         ax.bar_label(bars, fmt="%.3g", fontsize=style["bar"], label_type="center",
                      rotation=90 if width < 0.3 else 0)
+        # n/a at the foot of the axes, in axes coordinates: a data y of 0 is minus infinity on
+        # a log scale, and its text made the saved figure 112450 pixels high
+        foot = ax.get_xaxis_transform()
         for pos in missing:
-            ax.text(pos, 0, "n/a", rotation=90, ha="center", va="bottom", fontsize=7, color=color)
+            ax.text(pos, 0.02, "n/a", rotation=90, ha="center", va="bottom", fontsize=7,
+                    color=color, transform=foot)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(labels, fontsize=style["ticks"])
     shown = [g[k]["value"] for g in groups for k, _, _ in series
@@ -94,14 +98,21 @@ def save(plt, fig, outdir, name):
 
 
 def ratio_label(r, metric):
-    """gdr_rc/rc_verbs under a group: the median, the pairs' min-max and the verdict."""
-    from .report import verdict
-    if r is None or r.get("median") is None:
-        return "gdr/rc n/a"
-    if r.get("pairs") and r["pairs"] > 1:
-        return (f"gdr/rc {r['median']:.2f}\n[{r['min']:.2f}-{r['max']:.2f}]\n"
-                f"{verdict(r, metric)}")
-    return f"gdr/rc {r['median']:.2f}"
+    """gdr_rc/rc_verbs under a group, in the table's words (report.py): the ratio as the table
+    prints it ("1.02 [0.97-1.06]", "noisy [0.62-1.31]", "0.98 [1 pair]", "n/a") and, with more
+    than one pair, the verdict."""
+    from .report import fmt_ratio, verdict
+    value, _, spread = fmt_ratio(r).partition(" ")
+    label = f"gdr/rc {value}" + (f"\n{spread}" if spread else "")
+    if r is not None and r.get("median") is not None and (r.get("pairs") or 0) > 1:
+        label += f"\n{verdict(r, metric)}"
+    return label
+
+
+def cost_label(t):
+    """A cost row under its bars: operation, size and the exact ratio as the table prints it."""
+    from .report import cost_ratio
+    return f"{t['test']}\n{size_label(t['size'])}\ngdr/rc {cost_ratio(t['gdr_over_rc'])}"
 
 
 def transport_plots(plt, outdir, table):
@@ -157,19 +168,28 @@ def coll_plot(plt, outdir, colls):
     return [save(plt, fig, outdir, "coll.png")]
 
 
+COST_ROWS_PER_PANEL = 12  # a panel of the cost plot: every label readable at 110 dpi
+
+
 def cost_plot(plt, outdir, table):
-    """cost.png: exact instructions per operation, rc_verbs and gdr_rc per row, with the ratio."""
+    """cost.png: exact instructions per operation, rc_verbs and gdr_rc per row, with the ratio;
+    a full cost section (tens of rows) in panels of COST_ROWS_PER_PANEL one above the other, so
+    that the picture grows in height by a panel, never in width past one panel's."""
     groups = [t for t in table if t["section"] == "cost" and t["metric"] == COST_METRICS[0]]
     if not groups:
         return []
-    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(groups) + 2), 4.5))
-    grouped_bars(ax, groups, [("rc_verbs", "rc_verbs", "C0"), ("gdr_rc", "gdr_rc", "C1")],
-                 [f"{t['test']}\n{size_label(t['size'])}\ngdr/rc " +
-                  ("n/a" if t["gdr_over_rc"] is None else f"{t['gdr_over_rc']['median']:.3f}")
-                  for t in groups],
-                 "Exact cost per operation (callgrind: counted, not timed)", ONE_PANEL,
-                 "instructions per call\nlower is better",
-                 "operation, message size, gdr_rc/rc_verbs (posting side; recv_*: receiver)")
+    panels = [groups[i:i + COST_ROWS_PER_PANEL]
+              for i in range(0, len(groups), COST_ROWS_PER_PANEL)]
+    width = max(5, 1.1 * max(len(p) for p in panels) + 2)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(width, 4.5 * len(panels)), squeeze=False)
+    for n, (ax, panel) in enumerate(zip(axes[:, 0], panels)):
+        title = "Exact cost per operation (callgrind: counted, not timed)"
+        if len(panels) > 1:
+            title += f", rows {n * COST_ROWS_PER_PANEL + 1}-{n * COST_ROWS_PER_PANEL + len(panel)}"
+        grouped_bars(ax, panel, [("rc_verbs", "rc_verbs", "C0"), ("gdr_rc", "gdr_rc", "C1")],
+                     [cost_label(t) for t in panel], title, ONE_PANEL,
+                     "instructions per call\nlower is better",
+                     "operation, message size, gdr_rc/rc_verbs (posting side; recv_*: receiver)")
     return [save(plt, fig, outdir, "cost.png")]
 
 

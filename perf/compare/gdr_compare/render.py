@@ -61,7 +61,9 @@ def comparisons(table, wrapper, colls):
             for t in colls])
 
 
-def render(outdir):
+def render(outdir, quiet=False):
+    """The report, results.csv, the comparisons in results.json and the plots -> the names of
+    the files written (said on the terminal unless quiet: the run says it at its end)."""
     path = os.path.join(outdir, "results.json")
     with open(path) as f:
         doc = json.load(f)
@@ -70,6 +72,7 @@ def render(outdir):
     doc.update(comparisons(table, wrapper, colls))
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
-    plots = write_plots(outdir, table, wrapper, colls)
-    print(f"compare: wrote {outdir}/{{results.json,results.csv"
-          f"{''.join(',' + p for p in plots)}}}, logs/")
+    files = ["results.json", "results.csv"] + write_plots(outdir, table, wrapper, colls)
+    if not quiet:
+        print(f"compare: wrote {', '.join(files)} in {outdir}/")
+    return files

@@ -25,6 +25,11 @@ def verdict(r, metric, subject="gdr_rc"):
     return f"{subject} {'faster' if faster else 'slower'}"
 
 
+def cost_ratio(r):
+    """An exact cost ratio as the table and cost.png write it."""
+    return "n/a" if r is None or r.get("median") is None else f"{r['median']:.3f}"
+
+
 def cost_verdict(r):
     if r is None or r.get("median") is None:
         return "n/a"
@@ -112,7 +117,7 @@ def print_cost(table, notes):
     print_table(["operation", "size", "rc_verbs", "gdr_rc", "gdr_rc/rc_verbs", "verdict"],
                 [[t["test"], size_label(t["size"]), notes.cell(t["rc_verbs"]),
                   notes.cell(t["gdr_rc"]),
-                  "n/a" if t["gdr_over_rc"] is None else f"{t['gdr_over_rc']['median']:.3f}",
+                  cost_ratio(t["gdr_over_rc"]),
                   cost_verdict(t["gdr_over_rc"])] for t in instr])
     others = []
     for t in instr:

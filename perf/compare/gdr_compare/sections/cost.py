@@ -1,4 +1,4 @@
-"""cost: exact work per UCT/UCP operation (issue 14), counted by valgrind's callgrind, not timed.
+"""cost: exact work per UCT/UCP operation, counted by valgrind's callgrind, not timed.
 
 The guest has no PMU and wall clock under TCG swings run to run, but the instructions executed
 inside an operation function are deterministic (../../../shared/notes/cost.md).  Per row and
@@ -125,14 +125,14 @@ COST_ROWS = [
     # the target (its handler, the reply) has no row (its server calls no op function to count by)
     row("ucp_fadd32", "ucp_fadd", None, 4, "ucp_atomic_op_nbx", api="ucp"),
     row("ucp_fadd64", "ucp_fadd", None, 8, "ucp_atomic_op_nbx", api="ucp"),
-    # issue 27: UCP's eager tag send of 64 KiB (below both transports' rendezvous thresholds,
+    # UCP's eager tag send of 64 KiB (below both transports' rendezvous thresholds,
     # docs/perf-compare.md), its matching receive is recv_ucp_tag_64k below; and the
     # non-fetching 64-bit add (ucx_perftest's ucp_add: ucp_atomic_op_nbx without a reply
     # buffer; ucp_fadd64 is the fetching one), one outstanding as fetch_add64's UCT row
     row("ucp_tag_64k", "tag_lat", None, 64 * KiB, "ucp_tag_send_nbx", api="ucp"),
     row("ucp_add64", "ucp_add", None, 8, "ucp_atomic_op_nbx", args=ONE_OUTSTANDING, api="ucp"),
 ]
-# the receiving side (requirement 1: "sender and receiver separately"): put_short's target does
+# the receiving side, apart from the sender's: put_short's target does
 # nothing for an RDMA write (its progress finds only its own reply's completions); the AM and
 # tag rows receive, hand the message up and refill the receive queue
 COST_ROWS += [receiver(r) for r in COST_ROWS
@@ -145,7 +145,7 @@ COST_ROWS += [receiver(row("put_short_every_send_signaled", "put_lat", "short", 
 
 
 class Program(collections.namedtuple("Program", "launcher binary args ranks expect")):
-    """A PROGRAM row's program (issue 27: the rows above ucx_perftest's reach): the launcher
+    """A PROGRAM row's program (the rows above ucx_perftest's reach: UCP and MPI): the launcher
     ("ucp": one process; "ompi": Open MPI's mpirun, pml/osc ucx; "mpich": MPICH's hydra,
     ch4:ucx), the binary (built next to provider_ops: perf/cost/), its arguments, the ranks
     measured, each {rank: (label, (function glob, ...))}: that rank runs under callgrind with
@@ -281,17 +281,19 @@ def first_post(calls):
     return next((c for c in calls if c.get("post_send_per_op")), calls[0])
 
 
-def per_operation(calls):
+def per_operation(calls, ops=None):
     """Each call's totals -> per operation of the last half of them: the first operations also
     pay one-time work inside the op function (rc_verbs' put_bcopy grows its send-descriptor
     pool) -- the difference of an n and a 2n run, taken inside one run.  The very last call is
     left out when others remain: its profile is the one callgrind writes at program
     termination, and that one carries call edges collected outside the call (ucp_tag_rndv's:
     27 ioctl() calls under one execute_ioctl on gdr_rc, 19 on rc_verbs, where each call before
-    it makes 7 system calls on both)."""
-    last = calls[len(calls) // 2:]
+    it makes 7 system calls on both).  ops: the operations the run made, when `calls` may lack
+    the last (a run ended after the test had finished): the same calls, ops/2 .. ops-2."""
+    ops = len(calls) if ops is None else ops
+    last = calls[ops // 2:ops]
     if len(last) > 1:
-        last = last[:-1]
+        last = calls[ops // 2:ops - 1]
     if not last:
         return None
     total = {}
@@ -412,8 +414,16 @@ def callgrind_window(wanted):
 def grind_command(window, out):
     """valgrind's command line for a measured process: callgrind with `window` (the function
     options of callgrind_window), one profile per dump into `out`, `out`.1, ..."""
-    return (["valgrind", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"] + window +
-            [f"--callgrind-out-file={out}"])
+    # -v: valgrind names each object as it reads it, so a start-up that takes minutes on a
+    # loaded TCG guest shows progress (launch.py ends a pair that shows none)
+    return (["valgrind", "-v", "--tool=callgrind", "--dump-instr=no", "--collect-jumps=no"] +
+            window + [f"--callgrind-out-file={out}"])
+
+
+def profiles_written(scratch):
+    """A progress probe for launch.py: the files callgrind has written into `scratch` (one per
+    call of the function dumped before)."""
+    return lambda: len(os.listdir(scratch)) if os.path.isdir(scratch) else 0
 
 
 def run_ops(s):
@@ -469,7 +479,8 @@ def measure_calls(s, r, transport, provider, name, port, fn, scratch):
     # writes its last profile and ends after the client; a niced native one, on CPUs busy with
     # valgrind, can take minutes to be scheduled and end
     ok, _, _, reason, wall = run_pair(name, server, client, row_env(s, r, transport), port,
-                                      s.timeout, s.logdir, listen_s=s.timeout, exit_s=s.timeout)
+                                      s.timeout, s.logdir, listen_s=s.timeout, exit_s=s.timeout,
+                                      probe=profiles_written(scratch))
     if not ok:
         return None, reason, wall
     if os.path.exists(out):  # the profile at exit: the last call
@@ -509,11 +520,12 @@ def batch_groups(rows):
     return [tuple(g) for g in groups]
 
 
-def batch_calls(dumps, functions):
+def batch_calls(dumps, functions, checked=None):
     """One batch run's dumps, [(trigger, totals, {function: its calls in the dump})] in order
     -> ({function: [totals of each call, in order]}, None) or (None, reason).  As in
     calls_of_run, a dump holds the call that triggered the previous one; a test's first dump
-    holds the last call of the test before it."""
+    holds the last call of the test before it.  checked: the functions whose calls must add up
+    (default all; a run cut short checks the tests it finished, not the one it was in)."""
     if len(dumps) < 2:
         return None, "callgrind recorded no call"
     if dumps[0][1][INSTR]:
@@ -524,7 +536,7 @@ def batch_calls(dumps, functions):
         if fn is None:
             return None, f"a dump not before an op function: {trigger!r}"
         calls[fn].append({k: v for k, v in content.items() if k != "ops"})
-    for fn in functions:
+    for fn in functions if checked is None else checked:
         edges = sum(d[2].get(fn, 0) for d in dumps)
         if edges != len(calls[fn]):
             return None, (f"callgrind's dumps do not match the calls of {fn} "
@@ -532,10 +544,48 @@ def batch_calls(dumps, functions):
     return calls, None
 
 
+TEST_HEADER = re.compile(r"^\+([A-Za-z0-9_]+)-+\+")
+
+
+def finished_tests(client_output):
+    """The tests of a ucx_perftest batch (-b) that printed their "Final:" line: each test's
+    table starts with a "+<name>----+" rule."""
+    done, current = [], None
+    for line in client_output.splitlines():
+        m = TEST_HEADER.match(line)
+        if m:
+            current = m.group(1)
+        elif line.startswith("Final:") and current and current not in done:
+            done.append(current)
+    return done
+
+
+def batch_results(rows, functions, dumps, ops, finished, why):
+    """A batch run's rows from its dumps -> ([(per operation or None, reason)] in the rows'
+    order, the calls or None).  finished: None when the run ended well, else the names of the
+    tests it finished before it was ended for `why`: those keep their values (a test's calls
+    are all in the dumps once the next test began, all but its last once its Final: line is
+    printed, and the last is never counted), the others say why they have none."""
+    calls, bad = batch_calls(dumps, functions,
+                             None if finished is None else
+                             [fn for r, fn in zip(rows, functions) if r.name in finished])
+    results = []
+    for r, fn in zip(rows, functions):
+        if finished is not None and r.name not in finished:
+            results.append((None, why))
+        elif calls is None:
+            results.append((None, bad))
+        else:
+            per_op = per_operation(calls[fn], None if finished is None else ops)
+            results.append((per_op, None if per_op else f"too few calls of {fn}"))
+    return results, calls
+
+
 def measure_batch(s, rows, transport, provider, name, port):
     """The rows of one batch group on `transport` in one pair, the client under callgrind with
     each row's op function collected and a dump before each of its calls -> [(per operation or
-    None, reason, wall)] in the rows' order (the pair's wall on each)."""
+    None, reason, wall)] in the rows' order (the pair's wall on each).  A pair ended before its
+    end keeps the rows of the tests it finished."""
     functions = [r.functions[transport] for r in rows]
     window, why = callgrind_window([("toggle-collect", f) for f in functions] +
                                    [("dump-before", f) for f in functions])
@@ -554,10 +604,12 @@ def measure_batch(s, rows, transport, provider, name, port):
                   "-b", batch]
         client = grind_command(window, out) + [*ucx_perftest(), "127.0.0.1", "-p", str(port),
                                                "-d", s.net_device, "-b", batch]
-        ok, _, _, reason, wall = run_pair(name, server, client, row_env(s, rows[0], transport),
-                                          port, s.timeout, s.logdir, listen_s=s.timeout,
-                                          exit_s=s.timeout)
-        if not ok:
+        ok, cout, _, reason, wall = run_pair(name, server, client,
+                                             row_env(s, rows[0], transport), port, s.timeout,
+                                             s.logdir, listen_s=s.timeout, exit_s=s.timeout,
+                                             probe=profiles_written(scratch))
+        finished = None if ok else finished_tests(cout)
+        if finished == []:
             return [(None, reason, wall)] * len(rows)
         dumps = []
         for f in dump_files(out):
@@ -566,17 +618,14 @@ def measure_batch(s, rows, transport, provider, name, port):
             profile = parse(text)
             dumps.append((dump_trigger(text), totals(profile, functions[0], provider),
                           {fn: profile.calls_of(re.escape(fn)) for fn in functions}))
-        calls, why = batch_calls(dumps, functions)
-        if calls is None:
-            return [(None, why, wall)] * len(rows)
+        results, calls = batch_results(rows, functions, dumps, int(run_ops(s)), finished,
+                                       reason)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    results = []
     for r, fn in zip(rows, functions):
-        write_calls(s, f"cost-{transport}-{r.name}", fn, calls[fn])
-        per_op = per_operation(calls[fn])
-        results.append((per_op, None if per_op else f"too few calls of {fn}", wall))
-    return results
+        if calls is not None and calls[fn]:
+            write_calls(s, f"cost-{transport}-{r.name}", fn, calls[fn])
+    return [(per_op, why, wall) for per_op, why in results]
 
 
 def write_calls(s, name, fn, calls):
@@ -749,7 +798,8 @@ def measure_program(s, r, transport, provider, name, scratch):
 
     cmd, env = program_command(s, r, transport, lambda rank: grind_command(windows[rank], out),
                                row_env(s, r, transport))
-    ok, output, reason, wall = run_single(name, cmd, env, s.timeout, s.logdir)
+    ok, output, reason, wall = run_single(name, cmd, env, s.timeout, s.logdir,
+                                          probe=profiles_written(scratch))
     if not ok:
         return None, reason, wall
     ranks = {}
@@ -778,8 +828,6 @@ def measure_program(s, r, transport, provider, name, scratch):
                                                      c["post_send_per_op"], c["syscalls_per_op"])
                             for fn, c in segments))
     per_op, why = program_per_operation(ranks, {r: p.ranks[r][0] for r in ranks}, p.expect)
-    if per_op:
-        print(f"    {transport} {r.name}: parts {per_op[PART_PREFIX + 'parts']}", flush=True)
     return per_op, why, wall
 
 
@@ -840,9 +888,12 @@ def run_cost(s):
         out = subprocess.run([s.provider_ops, s.port.device], text=True, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, timeout=60).stdout
         provider = provider_functions(out)
-        print(f"  cost: verbs provider functions {provider}", flush=True)
         s.progress_fns = {t: progress_function(s, t) for t in ("rc_verbs", "gdr_rc")}
-        print(f"  cost: iface progress functions {s.progress_fns}", flush=True)
+        # what the counts are keyed on, for the record (logs/, not the terminal)
+        with open(os.path.join(s.logdir, "cost-functions.txt"), "w") as f:
+            f.write("".join(f"verbs {call}: {obj} {name}\n"
+                            for call, (obj, name) in sorted(provider.items())))
+            f.write("".join(f"progress {t}: {fn}\n" for t, fn in s.progress_fns.items()))
     rows = selected_rows(getattr(s.args, "cost_rows", None))
     jobs = [(g, t) for g in batch_groups(rows) for t in ("rc_verbs", "gdr_rc")]
 
@@ -876,17 +927,16 @@ def run_cost(s):
         name = f"cost-{transport}-{r.name}"
         for metric in METRICS:
             value = per_op.get(metric) if per_op else None
+            # quiet: the pair's line above already said it, once
             s.results.record("cost", r.name, r.size, metric, transport, value, why, wall, name,
-                             tool="callgrind")
+                             tool="callgrind", show=False)
         if per_op:
             split = {k[len(SPLIT_PREFIX):]: round(v, 1) for k, v in per_op.items()
                      if k.startswith(SPLIT_PREFIX)}
             s.results.rows[-len(METRICS)]["split"] = split
-            print(f"    {transport} {r.name}: instructions by object {split}", flush=True)
             objects = {k[len(OBJECT_PREFIX):]: round(v, 1) for k, v in per_op.items()
                        if k.startswith(OBJECT_PREFIX) and v}
             s.results.rows[-len(METRICS)]["objects"] = objects
-            print(f"    {transport} {r.name}: by library {objects}", flush=True)
             if PART_PREFIX + "parts" in per_op:
                 s.results.rows[-len(METRICS)]["parts"] = per_op[PART_PREFIX + "parts"]
 
@@ -895,7 +945,7 @@ def run_cost(s):
 
 def regressions(rows, names):
     """The cost rows `names` of a results.json's rows where gdr_rc executes more instructions
-    per operation than rc_verbs (issue 14, requirement 6), or either side is n/a: a row that
+    per operation than rc_verbs (the CI regression test), or either side is n/a: a row that
     could not be measured fails too, or a broken measurement would pass.
     -> [(row, rc_verbs value, gdr_rc value, what is wrong)], in the order of `names`."""
     value = {(r["test"], r["transport"]): r for r in rows

@@ -1,6 +1,6 @@
 """registration (part of the cost section): what one memory registration costs through the gdr
-md of a device (gdr_<device>: one md per device) next to UCX's own ib md of the same device (issue 14, requirement 4), per call, for a miss and a
-hit of the registration cache, deregistration, and rkey unpack.
+md of a device (gdr_<device>: one md per device) next to UCX's own ib md of the same device,
+per call, for a miss and a hit of the registration cache, deregistration, and rkey unpack.
 
 perf/bench/gdr_reg_bench -c runs the phases, each COUNT calls on COUNT distinct buffers:
 reg_uncached / dereg_uncached (RCACHE=n: ibv_reg_mr / ibv_dereg_mr on the md's device),

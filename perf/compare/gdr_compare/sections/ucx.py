@@ -19,9 +19,11 @@ def ucx_once(s, client_args, metric, env):
         client = [*ucx_perftest(), "127.0.0.1", "-p", str(port), "-v", "-f"] + client_args
         ok, cout, _, reason, wall = run_pair(log_name, server, client, env, port, s.timeout,
                                              s.logdir)
-        value = None
-        if ok:
-            value, reason = parse_ucx_perftest(cout, metric)
+        # a client ended after its result line (a server that hung on, a client that stalled
+        # in its teardown) still measured: its result is kept
+        value, why = parse_ucx_perftest(cout, metric)
+        if ok or value is not None:
+            reason = why
         return value, reason, wall
     return once
 
