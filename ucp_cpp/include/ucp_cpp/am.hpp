@@ -45,6 +45,7 @@ inline request receive_am_data(const std::shared_ptr<worker> &owner, void *descr
                             std::to_string(message_length) + "-byte message");
     }
     request::builder op(request::kind::am_recv, options);
+    op.describe("am receive", nullptr, message_length);
     return op.finish(owner,
                      ucp_am_recv_data_nbx(owner->handle(), descriptor, buffer, message_length,
                                           op.param()),

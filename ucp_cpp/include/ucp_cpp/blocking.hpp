@@ -12,10 +12,17 @@
 #pragma once
 
 #include <ucp_cpp/endpoint.hpp>
+#include <ucp_cpp/error.hpp>
+#include <ucp_cpp/memory.hpp>
 #include <ucp_cpp/request.hpp>
 #include <ucp_cpp/worker.hpp>
 
 #include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 /// @brief Blocking forms of the common operations: issue, wait (bounded), throw.
 namespace ucp_cpp::blocking {
@@ -114,6 +121,59 @@ inline void flush(endpoint &ep, nanoseconds timeout = forever)
 inline void flush(worker &w, nanoseconds timeout = forever)
 {
     w.flush().wait(timeout);
+}
+
+/**
+ * @brief Sends a registered region's descriptor (address, length, packed key) to the peer in
+ *        one tag message, and waits until it is sent.
+ * @param ep      the endpoint to the peer.
+ * @param region  memory_handle::describe() of the region.
+ * @param tag     the tag the peer receives it with (recv_remote_memory()).
+ * @param timeout the longest wait.
+ * @throws ucx_error with the send's error, or UCS_ERR_TIMED_OUT.
+ */
+inline void send_remote_memory(endpoint &ep, const remote_memory &region, ucp_tag_t tag,
+                               nanoseconds timeout = forever)
+{
+    const std::vector<uint8_t> bytes = region.pack();
+    ep.tag_send(bytes.data(), bytes.size(), tag).wait(timeout);
+}
+
+/**
+ * @brief Receives a region's descriptor that the peer sent with send_remote_memory(), whatever
+ *        the size of its packed key (the message is probed first and received into a buffer of
+ *        its size).
+ * @param w       the worker.
+ * @param tag     the tag to match (all bits).
+ * @param timeout the longest wait.
+ * @return the descriptor: unpack its key on the endpoint to the sender
+ *         (endpoint::unpack_rkey(const remote_memory &)).
+ * @throws ucx_error(UCS_ERR_TIMED_OUT) if no message arrives in time; ucx_error with the
+ *         receive's error; ucx_error(UCS_ERR_INVALID_PARAM) if the message is not a packed
+ *         remote_memory.
+ */
+inline remote_memory recv_remote_memory(worker &w, ucp_tag_t tag, nanoseconds timeout = forever)
+{
+    std::optional<tag_message> message;
+    w.progress_until(
+        [&] {
+            std::optional<tag_message> taken = w.tag_probe_take(tag);
+            if (taken) {
+                message.emplace(std::move(*taken));
+            }
+            return message.has_value();
+        },
+        timeout);
+    if (!message) {
+        char text[64];
+        std::snprintf(text, sizeof(text), "blocking::recv_remote_memory(tag 0x%llx)",
+                      static_cast<unsigned long long>(tag));
+        throw ucx_error(UCS_ERR_TIMED_OUT, std::string(text) + ": no message arrived");
+    }
+    std::vector<uint8_t> bytes(message->info().length);
+    request req = w.tag_recv(bytes.data(), bytes.size(), std::move(*message), op_options{});
+    req.wait(timeout);
+    return remote_memory::unpack(bytes);
 }
 
 }  // namespace ucp_cpp::blocking

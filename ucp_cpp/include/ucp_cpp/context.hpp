@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace ucp_cpp {
 
@@ -44,6 +45,13 @@ struct context_params {
     size_t estimated_num_eps = 0;
     /// Name shown in UCX logs.
     std::string name = "ucp_cpp";
+    /// Listeners of this context bind with SO_REUSEADDR (UCX_CM_REUSEADDR=y), so a server
+    /// restarted right after a run can listen on its fixed port again although connections of
+    /// the earlier run still wait in TIME_WAIT (without it ucp_listener_create fails with
+    /// "Device is busy" for about a minute).  Two listeners on one port are still refused.  Left
+    /// alone where the environment (UCX_CM_REUSEADDR, UCX_TCP_CM_REUSEADDR,
+    /// UCX_RDMA_CM_REUSEADDR) or config sets it.
+    bool reuse_listener_address = true;
 };
 
 /**
@@ -86,7 +94,22 @@ public:
                 throw ucx_error(status, "ucp_config_modify(" + key + "=" + value + ")");
             }
         }
-        legacy_protocols_ = reads_legacy_protocols(config);
+        const char *reuse_setting = reuse_address_setting(params);
+        if (reuse_setting == nullptr && params.reuse_listener_address) {
+            // Applied by UCX to its connection managers (tcp sockcm, rdmacm); a UCX without the
+            // variable keeps its default.
+            reuses_listener_address_ = ucp_config_modify(config, "CM_REUSEADDR", "y") == UCS_OK;
+        } else if (reuse_setting != nullptr) {
+            const std::string value  = reuse_setting;
+            reuses_listener_address_ = value == "y" || value == "yes" || value == "1" ||
+                                       value == "on";
+        }
+        const std::string printed      = printed_config(config);
+        const std::string proto_enable = printed_value(printed, "PROTO_ENABLE");
+        legacy_protocols_ = proto_enable.empty() ? detail::ucx_compat::legacy_protocols_by_default()
+                                                 : (proto_enable == "n" || proto_enable == "no" ||
+                                                    proto_enable == "0" || proto_enable == "off");
+        tls_              = printed_value(printed, "TLS");
         ucp_params_t ucp_params{};
         ucp_params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                                 UCP_PARAM_FIELD_NAME;
@@ -170,47 +193,141 @@ public:
     bool legacy_protocols() const noexcept { return legacy_protocols_; }
 
     /**
+     * @brief The transports the context was allowed: the effective UCX_TLS (environment and
+     *        context_params::config).
+     * @return UCX_TLS as UCX reads it, e.g. "all", "tcp,self" or "^ib"; empty if it cannot be
+     *         read.
+     */
+    const std::string &tls() const noexcept { return tls_; }
+
+    /**
+     * @brief Whether UCX_TLS lets UCX use a transport: listed (also as "name:aux"), "all", or
+     *        not excluded by a "^..." list.  Aliases other than "all" (sm, shm, ib, ...) do not
+     *        count.
+     * @param transport a transport name, e.g. "tcp".
+     * @return true if the effective UCX_TLS allows @p transport (also when it cannot be read).
+     */
+    bool tls_includes(const std::string &transport) const
+    {
+        if (tls_.empty()) {
+            return true;
+        }
+        const bool excluding = tls_[0] == '^';
+        bool listed          = false;
+        size_t begin         = excluding ? 1 : 0;
+        while (begin <= tls_.size()) {
+            size_t end = tls_.find(',', begin);
+            if (end == std::string::npos) {
+                end = tls_.size();
+            }
+            std::string entry = tls_.substr(begin, end - begin);
+            entry             = entry.substr(0, entry.find(':'));
+            listed            = listed || entry == transport || entry == "all";
+            begin             = end + 1;
+        }
+        return excluding ? !listed : listed;
+    }
+
+    /**
      * @brief Checks that the context has the features an operation needs, so that a missing
      *        feature is a clear error here instead of a less helpful one from UCP later.
      * @param wanted    UCP_FEATURE_* bits the operation needs.
      * @param operation the operation, for the message (e.g. "endpoint::stream_send").
-     * @throws ucx_error(UCS_ERR_INVALID_PARAM) naming @p operation and the missing bits.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) naming @p operation and the missing features
+     *         (e.g. "UCP_FEATURE_STREAM").
      */
     void require_features(uint64_t wanted, const char *operation) const
     {
         if (!has_features(wanted)) {
             throw ucx_error(UCS_ERR_INVALID_PARAM,
-                            std::string(operation) +
-                                " needs a context created with feature bits 0x" +
-                                to_hex(wanted & ~features_));
+                            std::string(operation) + " needs a context created with " +
+                                feature_names(wanted & ~features_) + " (context_params::features)");
         }
     }
 
+    /**
+     * @brief Whether listeners of this context bind with SO_REUSEADDR
+     *        (context_params::reuse_listener_address, or UCX_*CM_REUSEADDR set by the
+     *        application).
+     * @return true if a restarted server can listen on its port again right away.
+     */
+    bool reuses_listener_address() const noexcept { return reuses_listener_address_; }
+
+    /**
+     * @brief Names UCP_FEATURE_* bits.
+     * @param features UCP_FEATURE_* bits.
+     * @return e.g. "UCP_FEATURE_TAG | UCP_FEATURE_RMA"; a bit without a name as "0x..."; "none"
+     *         for 0.
+     */
+    static std::string feature_names(uint64_t features)
+    {
+        static const std::pair<uint64_t, const char *> names[] = {
+            {UCP_FEATURE_TAG, "UCP_FEATURE_TAG"},       {UCP_FEATURE_RMA, "UCP_FEATURE_RMA"},
+            {UCP_FEATURE_AMO32, "UCP_FEATURE_AMO32"},   {UCP_FEATURE_AMO64, "UCP_FEATURE_AMO64"},
+            {UCP_FEATURE_WAKEUP, "UCP_FEATURE_WAKEUP"}, {UCP_FEATURE_STREAM, "UCP_FEATURE_STREAM"},
+            {UCP_FEATURE_AM, "UCP_FEATURE_AM"},
+        };
+        std::string text;
+        for (const auto &[bit, name] : names) {
+            if ((features & bit) != 0) {
+                text += (text.empty() ? "" : " | ") + std::string(name);
+                features &= ~bit;
+            }
+        }
+        if (features != 0) {
+            text += (text.empty() ? "0x" : " | 0x") + to_hex(features);
+        }
+        return text.empty() ? "none" : text;
+    }
+
 private:
-    /// The effective UCX_PROTO_ENABLE of @p config (environment + overrides).  Where it cannot
-    /// be read (no memory for the printout, a release without the variable), the release's
-    /// default.
-    static bool reads_legacy_protocols(const ucp_config_t *config)
+    /// The value of UCX_*CM_REUSEADDR if the application set it (config first, then the
+    /// environment), or nullptr.
+    static const char *reuse_address_setting(const context_params &params)
+    {
+        for (const auto &entry : params.config) {
+            if (entry.first.find("CM_REUSEADDR") != std::string::npos) {
+                return entry.second.c_str();
+            }
+        }
+        for (const char *name :
+             {"UCX_CM_REUSEADDR", "UCX_TCP_CM_REUSEADDR", "UCX_RDMA_CM_REUSEADDR"}) {
+            if (const char *value = std::getenv(name)) {
+                return value;
+            }
+        }
+        return nullptr;
+    }
+
+    /// @p config (environment + overrides) as ucp_config_print shows it, one "UCX_NAME=value"
+    /// a line, after a newline; empty if there is no memory for the printout.
+    static std::string printed_config(const ucp_config_t *config)
     {
         char *text  = nullptr;
         size_t size = 0;
         FILE *out   = open_memstream(&text, &size);
         if (out == nullptr) {
-            return detail::ucx_compat::legacy_protocols_by_default();
+            return {};
         }
         ucp_config_print(config, out, nullptr, UCS_CONFIG_PRINT_CONFIG);
         std::fclose(out);
         std::string printed = text != nullptr ? std::string("\n") + std::string(text, size)
                                               : std::string();
         std::free(text);
-        static const std::string key = "\nUCX_PROTO_ENABLE=";
-        const size_t at              = printed.find(key);
+        return printed;
+    }
+
+    /// The value of UCX_<name> in printed_config()'s text; empty where it is not there (no
+    /// printout, a release without the variable).
+    static std::string printed_value(const std::string &printed, const std::string &name)
+    {
+        const std::string key = "\nUCX_" + name + "=";
+        const size_t at       = printed.find(key);
         if (at == std::string::npos) {
-            return detail::ucx_compat::legacy_protocols_by_default();
+            return {};
         }
-        const size_t begin      = at + key.size();
-        const std::string value = printed.substr(begin, printed.find('\n', begin) - begin);
-        return value == "n" || value == "no" || value == "0" || value == "off";
+        const size_t begin = at + key.size();
+        return printed.substr(begin, printed.find('\n', begin) - begin);
     }
 
     static std::string to_hex(uint64_t value)
@@ -227,6 +344,8 @@ private:
     ucp_context_h handle_ = nullptr;
     uint64_t features_;
     bool legacy_protocols_ = false;
+    std::string tls_;
+    bool reuses_listener_address_ = false;
 };
 
 }  // namespace ucp_cpp

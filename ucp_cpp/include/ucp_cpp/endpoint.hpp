@@ -25,6 +25,7 @@
 #pragma once
 
 #include <ucp_cpp/error.hpp>
+#include <ucp_cpp/listener.hpp>
 #include <ucp_cpp/request.hpp>
 #include <ucp_cpp/worker.hpp>
 
@@ -35,15 +36,17 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace ucp_cpp {
 
 class remote_key;  // rkey.hpp
-class connection_request;  // listener.hpp
 struct packed_rkey;  // memory.hpp
+struct remote_memory;  // memory.hpp
 
 /// @brief How an endpoint is created (every endpoint::connect() / accept()).  A plain value.
 struct endpoint_params {
@@ -83,7 +86,16 @@ public:
         ucp_ep_params_t ep_params{};
         ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
         ep_params.address    = address.data();
-        return std::make_shared<endpoint>(private_tag{}, std::move(owner), ep_params, params);
+        detail::peer_description peer{worker_name(address), {}};
+        if (params.peer_error_handling && !owner->ctx()->tls_includes("tcp")) {
+            peer.unreachable_hint =
+                "UCX_TLS=" + owner->ctx()->tls() +
+                ": UCX's shared-memory transports cannot detect a failed peer, which "
+                "endpoint_params::peer_error_handling (true by default) asks for; set it to "
+                "false, or UCX_MM_ERROR_HANDLING=y, or add tcp to UCX_TLS";
+        }
+        return std::make_shared<endpoint>(private_tag{}, std::move(owner), ep_params, params,
+                                          std::move(peer));
     }
 
     /**
@@ -104,7 +116,10 @@ public:
         ep_params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
         ep_params.sockaddr.addr    = address;
         ep_params.sockaddr.addrlen = length;
-        return std::make_shared<endpoint>(private_tag{}, std::move(owner), ep_params, params);
+        detail::peer_description peer{connection_request::format_address(address),
+                                      sockaddr_hint(*owner)};
+        return std::make_shared<endpoint>(private_tag{}, std::move(owner), ep_params, params,
+                                          std::move(peer));
     }
 
     /**
@@ -113,7 +128,10 @@ public:
      * @param host   a host name or numeric address (resolved with getaddrinfo; first answer).
      * @param port   the listener's port.
      * @param params error handling, on_error, name.
-     * @return the endpoint, shared.
+     * @return the endpoint, shared (wireup completes during later progress; peer() is
+     *         "host:port", with the address it resolved to if @p host is a name).  Needs tcp in
+     *         UCX_TLS (or an RDMA transport with RDMA-CM): without, the first operation fails
+     *         with UCS_ERR_UNREACHABLE and its error says so.
      * @throws ucx_error(UCS_ERR_INVALID_ADDR) if @p host does not resolve, or ucx_error if
      *         ucp_ep_create fails.
      */
@@ -126,11 +144,23 @@ public:
         addrinfo *found   = nullptr;
         int rc            = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
         if (rc != 0) {
-            throw ucx_error(UCS_ERR_INVALID_ADDR,
-                            "endpoint::connect(" + host + "): " + gai_strerror(rc));
+            throw ucx_error(UCS_ERR_INVALID_ADDR, "endpoint::connect(" + host + ":" +
+                                                      std::to_string(port) +
+                                                      "): " + gai_strerror(rc));
         }
         std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, &freeaddrinfo);
-        return connect(std::move(owner), found->ai_addr, found->ai_addrlen, params);
+        ucp_ep_params_t ep_params{};
+        ep_params.field_mask       = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
+        ep_params.flags            = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+        ep_params.sockaddr.addr    = found->ai_addr;
+        ep_params.sockaddr.addrlen = found->ai_addrlen;
+        const std::string resolved = connection_request::format_address(found->ai_addr);
+        detail::peer_description peer{host + ":" + std::to_string(port), sockaddr_hint(*owner)};
+        if (resolved.rfind(host + ":", 0) != 0) {
+            peer.name += " (" + resolved + ")";
+        }
+        return std::make_shared<endpoint>(private_tag{}, std::move(owner), ep_params, params,
+                                          std::move(peer));
     }
 
     /**
@@ -151,12 +181,14 @@ public:
      * @param owner     the local worker.
      * @param ep_params UCP's parameters naming the peer; error handling and name are added.
      * @param params    error handling, on_error, name.
+     * @param peer      who the peer is, for error texts.
      */
     endpoint(private_tag, std::shared_ptr<worker> owner, ucp_ep_params_t ep_params,
-             const endpoint_params &params)
+             const endpoint_params &params, detail::peer_description peer)
         : worker_(std::move(owner)),
           on_error_(params.on_error),
-          callback_state_(std::make_unique<callback_state>())
+          callback_state_(std::make_unique<callback_state>()),
+          peer_(std::make_shared<const detail::peer_description>(std::move(peer)))
     {
         callback_state_->owner.store(this);
         ep_params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_NAME;
@@ -168,7 +200,15 @@ public:
             ep_params.err_handler.cb  = &endpoint::ucx_error_callback;
             ep_params.err_handler.arg = callback_state_.get();
         }
-        check_status(ucp_ep_create(worker_->handle(), &ep_params, &handle_), "ucp_ep_create");
+        ucs_status_t status = ucp_ep_create(worker_->handle(), &ep_params, &handle_);
+        if (status != UCS_OK) {
+            std::string what = "endpoint to " + peer_->name + ": ucp_ep_create";
+            if (status == UCS_ERR_UNREACHABLE && !peer_->unreachable_hint.empty()) {
+                what += std::string(": ") + ucs_status_string(status) + "; " +
+                        peer_->unreachable_hint;
+            }
+            throw ucx_error(status, what);
+        }
     }
 
     endpoint(const endpoint &)            = delete;
@@ -223,6 +263,14 @@ public:
      */
     bool failed() const noexcept { return error_status() != UCS_OK; }
 
+    /**
+     * @brief Who the endpoint connects to, as its error texts name it.
+     * @return "host:port" (connect() by name or address; a name is followed by the address it
+     *         resolved to), "client ip:port" (accept()), or "worker 0x<uid>" (connect() to a
+     *         worker address: the peer worker's unique id).
+     */
+    const std::string &peer() const noexcept { return peer_->name; }
+
     // ---- tag matching ----
 
     /**
@@ -238,6 +286,7 @@ public:
                                    const op_options &options = {})
     {
         request::builder op(request::kind::send, options);
+        op.describe("endpoint::tag_send", &peer_);
         return op.finish(worker_,
                          ucp_tag_send_nbx(live("tag_send"), buffer, length, tag, op.param()),
                          length);
@@ -257,6 +306,7 @@ public:
                                         const op_options &options = {})
     {
         request::builder op(request::kind::send, options);
+        op.describe("endpoint::tag_send_sync", &peer_);
         return op.finish(worker_,
                          ucp_tag_send_sync_nbx(live("tag_send_sync"), buffer, length, tag,
                                                op.param()),
@@ -279,6 +329,7 @@ public:
     {
         worker_->ctx()->require_features(UCP_FEATURE_STREAM, "endpoint::stream_send");
         request::builder op(request::kind::send, options);
+        op.describe("endpoint::stream_send", &peer_);
         return op.finish(worker_,
                          ucp_stream_send_nbx(live("stream_send"), buffer, length, op.param()),
                          length);
@@ -302,6 +353,7 @@ public:
             with_flags.flags = UCP_STREAM_RECV_FLAG_WAITALL;
         }
         request::builder op(request::kind::stream_recv, with_flags);
+        op.describe("endpoint::stream_recv", &peer_, length);
         return op.finish(worker_,
                          ucp_stream_recv_nbx(live("stream_recv"), buffer, length, op.length_slot(),
                                              op.param()),
@@ -329,6 +381,7 @@ public:
     {
         worker_->ctx()->require_features(UCP_FEATURE_AM, "endpoint::am_send");
         request::builder op(request::kind::send, options);
+        op.describe("endpoint::am_send", &peer_);
         return op.finish(worker_,
                          ucp_am_send_nbx(live("am_send"), id, header, header_length, buffer, length,
                                          op.param()),
@@ -345,6 +398,16 @@ public:
      *         for an empty key; ucx_error if UCP cannot unpack it.
      */
     remote_key unpack_rkey(const packed_rkey &packed);
+
+    /**
+     * @brief Unpacks the key of a peer's remote_memory for use on this endpoint.
+     * @param region what the peer's memory_handle::describe() produced (usually received
+     *               with remote_memory::unpack() or blocking::recv_remote_memory()).
+     * @return the key; it keeps this endpoint alive.  Address the region with
+     *         region.address + offset.
+     * @throws ucx_error as unpack_rkey(const packed_rkey &) does.
+     */
+    remote_key unpack_rkey(const remote_memory &region);
 
     /**
      * @brief Writes local memory into the peer's registered memory (ucp_put_nbx).
@@ -436,6 +499,7 @@ public:
     [[nodiscard]] request flush(const op_options &options = {})
     {
         request::builder op(request::kind::send, options);
+        op.describe("endpoint::flush", &peer_);
         return op.finish(worker_, ucp_ep_flush_nbx(live("flush"), op.param()), 0);
     }
 
@@ -455,6 +519,7 @@ public:
         op_options options;
         options.flags = (force || failed()) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
         request::builder op(request::kind::send, options);
+        op.describe("endpoint::close", &peer_);
         return op.finish(worker_, ucp_ep_close_nbx(ep, op.param()), 0);
     }
 
@@ -496,10 +561,38 @@ private:
     ucp_ep_h live(const char *operation) const
     {
         if (handle_ == nullptr) {
-            throw ucx_error(UCS_ERR_NOT_CONNECTED,
-                            std::string("endpoint::") + operation + ": endpoint is closed");
+            throw ucx_error(UCS_ERR_NOT_CONNECTED, std::string("endpoint::") + operation + " to " +
+                                                       peer_->name + ": endpoint is closed");
         }
         return handle_;
+    }
+
+    /// Where a sockaddr connection fails as unreachable: the transport it needs.
+    static std::string sockaddr_hint(const worker &owner)
+    {
+        if (owner.ctx()->tls_includes("tcp")) {
+            return {};
+        }
+        return "UCX_TLS=" + owner.ctx()->tls() +
+               " has no tcp: add tcp to UCX_TLS (connections to a listener's host:port need it, "
+               "unless an RDMA transport with RDMA-CM reaches the peer)";
+    }
+
+    /// "worker 0x<uid>": the peer worker's unique id (ucp_worker_address_query).
+    static std::string worker_name(const worker_address &address)
+    {
+        ucp_worker_address_attr_t attr{};
+        attr.field_mask = UCP_WORKER_ADDRESS_ATTR_FIELD_UID;
+        auto *raw = reinterpret_cast<ucp_address_t *>(const_cast<uint8_t *>(address.bytes.data()));
+        // UCP reads a header and the 8-byte uid without knowing the length: a real address
+        // is far longer than 16 bytes, and a shorter one is not asked.
+        if (address.bytes.size() < 16 || ucp_worker_address_query(raw, &attr) != UCS_OK) {
+            return "worker (an address of " + std::to_string(address.bytes.size()) + " B)";
+        }
+        char text[32];
+        std::snprintf(text, sizeof(text), "worker 0x%016llx",
+                      static_cast<unsigned long long>(attr.worker_uid));
+        return text;
     }
 
     std::shared_ptr<worker> worker_;
@@ -507,6 +600,7 @@ private:
     std::function<void(ucs_status_t)> on_error_;
     std::atomic<ucs_status_t> error_status_{UCS_OK};
     std::unique_ptr<callback_state> callback_state_;
+    std::shared_ptr<const detail::peer_description> peer_;
 };
 
 }  // namespace ucp_cpp

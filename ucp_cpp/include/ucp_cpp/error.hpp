@@ -20,7 +20,8 @@ namespace ucp_cpp {
 /**
  * @brief Exception carrying a UCX status code and a message that says which call failed and why.
  *
- * what() is the message, ": ", and UCX's text for the status (ucs_status_string()).
+ * what() is the message, ": ", and UCX's text for the status (ucs_status_string()), unless the
+ * message already contains that text (then it is not repeated).
  * Threading: an immutable value; safe to read from any thread.
  */
 class ucx_error : public std::runtime_error {
@@ -31,7 +32,7 @@ public:
      * @param what   which call failed and why, e.g. "ucp_init" or "endpoint::put: ...".
      */
     ucx_error(ucs_status_t status, const std::string &what)
-        : std::runtime_error(what + ": " + ucs_status_string(status)), status_(status)
+        : std::runtime_error(with_status(status, what)), status_(status)
     {}
 
     /**
@@ -41,6 +42,18 @@ public:
     ucs_status_t status() const noexcept { return status_; }
 
 private:
+    /// @p what + ": " + the status text, unless @p what names the status already (a caller
+    /// that formatted it itself would otherwise get "...: Destination is unreachable:
+    /// Destination is unreachable").
+    static std::string with_status(ucs_status_t status, const std::string &what)
+    {
+        const char *text = ucs_status_string(status);
+        if (what.find(text) != std::string::npos) {
+            return what;
+        }
+        return what.empty() ? std::string(text) : what + ": " + text;
+    }
+
     ucs_status_t status_;
 };
 

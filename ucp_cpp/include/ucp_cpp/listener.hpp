@@ -24,6 +24,7 @@
 #include <ucp/api/ucp.h>
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -150,34 +151,36 @@ public:
     }
 
     /**
-     * @brief Listens on a numeric IPv4/IPv6 address and a port.
+     * @brief Listens on a host name or numeric IPv4/IPv6 address and a port.
      * @param owner         the worker; kept alive by the listener.
-     * @param ip            "0.0.0.0", "127.0.0.1", "::", ... (no host names).
-     * @param port          the port; 0 picks an ephemeral port (see port()).
+     * @param host          "0.0.0.0", "127.0.0.1", "::", a name such as "localhost" or the
+     *                      host's own name (resolved with getaddrinfo, first answer, as
+     *                      endpoint::connect() resolves it), or "" for every local address.
+     * @param port          the port; 0 picks an ephemeral port (see port()).  A fixed port can
+     *                      be listened on again right after an earlier run while
+     *                      context_params::reuse_listener_address is on (the default).
      * @param on_connection as for create(owner, address, length, on_connection).
      * @return the listener, shared.
-     * @throws ucx_error(UCS_ERR_INVALID_ADDR) if @p ip is not a numeric address; ucx_error if
-     *         UCP cannot listen there.
+     * @throws ucx_error(UCS_ERR_INVALID_ADDR) if @p host does not resolve; ucx_error if UCP
+     *         cannot listen there (UCS_ERR_BUSY: the port is taken; the message says by what).
      */
-    static std::shared_ptr<listener> create(std::shared_ptr<worker> owner, const std::string &ip,
+    static std::shared_ptr<listener> create(std::shared_ptr<worker> owner, const std::string &host,
                                             uint16_t port = 0, handler on_connection = nullptr)
     {
-        sockaddr_storage storage{};
-        socklen_t length = 0;
-        auto *in         = reinterpret_cast<sockaddr_in *>(&storage);
-        auto *in6        = reinterpret_cast<sockaddr_in6 *>(&storage);
-        if (inet_pton(AF_INET, ip.c_str(), &in->sin_addr) == 1) {
-            in->sin_family = AF_INET;
-            in->sin_port   = htons(port);
-            length         = sizeof(sockaddr_in);
-        } else if (inet_pton(AF_INET6, ip.c_str(), &in6->sin6_addr) == 1) {
-            in6->sin6_family = AF_INET6;
-            in6->sin6_port   = htons(port);
-            length           = sizeof(sockaddr_in6);
-        } else {
-            throw ucx_error(UCS_ERR_INVALID_ADDR, "listener: not a numeric IP address: " + ip);
+        addrinfo hints{};
+        hints.ai_family   = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags    = AI_PASSIVE;
+        addrinfo *found   = nullptr;
+        int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), std::to_string(port).c_str(),
+                             &hints, &found);
+        if (rc != 0) {
+            throw ucx_error(UCS_ERR_INVALID_ADDR, "listener::create(" + host + ":" +
+                                                      std::to_string(port) +
+                                                      "): " + gai_strerror(rc));
         }
-        return create(std::move(owner), reinterpret_cast<const sockaddr *>(&storage), length,
+        std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, &freeaddrinfo);
+        return create(std::move(owner), found->ai_addr, found->ai_addrlen,
                       std::move(on_connection));
     }
 
@@ -282,8 +285,20 @@ private:
         params.sockaddr.addrlen = length;
         params.conn_handler.cb  = &listener::on_conn_request;
         params.conn_handler.arg = this;
-        check_status(ucp_listener_create(worker_->handle(), &params, &handle_),
-                     "ucp_listener_create");
+        ucs_status_t status     = ucp_listener_create(worker_->handle(), &params, &handle_);
+        if (status != UCS_OK) {
+            std::string what = "listener::create(" + connection_request::format_address(address) +
+                               "): ucp_listener_create";
+            if (status == UCS_ERR_BUSY) {
+                what += ": the port is in use: another process listens on it";
+                if (!worker_->ctx()->reuses_listener_address()) {
+                    what += ", or connections of an earlier run on it wait in TIME_WAIT (about "
+                            "a minute; context_params::reuse_listener_address or "
+                            "UCX_CM_REUSEADDR=y lets a restarted server listen right away)";
+                }
+            }
+            throw ucx_error(status, what);
+        }
         ucp_listener_attr_t attr{};
         attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
         check_status(ucp_listener_query(handle_, &attr), "ucp_listener_query");

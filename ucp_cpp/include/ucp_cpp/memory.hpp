@@ -18,8 +18,10 @@
 
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace ucp_cpp {
@@ -31,6 +33,106 @@ namespace ucp_cpp {
 struct packed_rkey {
     /// What ucp_rkey_pack() produced.
     std::vector<uint8_t> bytes;
+};
+
+/**
+ * @brief Everything a peer needs to reach a registered region with RMA and atomics: its
+ *        address, its length and its packed remote key, as one value that travels as bytes
+ *        (pack() / unpack(), e.g. in a tag message).  Made by memory_handle::describe(); the
+ *        peer unpacks the key on its endpoint (endpoint::unpack_rkey(const remote_memory &)).
+ *        A plain value.
+ *
+ * The byte form is "UCPM", then address (8 bytes), length (8) and key size (4), little-endian,
+ * then the key.  blocking::send_remote_memory() / recv_remote_memory() ship it in one tag
+ * message.
+ */
+struct remote_memory {
+    /// The region's start in the owner's address space (memory_handle::remote_address()).
+    uint64_t address = 0;
+    /// The region's length in bytes.
+    uint64_t length = 0;
+    /// The owner's packed remote key.
+    packed_rkey rkey;
+
+    /**
+     * @brief The byte form, to send to the peer.
+     * @return 24 bytes of header plus the packed key.
+     */
+    std::vector<uint8_t> pack() const
+    {
+        std::vector<uint8_t> out(header_size + rkey.bytes.size());
+        out[0] = 'U';
+        out[1] = 'C';
+        out[2] = 'P';
+        out[3] = 'M';
+        put_le(&out[4], address, 8);
+        put_le(&out[12], length, 8);
+        put_le(&out[20], rkey.bytes.size(), 4);
+        std::copy(rkey.bytes.begin(), rkey.bytes.end(), out.begin() + header_size);
+        return out;
+    }
+
+    /**
+     * @brief Reads what pack() produced.
+     * @param data the bytes.
+     * @param size how many.
+     * @return the descriptor.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) if the bytes are not a packed remote_memory (the
+     *         message says what is wrong and the sizes).
+     */
+    static remote_memory unpack(const void *data, size_t size)
+    {
+        const auto *in = static_cast<const uint8_t *>(data);
+        if (size < header_size || in[0] != 'U' || in[1] != 'C' || in[2] != 'P' || in[3] != 'M') {
+            throw ucx_error(UCS_ERR_INVALID_PARAM,
+                            "remote_memory::unpack: " + std::to_string(size) +
+                                " B are not a packed remote_memory (it starts with \"UCPM\" and "
+                                "has at least " +
+                                std::to_string(header_size) + " B)");
+        }
+        remote_memory region;
+        region.address        = get_le(&in[4], 8);
+        region.length         = get_le(&in[12], 8);
+        const uint64_t keylen = get_le(&in[20], 4);
+        if (keylen == 0 || size != header_size + keylen) {
+            throw ucx_error(UCS_ERR_INVALID_PARAM, "remote_memory::unpack: a " +
+                                                       std::to_string(keylen) + " B key needs " +
+                                                       std::to_string(header_size + keylen) +
+                                                       " B, got " + std::to_string(size) + " B");
+        }
+        region.rkey.bytes.assign(in + header_size, in + size);
+        return region;
+    }
+
+    /**
+     * @brief Reads what pack() produced.
+     * @param bytes the bytes.
+     * @return the descriptor.
+     * @throws ucx_error(UCS_ERR_INVALID_PARAM) as unpack(data, size) does.
+     */
+    static remote_memory unpack(const std::vector<uint8_t> &bytes)
+    {
+        return unpack(bytes.data(), bytes.size());
+    }
+
+    /// Size of the byte form without the key.
+    static constexpr size_t header_size = 24;
+
+private:
+    static void put_le(uint8_t *out, uint64_t value, int bytes)
+    {
+        for (int i = 0; i < bytes; ++i) {
+            out[i] = static_cast<uint8_t>(value >> (8 * i));
+        }
+    }
+    static uint64_t get_le(const uint8_t *in, int bytes)
+    {
+        uint64_t value = 0;
+        for (int i = 0; i < bytes; ++i) {
+            value |= uint64_t(in[i]) << (8 * i);
+        }
+        return value;
+    }
 };
 
 /**
@@ -167,6 +269,15 @@ public:
         ucp_rkey_buffer_release(buffer);
         return packed;
     }
+
+    /**
+     * @brief What a peer needs for RMA and atomics on this registration: address, length and
+     *        packed key in one value (send remote_memory::pack() to it, or use
+     *        blocking::send_remote_memory()).
+     * @return {remote_address(), length(), pack_rkey()}.
+     * @throws ucx_error if UCP cannot pack the key.
+     */
+    remote_memory describe() const { return remote_memory{remote_address(), length_, pack_rkey()}; }
 
 private:
     std::shared_ptr<context> context_;

@@ -94,6 +94,19 @@ inline void length_recv_done(void *, ucs_status_t status, size_t length, void *u
     static_cast<callback_holder *>(user_data)->fn(completion{status, length, 0});
 }
 
+/// Who an endpoint's operations go to, for the texts of their errors.  Made once per endpoint
+/// and shared (read-only) with its failed or pending requests.
+struct peer_description {
+    std::string name;  ///< e.g. "127.0.0.1:13337", "client 10.0.0.2:41234", "worker 0x1f2e..."
+    std::string unreachable_hint;  ///< what to change when UCX finds no way to the peer
+};
+
+/// "4096 B".
+inline std::string byte_count(size_t bytes)
+{
+    return std::to_string(bytes) + " B";
+}
+
 }  // namespace detail
 
 /**
@@ -174,6 +187,24 @@ public:
         }
 
         /**
+         * @brief Names the operation for the request's error texts (optional; without it they
+         *        name the kind of operation only).
+         * @param operation   the call, e.g. "endpoint::tag_send"; must outlive the request (a
+         *                    string literal).
+         * @param peer        who it goes to; must stay valid until finish() returns (the request
+         *                    copies it only if the operation is pending or failed).
+         * @param buffer_size the receive buffer's size (receives), for truncation errors.
+         */
+        void describe(const char *operation,
+                      const std::shared_ptr<const detail::peer_description> *peer = nullptr,
+                      size_t buffer_size                                          = 0) noexcept
+        {
+            operation_   = operation;
+            peer_        = peer;
+            buffer_size_ = buffer_size;
+        }
+
+        /**
          * @brief The parameters to pass to the UCP call; add fields before the call if needed.
          * @return a pointer valid while the builder lives.
          */
@@ -211,15 +242,26 @@ public:
                        size_t nominal_length)
         {
             request req;
-            req.kind_   = kind_;
-            req.length_ = nominal_length;
+            req.kind_        = kind_;
+            req.length_      = nominal_length;
+            req.operation_   = operation_;
+            req.buffer_size_ = buffer_size_;
             if (UCS_PTR_IS_PTR(result)) {
                 req.worker_  = owner;
                 req.ucp_req_ = result;
                 req.holder_  = std::move(holder_);
+                if (peer_ != nullptr) {
+                    req.peer_ = *peer_;
+                }
                 return req;
             }
             req.status_ = UCS_PTR_STATUS(result);
+            if (req.status_ != UCS_OK && peer_ != nullptr) {
+                req.peer_ = *peer_;
+            }
+            if (req.status_ == UCS_ERR_MESSAGE_TRUNCATED && kind_ == kind::tag_recv) {
+                req.message_length_ = tag_info_.length;
+            }
             if (req.status_ == UCS_OK) {
                 if (kind_ == kind::tag_recv) {
                     req.length_     = tag_info_.length;
@@ -236,6 +278,9 @@ public:
 
     private:
         kind kind_;
+        const char *operation_                                       = nullptr;
+        const std::shared_ptr<const detail::peer_description> *peer_ = nullptr;
+        size_t buffer_size_                                          = 0;
         ucp_request_param_t param_{};
         ucp_tag_recv_info_t tag_info_{};
         size_t received_ = 0;
@@ -260,13 +305,17 @@ public:
     {
         if (this != &other) {
             release();
-            worker_     = std::move(other.worker_);
-            ucp_req_    = std::exchange(other.ucp_req_, nullptr);
-            holder_     = std::move(other.holder_);
-            status_     = other.status_;
-            kind_       = other.kind_;
-            length_     = other.length_;
-            sender_tag_ = other.sender_tag_;
+            worker_         = std::move(other.worker_);
+            ucp_req_        = std::exchange(other.ucp_req_, nullptr);
+            holder_         = std::move(other.holder_);
+            status_         = other.status_;
+            kind_           = other.kind_;
+            length_         = other.length_;
+            sender_tag_     = other.sender_tag_;
+            operation_      = other.operation_;
+            peer_           = std::move(other.peer_);
+            buffer_size_    = other.buffer_size_;
+            message_length_ = other.message_length_;
         }
         return *this;
     }
@@ -334,14 +383,64 @@ public:
      * @brief Waits at most @p timeout.
      * @param timeout the longest wait.
      * @throws ucx_error(UCS_ERR_TIMED_OUT) if still running (the request stays valid: wait
-     *         again or cancel), or ucx_error with the operation's error status.
+     *         again or cancel), or ucx_error with the operation's error status.  The message
+     *         names the operation, its peer and its size (error_text()).
      */
     void wait(std::chrono::nanoseconds timeout)
     {
         if (!wait_for(timeout)) {
-            throw ucx_error(UCS_ERR_TIMED_OUT, std::string(operation_name()) + ": wait");
+            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+            throw ucx_error(UCS_ERR_TIMED_OUT, error_text() + ": not complete after " +
+                                                   std::to_string(ms.count()) + " ms");
         }
-        check_status(status_, operation_name());
+        if (status_ != UCS_OK) {
+            throw ucx_error(status_, error_text());
+        }
+    }
+
+    /**
+     * @brief What wait() says when the operation failed: the operation, its size, its peer,
+     *        and what is known about the failure (the status text follows it in ucx_error;
+     *        where UCX found no way to the peer, the text ends with the status and what to
+     *        change, e.g. "add tcp to UCX_TLS").
+     * @return e.g. "endpoint::tag_send of 4096 B to 127.0.0.1:13337", or "worker::tag_recv:
+     *         a 1000 B message for a 10 B buffer"; an operation issued by a layer that did not
+     *         describe it (request::builder::describe()) is named by its kind.
+     */
+    std::string error_text() const
+    {
+        std::string text = operation_ != nullptr ? operation_ : operation_name();
+        switch (kind_) {
+        case kind::send:
+            if (length_ != 0) {
+                text += " of " + detail::byte_count(length_);
+            }
+            if (peer_) {
+                text += " to " + peer_->name;
+            }
+            break;
+        case kind::tag_recv:
+            if (status_ == UCS_ERR_MESSAGE_TRUNCATED && message_length_ > buffer_size_) {
+                text += ": a " + detail::byte_count(message_length_) + " message for a " +
+                        detail::byte_count(buffer_size_) + " buffer";
+            } else if (operation_ != nullptr) {
+                text += " into a " + detail::byte_count(buffer_size_) + " buffer";
+            }
+            break;
+        case kind::stream_recv:
+        case kind::am_recv:
+            if (operation_ != nullptr) {
+                text += " of " + detail::byte_count(buffer_size_);
+            }
+            if (peer_) {
+                text += " from " + peer_->name;
+            }
+            break;
+        }
+        if (status_ == UCS_ERR_UNREACHABLE && peer_ && !peer_->unreachable_hint.empty()) {
+            text += std::string(": ") + ucs_status_string(status_) + "; " + peer_->unreachable_hint;
+        }
+        return text;
     }
 
     /**
@@ -422,7 +521,11 @@ private:
     void collect(ucs_status_t final_status)
     {
         status_ = final_status;
-        if (final_status == UCS_OK && kind_ == kind::tag_recv) {
+        if (final_status == UCS_ERR_MESSAGE_TRUNCATED && kind_ == kind::tag_recv) {
+            ucp_tag_recv_info_t info{};
+            (void)ucp_tag_recv_request_test(ucp_req_, &info);  // UCP gives the message's size
+            message_length_ = info.length;
+        } else if (final_status == UCS_OK && kind_ == kind::tag_recv) {
             ucp_tag_recv_info_t info{};
             if (ucp_tag_recv_request_test(ucp_req_, &info) == UCS_OK) {
                 length_     = info.length;
@@ -481,6 +584,11 @@ private:
     kind kind_            = kind::send;
     size_t length_        = 0;
     ucp_tag_t sender_tag_ = 0;
+    // for error texts (error_text())
+    const char *operation_ = nullptr;
+    std::shared_ptr<const detail::peer_description> peer_;
+    size_t buffer_size_    = 0;
+    size_t message_length_ = 0;
 };
 
 }  // namespace ucp_cpp

@@ -32,10 +32,12 @@ inline std::shared_ptr<endpoint> endpoint::accept(std::shared_ptr<worker> owner,
                                                   connection_request request,
                                                   const endpoint_params &params)
 {
+    detail::peer_description peer{"client " + request.client_address(), sockaddr_hint(*owner)};
     ucp_ep_params_t ep_params{};
     ep_params.field_mask   = UCP_EP_PARAM_FIELD_CONN_REQUEST;
     ep_params.conn_request = request.release();
-    return std::make_shared<endpoint>(private_tag{}, std::move(owner), ep_params, params);
+    return std::make_shared<endpoint>(private_tag{}, std::move(owner), ep_params, params,
+                                      std::move(peer));
 }
 
 // ---- RMA and atomics ----
@@ -44,6 +46,11 @@ inline remote_key endpoint::unpack_rkey(const packed_rkey &packed)
 {
     live("unpack_rkey");
     return remote_key(shared_from_this(), packed);
+}
+
+inline remote_key endpoint::unpack_rkey(const remote_memory &region)
+{
+    return unpack_rkey(region.rkey);
 }
 
 namespace detail {
@@ -87,6 +94,7 @@ inline request endpoint::put(const void *buffer, size_t length, uint64_t remote_
     detail::check_rkey_endpoint(rkey, this, "put");
     detail::check_rma_memory_type(*worker_->ctx(), options, "put");
     request::builder op(request::kind::send, options);
+    op.describe("endpoint::put", &peer_);
     return op.finish(worker_,
                      ucp_put_nbx(live("put"), buffer, length, remote_address, rkey.handle(),
                                  op.param()),
@@ -99,6 +107,7 @@ inline request endpoint::get(void *buffer, size_t length, uint64_t remote_addres
     detail::check_rkey_endpoint(rkey, this, "get");
     detail::check_rma_memory_type(*worker_->ctx(), options, "get");
     request::builder op(request::kind::send, options);
+    op.describe("endpoint::get", &peer_);
     return op.finish(worker_,
                      ucp_get_nbx(live("get"), buffer, length, remote_address, rkey.handle(),
                                  op.param()),
@@ -121,6 +130,7 @@ request endpoint::atomic_fetch(ucp_atomic_op_t op, T operand, T *result, uint64_
     worker_->ctx()->require_features(sizeof(T) == 4 ? UCP_FEATURE_AMO32 : UCP_FEATURE_AMO64,
                                      "endpoint::atomic");
     request::builder amo(request::kind::send, op_options{});
+    amo.describe("endpoint::atomic", &peer_);
     amo.param()->op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
     amo.param()->datatype = ucp_dt_make_contig(sizeof(T));
     if (result != nullptr) {

@@ -31,6 +31,7 @@ inline request worker::tag_recv(void *buffer, size_t length, ucp_tag_t tag, ucp_
 {
     context_->require_features(UCP_FEATURE_TAG, "worker::tag_recv");
     request::builder op(request::kind::tag_recv, options);
+    op.describe("worker::tag_recv", nullptr, length);
     return op.finish(shared_from_this(),
                      ucp_tag_recv_nbx(handle_, buffer, length, tag, mask, op.param()), 0);
 }
@@ -39,6 +40,7 @@ inline request worker::tag_recv(void *buffer, size_t length, tag_message message
                                 const op_options &options)
 {
     request::builder op(request::kind::tag_recv, options);
+    op.describe("worker::tag_recv", nullptr, length);
     op.preset_tag_info(message.info());
     return op.finish(shared_from_this(),
                      ucp_tag_msg_recv_nbx(handle_, buffer, length, message.release(), op.param()),
@@ -50,6 +52,7 @@ inline request worker::tag_recv(void *buffer, size_t length, tag_message message
 inline request worker::flush()
 {
     request::builder op(request::kind::send, op_options{});
+    op.describe("worker::flush");
     return op.finish(shared_from_this(), ucp_worker_flush_nbx(handle_, op.param()), 0);
 }
 
