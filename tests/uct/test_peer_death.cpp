@@ -6,6 +6,8 @@
 #include "peer_process.h"
 #include "uct_ops.h"
 
+#include <cstring>
+
 namespace uctest {
 namespace {
 
@@ -20,7 +22,7 @@ protected:
     void SetUp() override
     {
         UCTEST_REQUIRE_TARGET(res_);
-        self_ = std::make_unique<Entity>(res_);
+        self_ = std::make_unique<Entity>(res_, iface_overrides());
         std::printf("[   INFO   ] iface overrides applied:");
         for (const auto &o : self_->applied_overrides()) {
             std::printf(" %s", o.c_str());
@@ -32,6 +34,11 @@ protected:
         rkey_  = std::make_unique<RemoteKey>(self_->md().component(), peer_->packed_rkey);
         local_ = std::make_unique<RegisteredBuffer>(self_->md(), PeerProcess::kBufferSize, 4096);
     }
+    virtual std::vector<ConfigOverride> iface_overrides() const
+    {
+        return default_iface_overrides();
+    }
+
     void TearDown() override
     {
         peer_.reset();
@@ -252,6 +259,103 @@ TEST_F(PeerDeath, FenceHeldEndpointFailsAndGivesBackItsPendingRequests)
     ucs_status_t flushed = flush_and_wait(*self_, ep_, {self_.get()}, 0, kDetectionDeadline);
     EXPECT_NE(UCS_ERR_TIMED_OUT, flushed);
     check_survivor_iface();
+}
+
+// RETRY_COUNT=7, the default UCX and gdr_rc ship: an HCA gives up after seven retries, Soft-RoCE
+// never does, and there gdr_rc's stall check (UCX_GDR_STALL_TIMEOUT=auto) keeps the same bound,
+// TIMEOUT x 8. A dead peer's endpoint fails with "Endpoint timeout" within it; a live, idle one
+// with a send that will never complete by itself (unsignaled, acked) is left alone.
+class PeerDeathAtRetrySeven : public PeerDeath {
+protected:
+    std::vector<ConfigOverride> iface_overrides() const override
+    {
+        auto o = default_iface_overrides();
+        for (auto &e : o) {
+            if (e.names.back() == "RETRY_COUNT") {
+                e.value = "7";
+            }
+        }
+        return o;
+    }
+    /// rc_verbs on Soft-RoCE retries for ever at 7: nothing bounds it there
+    void skip_unbounded()
+    {
+        if (res_.tl_name != "gdr_rc" && res_.dev_name.rfind("rxe", 0) == 0) {
+            GTEST_SKIP() << res_.tl_name << " retries for ever at RETRY_COUNT=7 on Soft-RoCE";
+        }
+    }
+    /// TIMEOUT (100 ms, 4.096 us x 2^15 on the wire) x (7 + 1), and an eighth for the check
+    static constexpr double kBound = 0.134 * 8 * 9 / 8;
+};
+
+TEST_F(PeerDeathAtRetrySeven, DeadPeerFailsWithinTheTimeoutBound)
+{
+    skip_unbounded();
+    UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_PUT_ZCOPY);
+    check_alive();
+    if (IsSkipped() || HasFatalFailure()) {
+        return;
+    }
+    peer_->kill_and_reap();
+    Transfer t(*self_, ep_);
+    ucs_status_t st = t.post_retry(Op::PutZcopy, *local_, 0, 64 << 10, peer_->remote_address,
+                                   rkey_->rkey(), 0, {self_.get()});
+    ASSERT_TRUE(st == UCS_INPROGRESS || UCS_STATUS_IS_ERR(st)) << status_name(st);
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(progress_until([&] { return t.completion().done() && self_->failed(ep_); },
+                               {self_.get()}, "a put to the dead peer to fail",
+                               kDetectionDeadline));
+    const double took = Seconds(std::chrono::steady_clock::now() - start).count();
+    std::printf("[   INFO   ] the put failed with %s after %.2f s (bound %.2f s)\n",
+                status_name(self_->errors.front().status).c_str(), took, kBound);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, self_->errors.front().status)
+        << status_name(self_->errors.front().status);
+    // the bound holds on an idle guest; a loaded one stretches every timer alike
+    EXPECT_LT(took, 10 * kBound) << "far past TIMEOUT x (RETRY_COUNT + 1)";
+    check_survivor_iface();
+}
+
+TEST_F(PeerDeathAtRetrySeven, LiveIdleEndpointWithAnUnsignaledSendIsLeftAlone)
+{
+    UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_PUT_SHORT);
+    check_alive();
+    if (IsSkipped() || HasFatalFailure()) {
+        return;
+    }
+    // two writes: the first (nothing in flight) asks for a completion, the second does not
+    uint64_t value = 0x0123456789abcdefull;
+    for (int i = 0; i < 2; ++i) {
+        ucs_status_t st;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while ((st = uct_ep_put_short(ep_, &value, sizeof(value), peer_->remote_address,
+                                      rkey_->rkey())) == UCS_ERR_NO_RESOURCE &&
+               std::chrono::steady_clock::now() < deadline) {
+            self_->progress();
+        }
+        ASSERT_EQ(UCS_OK, st) << status_name(st);
+    }
+    // idle, progressing, three bounds long: nothing may fail
+    const auto idle_end = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int>(3000 * kBound));
+    while (std::chrono::steady_clock::now() < idle_end) {
+        self_->progress();
+    }
+    EXPECT_FALSE(self_->failed(ep_)) << "a live peer's endpoint failed while idle: "
+                                     << status_name(self_->errors.front().status);
+    EXPECT_EQ(UCS_OK, flush_and_wait(*self_, ep_, {self_.get()}, 0, kDetectionDeadline));
+    // and the connection still works: the peer holds what was written
+    UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_GET_ZCOPY);
+    local_->fill(0);
+    Transfer t(*self_, ep_);
+    ucs_status_t st = t.post_retry(Op::GetZcopy, *local_, 0, sizeof(value), peer_->remote_address,
+                                   rkey_->rkey(), 0, {self_.get()});
+    ASSERT_TRUE(st == UCS_OK || st == UCS_INPROGRESS) << status_name(st);
+    ASSERT_TRUE(progress_until([&] { return t.completion().done(); }, {self_.get()},
+                               "get from the idle peer"));
+    ASSERT_EQ(UCS_OK, t.completion().status());
+    uint64_t read_back;
+    std::memcpy(&read_back, local_->data(), sizeof(read_back));
+    EXPECT_EQ(value, read_back);
 }
 
 }  // namespace

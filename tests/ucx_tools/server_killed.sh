@@ -14,8 +14,8 @@
 # not end). The reference's own end is printed, not required: it ends only when one of its sends
 # meets the dying server's receive buffers released before its QP (a NAK at once); on a busy
 # Soft-RoCE host that race is sometimes lost, and then, at RETRY_COUNT 7, it waits for ever
-# (docs/reliability.md). gdr_rc's slowest way out is its retries running out: 7 x UCX_GDR_TIMEOUT
-# (1 s, rounded to 1.07 s) = 7.5 s nominal on Soft-RoCE, 9-12 s seen on a loaded host; the bound
+# (docs/reliability.md). gdr_rc's slowest way out is its stall check on Soft-RoCE, which retries
+# for ever at 7: (7 + 1) x UCX_GDR_TIMEOUT (1 s, rounded to 1.07 s) = 8.6 s nominal; the bound
 # leaves room for a slower guest, and is still far from a hang. Exit 77: skipped.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -5,6 +5,7 @@
 #include "gdr_ep.inl"
 
 #include <ucs/sys/math.h>
+#include <ucs/time/time.h>
 
 
 static void gdr_u24_pack(uint8_t *dst, uint32_t value)
@@ -152,18 +153,20 @@ UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)
         return status;
     }
 
-    self->psn             = ucs_generate_uuid((uintptr_t)self) & 0xffffff;
-    self->flags           = 0;
-    self->error           = UCS_OK;
-    self->fence_beat      = iface->tx.fence_beat;
-    self->tx.posted_sn    = 0;
-    self->tx.completed_sn = 0;
-    self->tx.signaled_sn  = 0;
-    self->tx.unsignaled   = 0;
-    self->tx.available    = iface->tx.queue_len;
-    self->tx.cas_loops    = 0;
-    self->amo.valid       = 0;
-    self->amo.retrier     = NULL;
+    self->psn                = ucs_generate_uuid((uintptr_t)self) & 0xffffff;
+    self->flags              = 0;
+    self->error              = UCS_OK;
+    self->fence_beat         = iface->tx.fence_beat;
+    self->tx.posted_sn       = 0;
+    self->tx.completed_sn    = 0;
+    self->tx.signaled_sn     = 0;
+    self->tx.unsignaled      = 0;
+    self->tx.available       = iface->tx.queue_len;
+    self->tx.cas_loops       = 0;
+    self->stall.completed_sn = 0;
+    self->stall.since        = ucs_get_time();
+    self->amo.valid          = 0;
+    self->amo.retrier        = NULL;
     ucs_queue_head_init(&self->amo.parked);
     ucs_queue_head_init(&self->tx.outstanding);
     ucs_arbiter_group_init(&self->arb_group);

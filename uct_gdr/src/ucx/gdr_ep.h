@@ -16,7 +16,7 @@
  *   gdr_ep_am.c          active messages
  *   gdr_ep_atomic.c      atomics (verbs' own, and the others as compare-and-swap loops)
  *   gdr_ep_completion.c  send completions: finishing ops, failing the endpoint
- *   gdr_ep_flush.c       flush, fence and keepalive check (of an endpoint and of the iface)
+ *   gdr_ep_flush.c       flush, fence, keepalive and stall checks (of an endpoint and of the iface)
  *   gdr_ep_pending.c     the pending queue
  *   gdr_ep_trace.c       data tracing (UCX_LOG_LEVEL=data) of posts and completions
  */
@@ -44,7 +44,10 @@ enum {
     GDR_EP_FLAG_PEER_GID = UCS_BIT(4), /* peer_gid holds the peer port's GID */
     /* a strong fence (UCX_GDR_FENCE): no new operation until every WR posted
      * before it completed and no compare-and-swap loop runs */
-    GDR_EP_FLAG_FENCE_DRAIN = UCS_BIT(5)
+    GDR_EP_FLAG_FENCE_DRAIN = UCS_BIT(5),
+    /* the stall check moved the QP to the error state: the flushed WRs fail
+     * it with "Endpoint timeout" (gdr_iface_check_stalls) */
+    GDR_EP_FLAG_STALLED = UCS_BIT(6)
 };
 
 /* The atomics gdr_rc does, at both widths, where the device has atomics
@@ -94,6 +97,12 @@ struct gdr_ep {
      * GRH knows only the LID (gdr_ep_is_connected_to).  Last: the data path
      * never reads it. */
     union ibv_gid peer_gid;
+    /* The stall check's view (gdr_iface_check_stalls): completed_sn when it
+     * last moved, and when that was.  Only that check reads or writes it. */
+    struct {
+        uint16_t completed_sn;
+        ucs_time_t since;
+    } stall;
 };
 
 UCS_CLASS_DECLARE(gdr_ep_t, const uct_ep_params_t *);

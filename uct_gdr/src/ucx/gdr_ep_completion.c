@@ -61,6 +61,9 @@ static void gdr_ep_fail(gdr_iface_t *iface, gdr_ep_t *ep, ucs_status_t status)
 
     if (ep->flags & GDR_EP_FLAG_FLUSH_CANCEL) {
         status = UCS_ERR_CANCELED;
+    } else if (ep->flags & GDR_EP_FLAG_STALLED) {
+        /* its WRs were flushed because the peer stopped answering */
+        status = UCS_ERR_ENDPOINT_TIMEOUT;
     }
     ep->flags |= GDR_EP_FLAG_FAILED;
     ep->error = status;

@@ -1,8 +1,11 @@
 /**
  * gdr_ep_flush.c - what orders and checks the work an endpoint posted: flush (also of the
- * whole iface), fence (likewise), and the keepalive check of the peer.
+ * whole iface), fence (likewise), the keepalive check of the peer, and the stall check
+ * that ends an endpoint whose peer stopped answering (UCX_GDR_STALL_TIMEOUT).
  */
 #include "gdr_ep.inl"
+
+#include <ucs/time/time.h>
 
 
 /* @a op finishes when the last WR posted so far completes */
@@ -299,6 +302,52 @@ gdr_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
         return UCS_ERR_NO_RESOURCE; /* UCP's keepalive retries it */
     }
     return gdr_ep_post_nop(iface, ep);
+}
+
+/*
+ * The stall check (UCX_GDR_STALL_TIMEOUT, gdr_iface_init_stall_check): an
+ * endpoint with a signaled WR in flight whose completions have not moved for
+ * the timeout goes to the error state; its WRs complete flushed and fail it
+ * with "Endpoint timeout", the way a retry-exceeded completion would.  Only a
+ * signaled WR is waited on: an unsignaled one after the last completion
+ * never completes by itself on a healthy connection, and UCP's keepalive
+ * (gdr_ep_check) and every flush put a signaled one behind it.
+ */
+UCS_F_NOINLINE void gdr_iface_check_stalls(gdr_iface_t *iface)
+{
+    ucs_time_t now;
+    gdr_ep_t *ep;
+
+    iface->stall.countdown = iface->stall.every;
+    if (iface->stall.timeout == 0) {
+        return;
+    }
+    now = ucs_get_time();
+    if (now < iface->stall.next_check) {
+        return;
+    }
+    iface->stall.next_check = now + iface->stall.interval;
+    ucs_list_for_each(ep, &iface->ep_list, list) {
+        if ((ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_STALLED)) ||
+            !UCS_CIRCULAR_COMPARE16(ep->tx.signaled_sn, >,
+                                    ep->tx.completed_sn) ||
+            (ep->stall.completed_sn != ep->tx.completed_sn)) {
+            /* nothing waited on, or something completed since last time */
+            ep->stall.completed_sn = ep->tx.completed_sn;
+            ep->stall.since        = now;
+            continue;
+        }
+        if ((now - ep->stall.since) < iface->stall.timeout) {
+            continue;
+        }
+        ucs_diag("gdr_rc: endpoint %p (qpn 0x%x) to a peer that has not "
+                 "answered for %.1f s (UCX_GDR_STALL_TIMEOUT): failing it",
+                 ep, ep->qp->qp_num, ucs_time_to_sec(now - ep->stall.since));
+        ep->flags |= GDR_EP_FLAG_STALLED;
+        if (gdr_ep_qp_to_error(ep) != UCS_OK) {
+            ep->flags &= ~GDR_EP_FLAG_STALLED; /* logged; try again later */
+        }
+    }
 }
 
 ucs_status_t

@@ -93,14 +93,6 @@ gdr_iface_setup_port(gdr_iface_t *iface, const gdr_iface_config_t *config)
     iface->qp_local.hop_limit     = config->hop_limit;
     iface->qp_local.timeout       = gdr_iface_ack_timeout_exp(config->timeout);
     iface->qp_local.retry_count   = config->retry_count;
-    if ((config->retry_count == 7) && gdr_iface_is_soft_roce(iface)) {
-        /* Soft-RoCE retries for ever at 7, the value that means "for ever"
-         * only for the RNR retry count: a peer whose QP went without a NAK
-         * (its process killed) would hold the endpoint, and a caller without
-         * error handling, for good.  6 fails it after its retries, as an HCA
-         * does at 7. */
-        iface->qp_local.retry_count = 6;
-    }
     iface->qp_local.rnr_retry     = config->rnr_retry_count;
     iface->qp_local.min_rnr_timer = gdr_iface_rnr_timer_code(
             config->rnr_timeout);
@@ -153,6 +145,45 @@ static int gdr_iface_soft_roce_on_a_wire(gdr_iface_t *iface, char *netdev)
         return 1; /* cannot tell: as if it could */
     }
     return !gdr_netdev_is_host_local(netdev);
+}
+
+/*
+ * The stall check (UCX_GDR_STALL_TIMEOUT).  Soft-RoCE retries for ever at
+ * RETRY_COUNT=7, which the IBTA defines as seven retries (7 means "for ever"
+ * only for the RNR retry count): a peer that stopped answering -- its process
+ * killed, its host gone -- would hold the endpoint, and a caller without
+ * error handling, for good.  A lower retry count is no cure there: rxe spends
+ * a retry on every sequence-error NAK as well as on every ack timeout, so 6
+ * ends a stream under a 3 s cut that an HCA at 7 (and rxe at 7) survives.
+ * The check keeps 7 on the wire and gives the endpoint the bound an HCA keeps,
+ * TIMEOUT * (RETRY_COUNT + 1), counted while a signaled WR waits.  Where
+ * retries end by themselves, 'auto' leaves it off.
+ */
+static void
+gdr_iface_init_stall_check(gdr_iface_t *iface, const gdr_iface_config_t *config)
+{
+    ucs_time_t timeout = config->stall_timeout;
+    double ack_timeout = 4.096e-6 * (double)(1ul << iface->qp_local.timeout);
+
+    if (timeout == UCS_TIME_AUTO) {
+        timeout = ((config->retry_count == 7) &&
+                   gdr_iface_is_soft_roce(iface)) ?
+                          ucs_time_from_sec(ack_timeout *
+                                            (config->retry_count + 1)) :
+                          UCS_TIME_INFINITY;
+    }
+    if (timeout == UCS_TIME_INFINITY) {
+        iface->stall.timeout = 0;
+        iface->stall.every   = UINT_MAX;
+    } else {
+        iface->stall.timeout = timeout;
+        /* a stalled endpoint fails within 1/8 past its bound; the clock is
+         * read once per 64 empty polls, not on every one */
+        iface->stall.every = 64;
+    }
+    iface->stall.interval   = ucs_max(iface->stall.timeout / 8, 1);
+    iface->stall.next_check = 0;
+    iface->stall.countdown  = iface->stall.every;
 }
 
 /* UCX_GDR_DEVICE_ATOMICS: whether the iface advertises the device's atomics */
@@ -318,6 +349,7 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
                          ((config->fence == GDR_FENCE_AUTO) &&
                           gdr_iface_is_soft_roce(self));
     self->fence_prog_id = UCS_CALLBACKQ_ID_NULL;
+    gdr_iface_init_stall_check(self, config);
     /* no point posting more than there may be buffers */
     self->rx.queue_len = ucs_min(config->rx_queue_len, config->rx_max_bufs);
     self->rx.max_poll  = config->rx_max_poll;
@@ -396,12 +428,13 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
     }
 
     ucs_debug("gdr_rc: iface %p on %s:%u mtu %u gid_index %d inline %u "
-              "posting with %s, %s fence",
+              "posting with %s, %s fence, stall check %.3g s",
               self, self->dev->name, self->port->port_num,
               gdr_verbs_mtu_bytes(self->qp_local.mtu), self->qp_local.gid_index,
               self->tx.max_inline,
               self->tx.send_ops_flags ? "ibv_wr_*" : "ibv_post_send",
-              self->fence_strong ? "strong" : "weak");
+              self->fence_strong ? "strong" : "weak",
+              ucs_time_to_sec(self->stall.timeout));
     return UCS_OK;
 
 err_cleanup_mpools:

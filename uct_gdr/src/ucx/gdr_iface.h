@@ -39,6 +39,7 @@ typedef struct gdr_iface_config {
     unsigned rx_max_poll;
     double timeout;
     unsigned retry_count;
+    ucs_time_t stall_timeout; /* UCS_TIME_AUTO, UCS_TIME_INFINITY or a time */
     double rnr_timeout;
     unsigned rnr_retry_count;
     unsigned long gid_index; /* UCS_ULUNITS_AUTO: auto-select */
@@ -168,6 +169,18 @@ typedef struct gdr_iface {
      * endpoints (gdr_ep_flush.c) */
     int fence_strong;
     uct_worker_cb_id_t fence_prog_id;
+    /* The stall check (UCX_GDR_STALL_TIMEOUT, gdr_iface_progress.c): an
+     * endpoint whose signaled WR has not completed for `timeout` fails as a
+     * retry-exceeded one would.  Run from progress calls that poll no send
+     * completion, every `every` of them and at most once per `interval`;
+     * countdown is never 0 while the check is off. */
+    struct {
+        ucs_time_t timeout; /* 0: off */
+        ucs_time_t interval;
+        ucs_time_t next_check;
+        unsigned every;
+        unsigned countdown;
+    } stall;
 } gdr_iface_t;
 
 /* uct_tl_t.iface_open of gdr_rc */
@@ -177,6 +190,8 @@ UCS_CLASS_DECLARE_NEW_FUNC(gdr_iface_t, uct_iface_t, uct_md_h, uct_worker_h,
 
 /* uct_iface_ops_t members, each in the file of its concern (gdr_iface.c fills the table) */
 unsigned gdr_iface_progress(uct_iface_h iface);
+/* gdr_ep_flush.c: the stall check, off the data path */
+void gdr_iface_check_stalls(gdr_iface_t *iface);
 ucs_status_t gdr_iface_event_fd_get(uct_iface_h iface, int *fd_p);
 ucs_status_t gdr_iface_event_arm(uct_iface_h iface, unsigned events);
 ucs_status_t gdr_iface_query(uct_iface_h iface, uct_iface_attr_t *attr);

@@ -73,6 +73,15 @@ ucs_config_field_t gdr_iface_config_table[] = {
          "Transport retries before an endpoint fails with a timeout (0..7).",
          ucs_offsetof(gdr_iface_config_t, retry_count), UCS_CONFIG_TYPE_UINT},
 
+        {"STALL_TIMEOUT", "auto",
+         "An endpoint whose signaled send has not completed for this\n"
+         "long fails with \"Endpoint timeout\", as one whose retries ran\n"
+         "out.  'auto': where the device would otherwise retry for ever\n"
+         "(Soft-RoCE at RETRY_COUNT=7), TIMEOUT * (RETRY_COUNT + 1), the\n"
+         "bound an HCA keeps; elsewhere off.  'inf': off.",
+         ucs_offsetof(gdr_iface_config_t, stall_timeout),
+         UCS_CONFIG_TYPE_TIME_UNITS},
+
         {"RNR_TIMEOUT", "1ms",
          "Delay before resending to a peer that had no receive buffer.",
          ucs_offsetof(gdr_iface_config_t, rnr_timeout), UCS_CONFIG_TYPE_TIME},
@@ -176,6 +185,12 @@ ucs_status_t gdr_iface_config_check(const gdr_iface_config_t *config,
     GDR_CHECK_RANGE("RX_MAX_POLL", config->rx_max_poll, 1, 16);
     GDR_CHECK_RANGE("RETRY_COUNT", config->retry_count, 0, 7);
     GDR_CHECK_RANGE("RNR_RETRY_COUNT", config->rnr_retry_count, 0, 7);
+    if (config->stall_timeout == 0) {
+        ucs_error("gdr_rc: UCX_" GDR_CONFIG_PREFIX "STALL_TIMEOUT=0 would fail "
+                  "every endpoint with a send in flight; 'inf' turns the "
+                  "check off");
+        return UCS_ERR_INVALID_PARAM;
+    }
     GDR_CHECK_RANGE("TRAFFIC_CLASS", config->traffic_class, 0, 255);
     GDR_CHECK_RANGE("HOP_LIMIT", config->hop_limit, 0, 255);
     GDR_CHECK_RANGE("MAX_RD_ATOMIC", config->max_rd_atomic, 1,

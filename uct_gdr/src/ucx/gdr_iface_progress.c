@@ -165,6 +165,10 @@ static UCS_F_ALWAYS_INLINE unsigned gdr_iface_progress_tx(gdr_iface_t *iface)
     } else {
         count = gdr_iface_poll(iface->send_cq, wc, iface->tx.max_poll,
                                iface->stash_tx.wc, &iface->stash_tx.count);
+        /* WRs in flight and none completed: now and then, is one stuck? */
+        if (ucs_unlikely((count == 0) && (--iface->stall.countdown == 0))) {
+            gdr_iface_check_stalls(iface);
+        }
     }
     for (i = 0; i < count; ++i) {
         if (gdr_trace_data_on()) {

@@ -15,7 +15,7 @@
 /* Payload bandwidth of the port: the wire's, times payload per packet over
  * packet length (an MTU, at most a bounce buffer), at most what the PCIe link
  * carries: rc_verbs' figure on the same port, so that UCP's thresholds over the
- * two transports are the same (docs/perf-compare.md, issue 27) */
+ * two transports are the same (docs/perf-compare.md) */
 static double gdr_iface_bandwidth(gdr_iface_t *iface)
 {
     int ethernet = iface->port->link_layer == IBV_LINK_LAYER_ETHERNET;

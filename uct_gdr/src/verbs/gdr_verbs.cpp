@@ -23,7 +23,7 @@ namespace {
 
 // Bandwidth on the wire and latency of a port, as UCX's uct_ib_iface_query estimates them for
 // rc_verbs (the same table in UCX 1.13 to 1.22): UCP picks its thresholds from these figures, so
-// that gdr_rc and rc_verbs on one port get the same ones (docs/perf-compare.md, issue 27).
+// that gdr_rc and rc_verbs on one port get the same ones (docs/perf-compare.md).
 // Bandwidth: width x signalling rate x line encoding, in bytes/s; latency: by active_speed, +200 ns
 // on Ethernet (RoCE).  An unknown speed (rxe reports 1) counts as SDR, as in UCX.
 void port_speed(const ibv_port_attr &pa, bool ethernet, double &bandwidth, double &latency)
