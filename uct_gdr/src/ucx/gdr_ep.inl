@@ -141,9 +141,9 @@ gdr_ep_post_prepare(gdr_iface_t *iface, gdr_ep_t *ep, int signal,
      * (docs/perf-compare.md, ep_flush); a stream still gets one completion
      * per moderation window, plus one where it starts.  An active message
      * keeps the moderation, as rc_verbs' sends do: its peer replies anyway,
-     * and a completion for every message cost the replier a send CQE and
-     * its poll (221 instructions a message, recv_am_short) where rc_verbs
-     * polls one per 64 sends. */
+     * and a completion for every message would cost the replier a send CQE
+     * and its poll per message where rc_verbs polls one per 64 sends
+     * (perf/cost's recv_am_short row counts it). */
     if (signal ||
         ((opcode != IBV_WR_SEND_WITH_IMM) &&
          (ep->tx.posted_sn == ep->tx.completed_sn)) ||

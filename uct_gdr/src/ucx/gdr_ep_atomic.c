@@ -344,7 +344,7 @@ gdr_ep_atomic_cas_loop(uct_ep_h tl_ep, uct_atomic_op_t opcode, unsigned size,
 /* The 64-bit loops' entry: its own call, of the arguments the 64-bit ops have,
  * so that the fetch-add and cswap paths beside it in gdr_ep_atomic64_fetch
  * compile as they did before the loop took a width and a compare value
- * (perf/cost's fetch_add64 row: 3 instructions more per op otherwise) */
+ * (perf/cost's fetch_add64 row counts the difference) */
 static UCS_F_NOINLINE ucs_status_t gdr_ep_atomic64_cas_loop(
         uct_ep_h tl_ep, uct_atomic_op_t opcode, uint64_t value,
         uint64_t *result, uint64_t remote_addr, uct_rkey_t uct_rkey,

@@ -208,9 +208,9 @@ unsigned gdr_iface_progress(uct_iface_h tl_iface)
     /* Send completions only when nothing was received, as UCX's rc transports
      * do (rc_iface's tx_poll_always=n): a message received is what the caller
      * is waiting for (a reply, a request), and the send CQ keeps until the
-     * next call, which finds the receive CQ empty.  Polling both cost a
-     * receiver 58 more instructions per message than rc_verbs (the cost
-     * section's recv_am_short row). */
+     * next call, which finds the receive CQ empty.  Polling both would make
+     * every received message dearer than over rc_verbs (perf/cost's
+     * recv_am_short row). */
     if (count > 0) {
         return count;
     }

@@ -20,8 +20,7 @@ int gdr_under_memcheck;
 /*
  * Only memcheck tracks definedness, so only memcheck needs to be told; under the other tools
  * (callgrind counting the hot path for perf/compare's cost section, cachegrind, helgrind...) the
- * call would be pure overhead: 19 instructions per received fragment (its 12 and the call's 7) that
- * rc_verbs does not pay. RUNNING_ON_VALGRIND is true under every tool, so it cannot decide. Asking
+ * call would be pure overhead on every received fragment, which rc_verbs does not pay. RUNNING_ON_VALGRIND is true under every tool, so it cannot decide. Asking
  * memcheck itself can: VALGRIND_GET_VBITS is a memcheck request whose return memcheck.h documents
  * (1: success, 0: not running on valgrind); a tool that does not handle a request leaves the
  * caller's default, 0, so exactly memcheck answers 1. It copies the validity bits of one defined

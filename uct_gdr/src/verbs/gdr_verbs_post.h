@@ -6,8 +6,7 @@
  *  - the ibv_wr_* interface (ibv_wr_post(3)) where the provider has it (rxe, mlx5, efa, ...):
  *    a builder and a setter write the provider's WQE directly, with none of ibv_post_send's
  *    translation of struct ibv_send_wr (rxe's post_send validates, converts and copies the
- *    WR field by field; in the Soft-RoCE VM its builders cost about half the instructions:
- *    docs/perf-compare.md);
+ *    WR field by field, work the builders skip: docs/perf-compare.md);
  *  - ibv_post_send, which every provider has, for the others and for what the first way does
  *    not take (gather lists and empty WRs: below).
  * Both may be used on one QP: ibv_wr_post(3) allows interleaving them outside each other's
