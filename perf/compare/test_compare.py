@@ -1185,6 +1185,24 @@ class ProgressFollowingTimeout(unittest.TestCase):
                 ok, _, _, why, _ = self.pair(writes)  # the same without the probe: silent
             self.assertIn("client ended: no progress", why)
 
+    def test_a_server_that_computes_silently_before_it_listens_is_starting(self):
+        # UCX's and valgrind's start-up print nothing; the CPU it uses is its progress until it
+        # listens (a server that sleeps instead is stuck)
+        def server(before):
+            return python(f"import socket, time\n{before}\ns = socket.socket(); "
+                          f"s.bind(('127.0.0.1', {self.port})); s.listen(); time.sleep(60)")
+        busy = "t = time.time()\nwhile time.time() - t < 3: pass"
+        with contextlib.redirect_stdout(io.StringIO()):
+            ok, _, _, why, _ = launch.run_pair("starting", server(busy), ["true"],
+                                               dict(os.environ), self.port, 1.0, self.logs,
+                                               exit_s=1)
+        self.assertNotIn("did not listen", why or "")
+        with contextlib.redirect_stdout(io.StringIO()):
+            ok, _, _, why, _ = launch.run_pair("stuck", server("time.sleep(30)"), ["true"],
+                                               dict(os.environ), self.port, 1.0, self.logs)
+        self.assertIn("server did not listen on TCP port", why)
+        self.assertIn("no progress for 1 s", why)
+
     def test_a_launch_that_keeps_printing_outlives_the_bound_and_a_stuck_one_does_not(self):
         steady = python("import time\nfor i in range(15):\n print(i, flush=True)\n"
                         " time.sleep(0.2)")

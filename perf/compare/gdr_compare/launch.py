@@ -3,7 +3,8 @@ that starts all ranks itself (gdr_perftest -N, mpirun), with their output kept u
 
 The bound follows progress, not the clock alone: a process is ended when it has made none for
 `stall_s` seconds -- no output from any process of the pair or launch, and no change of what
-`probe()` reports (the cost section's callgrind profiles, one file per call) -- or when it has
+`probe()` reports (the cost section's callgrind profiles, one file per call; a server that has
+not listened yet: the CPU it uses) -- or when it has
 run `cap_s` in all (CAP_FACTOR x stall_s).  A client under valgrind on a loaded TCG guest takes
 minutes for what an idle one does in one, but it keeps printing results and writing profiles; a
 fixed limit killed such clients with their finished tests in the log.  A stuck pair (a peer that
@@ -83,11 +84,13 @@ def last_error_line(*texts):
 
 
 def last_line(*texts):
-    """The last non-empty line of the first text that has one, or "no output"."""
+    """The last non-empty line of the first text that has one, or "no output"; the program's
+    own, where valgrind's (its start-up with -v, its summary) surround it."""
     for text in texts:
         lines = [line for line in text.splitlines() if line.strip()]
-        if lines:
-            return lines[-1].strip()[:200]
+        own = [line for line in lines if not VALGRIND_LINE.match(line)]
+        if own or lines:
+            return (own or lines)[-1].strip()[:200]
     return "no output"
 
 
@@ -138,6 +141,16 @@ class Process:
         return self.proc.returncode
 
 
+def cpu_time(pid):
+    """Clock ticks of CPU that process `pid` has used (user + system), or None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class Progress:
     """When the processes of one pair or launch last made progress: any output of any of them,
     or a new value of probe() (None: none)."""
@@ -153,6 +166,14 @@ class Progress:
             if now != self.seen:
                 self.seen, self.probed = now, time.monotonic()
         return max([self.probed] + [p.last for p in self.procs])
+
+
+def starting(proc):
+    """A probe for a server that has not listened yet: the CPU it has used.  Its start-up (UCX's
+    init, valgrind's) prints nothing, and a niced server on CPUs that others keep busy takes
+    minutes of wall for seconds of CPU; one that uses none is stuck.  Only before it listens: a
+    peer that waits for the other busy-polls, so CPU says nothing once the pair runs."""
+    return lambda: cpu_time(proc.proc.pid)
 
 
 def follow(proc, progress, stall_s, cap_s, t0, until=None):
@@ -183,12 +204,11 @@ def run_pair(name, server_cmd, client_cmd, env, port, timeout_s, logdir, listen_
     t0 = time.monotonic()
     cap_s = CAP_FACTOR * timeout_s
     server = Process(server_cmd, env)
-    progress = Progress([server], probe)
     reason = None
     client = None
     try:
-        why = follow(server, progress, min(listen_s, timeout_s), cap_s, t0,
-                     until=lambda: tcp_listening(port))
+        why = follow(server, Progress([server], starting(server)), min(listen_s, timeout_s),
+                     cap_s, t0, until=lambda: tcp_listening(port))
         if server.proc.poll() is not None and not tcp_listening(port):
             reason = "server exited before listening"
         elif why:
@@ -196,11 +216,10 @@ def run_pair(name, server_cmd, client_cmd, env, port, timeout_s, logdir, listen_
                       f"{last_line(server.output)!r})")
         if reason is None:
             client = Process(client_cmd, env)
-            progress.procs.append(client)
-            why = follow(client, progress, timeout_s, cap_s, t0)
+            why = follow(client, Progress([server, client], probe), timeout_s, cap_s, t0)
             if why:
+                reason = stalled("client", why, client.output)  # its last line before the kill
                 client.kill()
-                reason = stalled("client", why, client.output)
                 print(f"  compare: {name}: {reason}", flush=True)
             client_rc = client.finish()
         grace = exit_s if client is not None and client_rc == 0 else 3
@@ -240,6 +259,7 @@ def run_single(name, cmd, env, timeout_s, logdir, probe=None):
     try:
         why = follow(proc, Progress([proc], probe), timeout_s, CAP_FACTOR * timeout_s, t0)
         if why:
+            last = proc.output  # what it printed before the kill
             proc.kill()
     finally:
         if proc.proc.poll() is None:
@@ -252,7 +272,7 @@ def run_single(name, cmd, env, timeout_s, logdir, probe=None):
         f.write(f"$ {shown + ' ' if shown else ''}{shlex.join(cmd)}\n{out}")
     reason = None
     if why:
-        reason = stalled("launch", why, out)
+        reason = stalled("launch", why, last)
         print(f"  compare: {name}: {reason}", flush=True)
     elif rc != 0:
         reason = f"exit status {rc}: {last_error_line(out)}"
