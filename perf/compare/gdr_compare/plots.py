@@ -27,11 +27,18 @@ def pyplot():
     return plt
 
 
-def grouped_bars(ax, groups, series, labels, title, style, ylabel, xlabel):
+def count_text(value):
+    """An exact count as a bar's label: whole thousands with separators (1,470, not 1.47e+03),
+    fractions where they are small."""
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.4g}"
+
+
+def grouped_bars(ax, groups, series, labels, title, style, ylabel, xlabel, counts=False):
     """One bar per series per group (a group: dict series key -> row or None); a series with no
     row in any group is left out, an n/a row is marked, never drawn.  A row measured more than
     once has the min-max of its runs as an error bar.  The legend goes outside the axes, to the
-    right, where it can cover no bar; the value is written inside the bar."""
+    right, where it can cover no bar; the value is written inside the bar, or with counts (exact
+    figures of several digits) upright above it, where no neighbour's can overlap it."""
     from matplotlib.patches import Patch
     # a series no group has (raw verbs when the raw section did not run) takes no room
     series = [sr for sr in series if any(g.get(sr[0]) is not None for g in groups)] or series
@@ -58,8 +65,12 @@ def grouped_bars(ax, groups, series, labels, title, style, ylabel, xlabel):
                       error_kw=dict(ecolor="black", capsize=3, elinewidth=1))
         handles.append(Patch(color=color,
                              label=label + (f" ({len(missing)} n/a)" if missing else "")))
-        ax.bar_label(bars, fmt="%.3g", fontsize=style["bar"], label_type="center",
-                     rotation=90 if width < 0.3 else 0)
+        if counts:
+            ax.bar_label(bars, labels=[count_text(y) for y in ys], fontsize=style["bar"],
+                         label_type="edge", rotation=90, padding=2)
+        else:
+            ax.bar_label(bars, fmt="%.3g", fontsize=style["bar"], label_type="center",
+                         rotation=90 if width < 0.3 else 0)
         # n/a at the foot of the axes, in axes coordinates: a data y of 0 is minus infinity on
         # a log scale, and its text made the saved figure 112450 pixels high
         foot = ax.get_xaxis_transform()
@@ -70,9 +81,12 @@ def grouped_bars(ax, groups, series, labels, title, style, ylabel, xlabel):
     ax.set_xticklabels(labels, fontsize=style["ticks"])
     shown = [g[k]["value"] for g in groups for k, _, _ in series
              if g[k] is not None and g[k]["value"] is not None and g[k]["value"] > 0]
-    if shown and max(shown) / min(shown) > 50:
+    log = bool(shown) and max(shown) / min(shown) > 50
+    if log:
         ax.set_yscale("log")  # emulated latencies can span decades (see docs/perf-compare.md)
         ylabel += ", log scale"
+    if counts and shown:  # room above the tallest bar for its upright label
+        ax.set_ylim(top=max(shown) * (8 if log else 1.3))
     ax.set_title(title, **style["title"])
     ax.set_ylabel(ylabel, fontsize=style["ticks"] + 1)
     ax.set_xlabel(xlabel, fontsize=style["ticks"] + 1)
@@ -109,10 +123,25 @@ def ratio_label(r, metric):
     return label
 
 
+def wrapped(name, width=14):
+    """A row name in lines of about `width` characters, broken after an underscore (the longest,
+    recv_put_short_every_send_signaled, would run into its neighbours on one line)."""
+    lines = [""]
+    for part in name.split("_"):
+        piece = part if not lines[-1] else "_" + part
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines[-1] += "_"
+            lines.append(part)
+        else:
+            lines[-1] += piece
+    return "\n".join(lines)
+
+
 def cost_label(t):
     """A cost row under its bars: operation, size and the exact ratio as the table prints it."""
     from .report import cost_ratio
-    return f"{t['test']}\n{size_label(t['size'])}\ngdr/rc {cost_ratio(t['gdr_over_rc'])}"
+    return (f"{wrapped(t['test'])}\n{size_label(t['size'])}\n"
+            f"gdr/rc {cost_ratio(t['gdr_over_rc'])}")
 
 
 def transport_plots(plt, outdir, table):
@@ -181,7 +210,7 @@ def cost_plot(plt, outdir, table):
     panels = [groups[i:i + COST_ROWS_PER_PANEL]
               for i in range(0, len(groups), COST_ROWS_PER_PANEL)]
     width = max(5, 1.1 * max(len(p) for p in panels) + 2)
-    fig, axes = plt.subplots(len(panels), 1, figsize=(width, 4.5 * len(panels)), squeeze=False)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(width, 5 * len(panels)), squeeze=False)
     for n, (ax, panel) in enumerate(zip(axes[:, 0], panels)):
         title = "Exact cost per operation (callgrind: counted, not timed)"
         if len(panels) > 1:
@@ -189,7 +218,8 @@ def cost_plot(plt, outdir, table):
         grouped_bars(ax, panel, [("rc_verbs", "rc_verbs", "C0"), ("gdr_rc", "gdr_rc", "C1")],
                      [cost_label(t) for t in panel], title, ONE_PANEL,
                      "instructions per call\nlower is better",
-                     "operation, message size, gdr_rc/rc_verbs (posting side; recv_*: receiver)")
+                     "operation, message size, gdr_rc/rc_verbs (posting side; recv_*: receiver)",
+                     counts=True)
     return [save(plt, fig, outdir, "cost.png")]
 
 
