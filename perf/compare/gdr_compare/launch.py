@@ -250,14 +250,15 @@ def run_pair(name, server_cmd, client_cmd, env, port, timeout_s, logdir, listen_
 LOGGED_ENV = ("UCX_TLS", "UCX_NET_DEVICES", "UCX_UD_VERBS_ETH_DGID_CHECK", "LD_PRELOAD")
 
 
-def run_single(name, cmd, env, timeout_s, logdir, probe=None):
+def run_single(name, cmd, env, timeout_s, logdir, probe=None, cap_s=None):
     """One command (a launcher that starts all the ranks itself: gdr_perftest -N, mpirun), its
-    whole process group killed after timeout_s without progress (output, probe()).  Returns
-    (ok, output, reason, wall_seconds)."""
+    whole process group killed after timeout_s without progress (output, probe()), or cap_s in
+    all (default CAP_FACTOR x timeout_s).  Returns (ok, output, reason, wall_seconds)."""
     t0 = time.monotonic()
     proc = Process(cmd, env)
     try:
-        why = follow(proc, Progress([proc], probe), timeout_s, CAP_FACTOR * timeout_s, t0)
+        why = follow(proc, Progress([proc], probe), timeout_s, cap_s or CAP_FACTOR * timeout_s,
+                     t0)
         if why:
             last = proc.output  # what it printed before the kill
             proc.kill()
