@@ -1,5 +1,6 @@
-// RMA with remote-key exchange: the server registers memory and sends its address and packed
-// rkey over a tag message; the client puts a pattern, gets it back, and does a fetch-add.
+// RMA with remote-key exchange: the server registers memory and sends its descriptor (address,
+// length and packed rkey: ucp_cpp::remote_memory) in a tag message; the client puts a pattern,
+// gets it back, and does a fetch-add.
 #include "example_util.hpp"
 
 #include <ucp_cpp/ucp_cpp.hpp>
@@ -23,13 +24,7 @@ int main(int argc, char **argv)
             std::vector<uint64_t> region(region_size / 8 + 1, 0);
             auto memh = ucp_cpp::memory_handle::map(worker->ctx(), region.data(),
                                                     region.size() * 8);
-            // message: 8-byte address followed by the packed rkey
-            auto packed = memh->pack_rkey();
-            std::vector<uint8_t> message(8 + packed.bytes.size());
-            uint64_t address = memh->remote_address();
-            std::memcpy(message.data(), &address, 8);
-            std::memcpy(message.data() + 8, packed.bytes.data(), packed.bytes.size());
-            ep->tag_send(message.data(), message.size(), rkey_tag).wait(10s);
+            ucp_cpp::blocking::send_remote_memory(*ep, memh->describe(), rkey_tag, 10s);
             // Keep progressing (RMA may be emulated by UCP over transports without it).
             uint64_t done = 0;
             worker->tag_recv(&done, sizeof(done), done_tag).wait(30s);
@@ -41,16 +36,13 @@ int main(int argc, char **argv)
             return ok ? 0 : 1;
         },
         [&](const std::string &host, uint16_t port) {
-            auto worker = example::make_worker(features);
-            auto ep     = ucp_cpp::endpoint::connect(worker, host, port);
-            std::vector<uint8_t> message(4096);
-            auto recv = worker->tag_recv(message.data(), message.size(), rkey_tag);
-            recv.wait(10s);
-            uint64_t remote = 0;
-            std::memcpy(&remote, message.data(), 8);
-            ucp_cpp::packed_rkey packed{
-                std::vector<uint8_t>(message.begin() + 8, message.begin() + recv.length())};
-            auto rkey = ep->unpack_rkey(packed);
+            auto worker                         = example::make_worker(features);
+            auto ep                             = ucp_cpp::endpoint::connect(worker, host, port);
+            const ucp_cpp::remote_memory region = ucp_cpp::blocking::recv_remote_memory(*worker,
+                                                                                        rkey_tag,
+                                                                                        10s);
+            auto rkey                           = ep->unpack_rkey(region);
+            const uint64_t remote               = region.address;
 
             std::vector<uint64_t> out(region_size / 8), back(region_size / 8);
             for (size_t i = 0; i < out.size(); ++i) {
