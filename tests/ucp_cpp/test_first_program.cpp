@@ -250,7 +250,7 @@ TEST(UcpCppTls, TlsIncludesReadsTheEffectiveList)
     EXPECT_FALSE(make_context("posix,self")->tls_includes("tcp"));
     EXPECT_TRUE(make_context("all")->tls_includes("tcp"));
     EXPECT_FALSE(make_context("^tcp")->tls_includes("tcp"));
-    EXPECT_TRUE(make_context("^ib")->tls_includes("tcp"));
+    EXPECT_TRUE(make_context("^sysv")->tls_includes("tcp"));
     EXPECT_EQ(make_context("posix,self")->tls(), "posix,self");
 }
 
