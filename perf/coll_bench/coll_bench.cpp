@@ -47,9 +47,9 @@ namespace coll = ucp_cpp::coll;
 
 // --persistent: coll::persistent where this ucp_cpp has it (the same source builds against one
 // without, to measure an earlier version).
-#ifdef UCP_CPP_COLL_PERSISTENT
-#define PERSISTENT(init)     \
-    if (opt.persistent)      \
+#ifdef UCP_CPP_PERSISTENT_COLLECTIVES
+#define PERSISTENT(init) \
+    if (opt.persistent)  \
     plan = init
 #else
 #define PERSISTENT(init) (void)0
@@ -184,6 +184,8 @@ struct bench {
     coll::communicator &comm;
     const options &opt;
     int rank, size;
+    bool last_ok_ = true;  ///< the last size's check
+    std::string last_algorithm_;  ///< what the last size ran (ours)
 
     void run(const std::string &op)
     {
@@ -213,22 +215,21 @@ struct bench {
         double latency_ours = 0, latency_mpi = 0;
         if (op == "barrier") {
             coll::call_options how;
-            how.algo = opt.algo;
-            const measured t =
-                compare([&] { comm.barrier(how); }, [] { MPI_Barrier(MPI_COMM_WORLD); }, opt, 0);
+            how.algo         = opt.algo;
+            const measured t = compare([&] { comm.barrier(how); },
+                                       [] { MPI_Barrier(MPI_COMM_WORLD); }, opt, 0);
             row(0, t, 0, true, coll::name_of(comm.ibarrier(how).algorithm()));
             comm.barrier(how);
             return;
         }
         for (size_t bytes = 8; bytes <= max;
              bytes        = bytes == max ? bytes + 1 : std::min(bytes * opt.step, max)) {
-            const measured t = size_point(op, bytes);
+            const measured t   = size_point(op, bytes);
             const double moved = blocks ? double(bytes) * p : double(bytes);
             if (bytes == 8) {
                 latency_ours = t.ours;
                 latency_mpi  = t.mpi;
             }
-            (void)factor;
             row(bytes, t, moved * factor, last_ok_, last_algorithm_);
         }
         if (rank == 0 && latency_ours > 0) {
@@ -236,10 +237,6 @@ struct bench {
                         latency_ours * 1e6, latency_mpi * 1e6);
         }
     }
-
-private:
-    bool last_ok_ = true;
-    std::string last_algorithm_;
 
     void row(size_t bytes, const measured &t, double busbytes, bool ok, const std::string &algo)
     {
@@ -254,18 +251,17 @@ private:
 
     measured size_point(const std::string &op, size_t bytes)
     {
-        const size_t n = bytes / sizeof(float);  // elements per rank (per block where blocks)
-        const size_t P = size_t(size);
+        const size_t n       = bytes / sizeof(float);  // elements per rank (per block where blocks)
+        const size_t P       = size_t(size);
         const bool wide_send = op == "alltoall" || op == "reduce_scatter" || op == "scatter";
         const bool wide_recv = op == "alltoall" || op == "allgather" || op == "gather";
         std::vector<float> send(wide_send ? n * P : n, float(rank + 1));
         std::vector<float> recv(wide_recv ? n * P : n);
         coll::call_options how;
-        how.algo = opt.algo;
+        how.algo       = opt.algo;
         const int root = 0;
         std::function<void()> ours, theirs;
-        coll::request probe;  // what the automatic choice picks (not waited: issued below)
-#ifdef UCP_CPP_COLL_PERSISTENT
+#ifdef UCP_CPP_PERSISTENT_COLLECTIVES
         std::optional<coll::persistent> plan;
 #else
         std::optional<int> plan;  // a ucp_cpp without persistent collectives
@@ -323,14 +319,14 @@ private:
             theirs = [&] { MPI_Bcast(send.data(), int(n), MPI_FLOAT, root, MPI_COMM_WORLD); };
             PERSISTENT(comm.bcast_init(send.data(), n, root, how));
         }
-#ifdef UCP_CPP_COLL_PERSISTENT
+#ifdef UCP_CPP_PERSISTENT_COLLECTIVES
         if (plan)
             ours = [&] { plan->start().wait(); };
 #endif
         // Once, checked: which algorithm ran, and whether the result is right.
         {
             coll::request first;
-#ifdef UCP_CPP_COLL_PERSISTENT
+#ifdef UCP_CPP_PERSISTENT_COLLECTIVES
             if (plan) {
                 first = plan->start();
             } else
@@ -381,7 +377,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     options opt;
     for (int i = 1; i < argc; ++i) {
-        std::string key = argv[i];
+        std::string key      = argv[i];
         const bool has_value = i + 1 < argc;
         if (key == "--no-peer-errors") {
             opt.peer_errors = false;

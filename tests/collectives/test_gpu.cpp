@@ -292,7 +292,8 @@ protected:
         ASSERT_TRUE(same_bits(got[count], sentinel<T>())) << label << ": wrote past the end";
     }
 
-    template <class T> void reduce_scatter(coll::op_kind op, size_t count)
+    template <class T>
+    void reduce_scatter(coll::op_kind op, size_t count, const char *algo = "automatic")
     {
         std::vector<std::unique_ptr<device_array<T>>> send, recv;
         for (int r = 0; r < p(); ++r) {
@@ -305,12 +306,12 @@ protected:
         }
         world_->run([&](int r) {
             return world_->comm(r).ireduce_scatter(send[size_t(r)]->get(), recv[size_t(r)]->get(),
-                                                   count, op_object(op));
+                                                   count, op_object(op), run_with(algo));
         });
         for (int r = 0; r < p(); ++r) {
             const auto got   = recv[size_t(r)]->download();
             const auto label = what("reduce_scatter", coll::name_of(coll::datatype_of<T>()), op,
-                                    count, p(), "ring") +
+                                    count, p(), algo) +
                                " rank " + std::to_string(r);
             for (size_t i = 0; i < count; ++i) {
                 const size_t at = size_t(r) * count + i;
@@ -419,7 +420,8 @@ protected:
                     reduce<T>(op, count, algo, 0);
                     reduce<T>(op, count, algo, last);
                 });
-                reduce_scatter<T>(op, count);
+                for_each_algorithm({"ring", "knomial"},
+                                   [&](const char *algo) { reduce_scatter<T>(op, count, algo); });
                 if (HasFatalFailure())
                     return;
             }
@@ -433,9 +435,12 @@ protected:
                      : std::vector<const char *>{"ring", "bruck"};
             for_each_algorithm(allgather_algos,
                                [&](const char *algo) { movement<T>("allgather", count, algo, 0); });
-            movement<T>("gather", count, "binomial", last);
-            movement<T>("scatter", count, "binomial", last);
-            movement<T>("alltoall", count, "pairwise", 0);
+            for_each_algorithm({"binomial", "linear"}, [&](const char *algo) {
+                movement<T>("gather", count, algo, last);
+                movement<T>("scatter", count, algo, last);
+            });
+            for_each_algorithm({"pairwise", "linear"},
+                               [&](const char *algo) { movement<T>("alltoall", count, algo, 0); });
             if (HasFatalFailure())
                 return;
         }
@@ -497,6 +502,50 @@ TEST_P(CollGpu, CustomReductionIsStagedThroughTheHost)
             for (int q = 1; q < p(); ++q)
                 want = std::max(std::abs(want), std::abs(v(q)));
             ASSERT_EQ(got[i], want) << "rank " << r << " element " << i;
+        }
+    }
+}
+
+/// Persistent collectives on CUDA buffers: each start issues the bound call anew; started three
+/// times on new contents of the same buffers, each result is right.
+TEST_P(CollGpu, PersistentCollectivesOnDeviceBuffers)
+{
+    const size_t count = 100003;
+    std::vector<std::unique_ptr<device_array<int32_t>>> buf, blocks, gathered;
+    std::vector<coll::persistent> allreduce, allgather;
+    for (int r = 0; r < p(); ++r) {
+        buf.push_back(std::make_unique<device_array<int32_t>>(cu(), count));
+        blocks.push_back(std::make_unique<device_array<int32_t>>(cu(), 5));
+        gathered.push_back(std::make_unique<device_array<int32_t>>(cu(), 5 * size_t(p())));
+        auto &c = world_->comm(r);
+        allreduce.push_back(
+            c.allreduce_init(buf.back()->get(), buf.back()->get(), count, coll::sum));
+        allgather.push_back(c.allgather_init(blocks.back()->get(), gathered.back()->get(), 5));
+        EXPECT_NE(allreduce.back().algorithm(), coll::algorithm::automatic);
+    }
+    for (int round = 0; round < 3; ++round) {
+        for (int r = 0; r < p(); ++r) {
+            std::vector<int32_t> mine(count), block(5);
+            for (size_t i = 0; i < count; ++i)
+                mine[i] = int32_t(i % 1000) + r + round;
+            for (size_t i = 0; i < 5; ++i)
+                block[i] = int32_t(i) + 10 * r + round;
+            buf[size_t(r)]->upload(mine);
+            blocks[size_t(r)]->upload(block);
+        }
+        world_->run([&](int r) { return allreduce[size_t(r)].start(); });
+        world_->run([&](int r) { return allgather[size_t(r)].start(); });
+        for (int r = 0; r < p(); ++r) {
+            const auto got = buf[size_t(r)]->download();
+            for (size_t i = 0; i < count; ++i) {
+                const int32_t want = p() * (int32_t(i % 1000) + round) + p() * (p() - 1) / 2;
+                ASSERT_EQ(got[i], want) << "allreduce round " << round << " rank " << r;
+            }
+            const auto all = gathered[size_t(r)]->download();
+            for (int q = 0; q < p(); ++q) {
+                for (size_t i = 0; i < 5; ++i)
+                    ASSERT_EQ(all[size_t(q) * 5 + i], int32_t(i) + 10 * q + round);
+            }
         }
     }
 }

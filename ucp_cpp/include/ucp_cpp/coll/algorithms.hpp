@@ -421,7 +421,7 @@ inline void reduce_binomial(context &c, std::byte *acc, size_t count, const redu
 {
     const int p = c.size, vr = mod(c.rank - root, p);
     const size_t bytes  = count * c.elem;
-    std::byte *incoming = c.plan.allocate(bytes);
+    std::byte *incoming = nullptr;  // only where a child sends
     for (int mask = 1; mask < p; mask <<= 1) {
         round &rd = c.plan.add_round();
         if (vr & mask) {
@@ -429,6 +429,8 @@ inline void reduce_binomial(context &c, std::byte *acc, size_t count, const redu
             break;
         }
         if (vr + mask < p) {
+            if (incoming == nullptr)
+                incoming = c.plan.allocate(bytes);
             c.recv(rd, mod(vr + mask + root, p), incoming, bytes, log2_of(unsigned(mask)));
             rd.then = [x = c.actions(), &op, incoming, acc, count] {
                 x.reduce(op, incoming, acc, count);
@@ -568,9 +570,10 @@ inline void scatter_binomial(context &c, const std::byte *send, std::byte *recv,
 
 // ---------------------------------------------------------------- alltoall
 
-/// Pairwise exchange: round i sends to r+i and receives from r-i (p-1 rounds).
-inline void alltoall_pairwise(context &c, const std::byte *send, std::byte *recv,
-                              size_t block_bytes)
+/// The alltoall prologue: the own block goes straight to recv, or, in place, the whole input to
+/// a snapshot the sends read.  Returns where the sends read from.
+inline const std::byte *alltoall_source(context &c, const std::byte *send, std::byte *recv,
+                                        size_t block_bytes)
 {
     const int p = c.size, r = c.rank;
     const std::byte *source = send;
@@ -585,11 +588,99 @@ inline void alltoall_pairwise(context &c, const std::byte *send, std::byte *recv
             x.copy(recv + size_t(r) * block_bytes, send + size_t(r) * block_bytes, block_bytes);
         };
     }
+    return source;
+}
+
+/// Pairwise exchange: round i sends to r+i and receives from r-i (p-1 rounds).
+inline void alltoall_pairwise(context &c, const std::byte *send, std::byte *recv,
+                              size_t block_bytes)
+{
+    const int p = c.size, r = c.rank;
+    const std::byte *source = alltoall_source(c, send, recv, block_bytes);
     for (int i = 1; i < p; ++i) {
         const int to = mod(r + i, p), from = mod(r - i, p);
         round &rd = c.plan.add_round();
         c.send(rd, to, source + size_t(to) * block_bytes, block_bytes, uint32_t(i));
         c.recv(rd, from, recv + size_t(from) * block_bytes, block_bytes, uint32_t(i));
+    }
+}
+
+/// Linear alltoall: one round, every send and receive posted at once (sends from r+1 on, so
+/// that the ranks do not all start with rank 0).  Steps 0: one message per pair.
+inline void alltoall_linear(context &c, const std::byte *send, std::byte *recv, size_t block_bytes)
+{
+    const int p = c.size, r = c.rank;
+    const std::byte *source = alltoall_source(c, send, recv, block_bytes);
+    round &rd               = c.plan.add_round();
+    for (int i = 1; i < p; ++i) {
+        const int from = mod(r - i, p);
+        c.recv(rd, from, recv + size_t(from) * block_bytes, block_bytes, 0);
+    }
+    for (int i = 1; i < p; ++i) {
+        const int to = mod(r + i, p);
+        c.send(rd, to, source + size_t(to) * block_bytes, block_bytes, 0);
+    }
+}
+
+/// Linear gather: one round, the root receives every block straight into its place (no
+/// staging, no forwarding: each block crosses once, and a rendezvous transport moves it
+/// zero-copy); the others send from their own buffer.
+inline void gather_linear(context &c, const std::byte *own, std::byte *recv, size_t block_bytes,
+                          int root)
+{
+    round &rd = c.plan.add_round();
+    if (c.rank != root) {
+        c.send(rd, root, own, block_bytes, 0);
+        return;
+    }
+    std::byte *mine = recv + size_t(root) * block_bytes;
+    if (own != mine) {
+        c.plan.prologue = [x = c.actions(), mine, own, block_bytes] {
+            x.copy(mine, own, block_bytes);
+        };
+    }
+    for (int i = 1; i < c.size; ++i) {
+        const int from = mod(root + i, c.size);
+        c.recv(rd, from, recv + size_t(from) * block_bytes, block_bytes, 0);
+    }
+}
+
+/// Linear scatter (mirror of gather_linear).
+inline void scatter_linear(context &c, const std::byte *send, std::byte *recv, size_t block_bytes,
+                           int root)
+{
+    round &rd = c.plan.add_round();
+    if (c.rank != root) {
+        c.recv(rd, root, recv, block_bytes, 0);
+        return;
+    }
+    const std::byte *mine = send + size_t(root) * block_bytes;
+    if (mine != recv) {
+        c.plan.prologue = [x = c.actions(), recv, mine, block_bytes] {
+            x.copy(recv, mine, block_bytes);
+        };
+    }
+    for (int i = 1; i < c.size; ++i) {
+        const int to = mod(root + i, c.size);
+        c.send(rd, to, send + size_t(to) * block_bytes, block_bytes, 0);
+    }
+}
+
+/// Runs @p deliver after the last round's local action (in the prologue when there is none).
+template <class F> void at_end(context &c, F deliver)
+{
+    if (c.plan.rounds.empty()) {
+        c.plan.prologue = [prologue = c.plan.prologue, deliver] {
+            if (prologue)
+                prologue();
+            deliver();
+        };
+    } else {
+        c.plan.rounds.back().then = [then = c.plan.rounds.back().then, deliver] {
+            if (then)
+                then();
+            deliver();
+        };
     }
 }
 
@@ -639,6 +730,12 @@ inline std::byte *reduce_accumulator(context &c, const arguments &a)
 
 inline void reduce_binomial(context &c, const arguments &a)
 {
+    const int vr = mod(c.rank - a.root, c.size);
+    if (vr != 0 && ((vr & 1) != 0 || vr + 1 >= c.size)) {
+        // A leaf only sends its input: no accumulator, no copy.
+        detail::reduce_binomial(c, const_cast<std::byte *>(a.send), a.count, *a.op, a.root);
+        return;
+    }
     detail::reduce_binomial(c, reduce_accumulator(c, a), a.count, *a.op, a.root);
 }
 
@@ -715,19 +812,37 @@ inline void reduce_scatter_ring(context &c, const arguments &a)
     c.plan.prologue = [x = c.actions(), work, send = a.send, total] { x.copy(work, send, total); };
     const block_layout layout = equal_blocks(a.count, c.size, c.elem);
     ring_reduce_scatter(c, work, layout, c.rank, *a.op, 0);
-    auto deliver = [x = c.actions(), out = a.recv, mine = work + layout.offset(c.rank),
-                    bytes = layout.bytes(c.rank)] { x.copy(out, mine, bytes); };
-    if (c.plan.rounds.empty()) {
-        c.plan.prologue = [prologue = c.plan.prologue, deliver] {
-            prologue();
-            deliver();
-        };
-    } else {
-        c.plan.rounds.back().then = [then = c.plan.rounds.back().then, deliver] {
-            then();
-            deliver();
-        };
-    }
+    at_end(c, [x = c.actions(), out = a.recv, mine = work + layout.offset(c.rank),
+               bytes = layout.bytes(c.rank)] { x.copy(out, mine, bytes); });
+}
+
+/// Block reduce-scatter for small messages: the k-nomial allreduce of the whole vector in a
+/// scratch copy (log_k p rounds instead of the ring's p - 1), then block rank to recv.
+inline void reduce_scatter_knomial(context &c, const arguments &a)
+{
+    const size_t all = a.count * size_t(c.size), total = all * c.elem;
+    std::byte *work = c.plan.allocate(total);
+    c.plan.prologue = [x = c.actions(), work, send = a.send, total] { x.copy(work, send, total); };
+    detail::allreduce_knomial(c, work, all, *a.op, a.knomial_radix);
+    const size_t block = a.count * c.elem;
+    at_end(c, [x = c.actions(), out = a.recv, mine = work + size_t(c.rank) * block, block] {
+        x.copy(out, mine, block);
+    });
+}
+
+inline void alltoall_linear(context &c, const arguments &a)
+{
+    detail::alltoall_linear(c, a.send, a.recv, a.count * c.elem);
+}
+
+inline void gather_linear(context &c, const arguments &a)
+{
+    detail::gather_linear(c, a.send, a.recv, a.count * c.elem, a.root);
+}
+
+inline void scatter_linear(context &c, const arguments &a)
+{
+    detail::scatter_linear(c, a.send, a.recv, a.count * c.elem, a.root);
 }
 
 inline void alltoall_pairwise(context &c, const arguments &a)
@@ -797,12 +912,20 @@ inline constexpr algorithm_row algorithm_table[] = {
      {{collective::allreduce, build::allreduce_ring},
       {collective::allgather, build::allgather_ring},
       {collective::reduce_scatter, build::reduce_scatter_ring}}},
-    {algorithm::knomial, "knomial", {{collective::allreduce, build::allreduce_knomial}}},
+    {algorithm::knomial,
+     "knomial",
+     {{collective::allreduce, build::allreduce_knomial},
+      {collective::reduce_scatter, build::reduce_scatter_knomial}}},
     {algorithm::rabenseifner,
      "rabenseifner",
      {{collective::allreduce, build::allreduce_rabenseifner}}},
     {algorithm::bruck, "bruck", {{collective::allgather, build::allgather_bruck}}},
     {algorithm::pairwise, "pairwise", {{collective::alltoall, build::alltoall_pairwise}}},
+    {algorithm::linear,
+     "linear",
+     {{collective::alltoall, build::alltoall_linear},
+      {collective::gather, build::gather_linear},
+      {collective::scatter, build::scatter_linear}}},
 };
 
 /// What can be checked at compile time: ids and names unique, automatic nobody's id, every
@@ -855,27 +978,47 @@ namespace ucp_cpp::coll {
 /**
  * @brief Cut-overs of the automatic algorithm choice, in bytes (ranks where said).
  *
- * The allreduce ones come from an alpha-beta cost model (docs/collectives.md, "Allreduce
- * selection"), the others are first guesses from MPICH's and Open MPI's tuned cut-overs; none
- * was tuned by measurement.  A communicator takes them from its config (config::thresholds()),
- * that is from the environment or from code.
+ * Measured: each value is read off per-algorithm sweeps (perf/coll_bench/host_compare
+ * --per-algorithm: every algorithm forced in turn, 2, 4, 8 and 16 ranks, 8 B to 16 MiB in
+ * steps of 8x, UCX shared memory, on a quiet 16-core host; docs/collectives.md has the tables)
+ * as the size between the last measured size where the smaller-message algorithm was the faster
+ * and the first where the other one was.  The allreduce ring cut-over keeps the form of its
+ * alpha-beta model, with alpha/beta set to what the sweep showed.  A communicator takes them from
+ * its config (config::thresholds()), that is from the environment or from code.
  */
 struct thresholds {
     /// allreduce: below this size, or with fewer elements than ranks, latency rules: recursive
     /// doubling for powers of two below allreduce_knomial_ranks, k-nomial otherwise.  From
     /// here: Rabenseifner, or the ring from allreduce_ring(p).
     size_t allreduce_rabenseifner = 16 * 1024;
-    /// allreduce: powers of two from this many ranks take k-nomial for small messages.
-    int allreduce_knomial_ranks = 16;
-    /// allreduce: alpha/beta, the message size whose transfer time equals one latency
-    /// (~2 us at ~8 GB/s); allreduce_ring(p) derives from it.
-    size_t allreduce_alpha_beta = 16 * 1024;
-    /// bcast: van de Geijn's scatter + allgather from this size (and n >= p, p > 2).
-    size_t bcast_scatter_allgather = 128 * 1024;
-    /// reduce: ring reduce-scatter + gather from this size (and n >= p).
-    size_t reduce_scatter_gather = 64 * 1024;
+    /// allreduce: powers of two from this many ranks take k-nomial for small messages (measured:
+    /// recursive doubling was the faster at 8 B - 4 KiB on 2, 8 and 16 ranks).
+    int allreduce_knomial_ranks = 32;
+    /// allreduce: alpha/beta, the message size whose transfer time equals one latency;
+    /// allreduce_ring(p) derives from it (measured: the ring from 32 KiB on 8 ranks).
+    size_t allreduce_alpha_beta = 512;
+    /// bcast: van de Geijn's scatter + allgather from this size (and n >= p, p > 2); measured:
+    /// binomial up to 256 KiB, scatter + allgather from 2 MiB on 4 - 16 ranks.
+    size_t bcast_scatter_allgather = 1024 * 1024;
+    /// reduce: ring reduce-scatter + gather from this size (and n >= p); measured: binomial up
+    /// to 256 KiB (but 16 ranks), reduce-scatter + gather from 2 MiB on 2 - 16 ranks.
+    size_t reduce_scatter_gather = 1024 * 1024;
     /// allgather: the ring from this many gathered bytes (all ranks' blocks together).
     size_t allgather_ring = 64 * 1024;
+    /// reduce_scatter: on 8 ranks or more, the k-nomial allreduce of the whole vector below
+    /// this many input bytes per rank (all blocks together); the ring otherwise (measured: the
+    /// ring was the faster from 8 B on 2 and 4 ranks, from 512 B blocks on 8 and 16).
+    size_t reduce_scatter_ring = 2 * 1024;
+    /// alltoall: on more than 4 ranks, linear (one round, all pairs at once) below this block
+    /// size, pairwise (p - 1 rounds) from it; pairwise on up to 4 ranks (measured: within 10 %
+    /// of each other there, linear up to 1.9x faster on 8 and 16 ranks up to 4 KiB blocks).
+    size_t alltoall_pairwise = 16 * 1024;
+    /// gather: linear (every block straight into the root's buffer) from this block size;
+    /// below, the binomial tree (measured: linear from 4 KiB blocks on 2 - 16 ranks).
+    size_t gather_linear = 2 * 1024;
+    /// scatter: linear from this many bytes at the root (all blocks together); below, the
+    /// binomial tree (measured: linear from 16 KiB on 4 ranks, 256 KiB on 8 and 16).
+    size_t scatter_linear = 16 * 1024;
 
     /**
      * @brief The allreduce size from which the ring replaces Rabenseifner on @p p ranks.
@@ -944,6 +1087,28 @@ inline algorithm choose_allgather(const thresholds &cut, size_t count, size_t el
     return (p & (p - 1)) == 0 ? algorithm::recursive_doubling : algorithm::bruck;
 }
 
+inline algorithm choose_reduce_scatter(const thresholds &cut, size_t count, size_t elem, int p)
+{
+    const bool small = p >= 8 && count * elem * size_t(p) < cut.reduce_scatter_ring;
+    return small ? algorithm::knomial : algorithm::ring;
+}
+
+inline algorithm choose_alltoall(const thresholds &cut, size_t count, size_t elem, int p)
+{
+    const bool small = p > 4 && count * elem < cut.alltoall_pairwise;
+    return small ? algorithm::linear : algorithm::pairwise;
+}
+
+inline algorithm choose_gather(const thresholds &cut, size_t count, size_t elem, int)
+{
+    return count * elem >= cut.gather_linear ? algorithm::linear : algorithm::binomial;
+}
+
+inline algorithm choose_scatter(const thresholds &cut, size_t count, size_t elem, int p)
+{
+    return count * elem * size_t(p) >= cut.scatter_linear ? algorithm::linear : algorithm::binomial;
+}
+
 /// A row of the collective table.
 struct collective_row {
     collective id;
@@ -958,10 +1123,10 @@ inline constexpr collective_row collective_table[] = {
     {collective::reduce, "reduce", choose_reduce},
     {collective::allreduce, "allreduce", choose_allreduce},
     {collective::allgather, "allgather", choose_allgather},
-    {collective::reduce_scatter, "reduce_scatter", always<algorithm::ring>},
-    {collective::alltoall, "alltoall", always<algorithm::pairwise>},
-    {collective::gather, "gather", always<algorithm::binomial>},
-    {collective::scatter, "scatter", always<algorithm::binomial>},
+    {collective::reduce_scatter, "reduce_scatter", choose_reduce_scatter},
+    {collective::alltoall, "alltoall", choose_alltoall},
+    {collective::gather, "gather", choose_gather},
+    {collective::scatter, "scatter", choose_scatter},
 };
 
 /// How many collectives there are.

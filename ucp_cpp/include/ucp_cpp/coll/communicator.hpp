@@ -50,6 +50,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,79 @@ struct communicator_params {
     /// communicator is constructed.  Start from config::from_environment() to override only
     /// some of the environment's settings in code.
     std::optional<coll::config> config;
+};
+
+/// Defined where communicator has persistent collectives (<collective>_init, coll::persistent).
+#define UCP_CPP_PERSISTENT_COLLECTIVES 1
+
+/**
+ * @brief A persistent collective, as MPI 4's MPI_Allreduce_init: made once by a
+ *        communicator's <collective>_init() (algorithm chosen, schedule compiled, scratch
+ *        allocated), then started any number of times.
+ *
+ * @code
+ *   auto step = world.allreduce_init(grad.data(), grad.data(), n, coll::sum);
+ *   for (...) { fill(grad); step.start().wait(); }
+ * @endcode
+ *
+ * Every rank makes and starts the same persistent collectives in the same order, as with the
+ * ordinary calls (each start takes a sequence number of the communicator, in order with its
+ * other collectives).  The buffers and counts are bound at init: they must stay valid as long
+ * as the persistent collective is started, and hold the input whenever it starts.  On host
+ * buffers a start allocates nothing and builds nothing.  On CUDA buffers each start issues the
+ * collective anew (same algorithm), as the ordinary call does.
+ *
+ * Lifetime: a cheap handle; it keeps the communicator's state and engine alive.  The request
+ * start() returns refers to the persistent collective: after the next start it reports that
+ * one.  Threading: as its communicator.
+ */
+class persistent {
+public:
+    /// Not a persistent collective (valid() false).
+    persistent() = default;
+
+    /// @brief Whether this is a persistent collective made by a <collective>_init().
+    /// @return true when start() can be called
+    [[nodiscard]] bool valid() const noexcept { return op_ != nullptr || reissue_ != nullptr; }
+
+    /**
+     * @brief Starts the collective once more.
+     * @return the collective in flight (wait() or test() it, as any request)
+     * @throws ucx_error UCS_ERR_BUSY: the previous start has not completed;
+     *         UCS_ERR_INVALID_PARAM: not a persistent collective
+     */
+    [[nodiscard]] request start()
+    {
+        if (op_) {
+            if (op_->status == UCS_INPROGRESS) {
+                throw ucx_error(UCS_ERR_BUSY,
+                                std::string("coll::persistent::start: the previous ") +
+                                    name_of(which_) + " has not completed (wait for it first)");
+            }
+            op_->rearm();
+            op_->sequence = state_->next_sequence++;
+            engine_->start(op_);
+            return request(engine_, op_);
+        }
+        if (reissue_)
+            return reissue_();
+        throw ucx_error(UCS_ERR_INVALID_PARAM,
+                        "coll::persistent::start: not a persistent collective");
+    }
+
+    /// @brief The collective it runs. @return its id
+    [[nodiscard]] collective which() const noexcept { return which_; }
+    /// @brief The algorithm it runs (chosen at init, never automatic). @return its id
+    [[nodiscard]] coll::algorithm algorithm() const noexcept { return chosen_; }
+
+private:
+    friend class communicator;
+    std::shared_ptr<detail::engine> engine_;
+    std::shared_ptr<detail::comm_state> state_;
+    std::shared_ptr<detail::operation> op_;  ///< host buffers: the schedule, rearmed per start
+    std::function<request()> reissue_;  ///< CUDA buffers: the call, issued anew per start
+    collective which_       = collective::barrier;
+    coll::algorithm chosen_ = coll::algorithm::automatic;
 };
 
 /**
@@ -501,10 +575,111 @@ public:
         finish(iscatter(send, recv, count, root, options), options);
     }
 
+    // ------------------------------------------------------------------ persistent
+
+    /**
+     * @name Persistent collectives (MPI 4's MPI_<Collective>_init)
+     * Each takes the arguments of its collective, chooses the algorithm and compiles the
+     * schedule once, and returns a coll::persistent whose start() runs it (see there).  Every
+     * rank must make the same persistent collectives in the same order, as with the ordinary
+     * calls (making one takes no sequence number; each start takes one).
+     * @throws ucx_error as the collective's nonblocking call
+     * @{
+     */
+    /// @brief Persistent ibarrier(). @param options algorithm (the timeout is not used)
+    /// @return the persistent collective
+    [[nodiscard]] persistent barrier_init(const call_options &options = {}) const
+    {
+        return make_persistent<uint8_t>(collective::barrier, options, nullptr, nullptr, 0);
+    }
+    /// @brief Persistent ibcast(). @param buffer see ibcast() @param count see ibcast()
+    /// @param root see ibcast() @param options see ibcast() @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent bcast_init(T *buffer, size_t count, int root,
+                                        const call_options &options = {}) const
+    {
+        check_root(root, collective::bcast);
+        return make_persistent<T>(collective::bcast, options, nullptr, buffer, count, nullptr,
+                                  root);
+    }
+    /// @brief Persistent ireduce(). @param send see ireduce() @param recv see ireduce()
+    /// @param count see ireduce() @param op see ireduce() (copied) @param root see ireduce()
+    /// @param options see ireduce() @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent reduce_init(const T *send, T *recv, size_t count, const reduction &op,
+                                         int root, const call_options &options = {}) const
+    {
+        check_root(root, collective::reduce);
+        return make_persistent(collective::reduce, options, send, recv, count, &op, root);
+    }
+    /// @brief Persistent iallreduce(). @param send see iallreduce() @param recv see iallreduce()
+    /// @param count see iallreduce() @param op see iallreduce() (copied)
+    /// @param options see iallreduce() @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent allreduce_init(const T *send, T *recv, size_t count,
+                                            const reduction &op,
+                                            const call_options &options = {}) const
+    {
+        return make_persistent(collective::allreduce, options, send, recv, count, &op);
+    }
+    /// @brief Persistent iallgather(). @param send see iallgather() @param recv see iallgather()
+    /// @param count see iallgather() @param options see iallgather()
+    /// @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent allgather_init(const T *send, T *recv, size_t count,
+                                            const call_options &options = {}) const
+    {
+        return make_persistent(collective::allgather, options, send, recv, count);
+    }
+    /// @brief Persistent ireduce_scatter(). @param send see ireduce_scatter()
+    /// @param recv see ireduce_scatter() @param count see ireduce_scatter()
+    /// @param op see ireduce_scatter() (copied) @param options see ireduce_scatter()
+    /// @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent reduce_scatter_init(const T *send, T *recv, size_t count,
+                                                 const reduction &op,
+                                                 const call_options &options = {}) const
+    {
+        return make_persistent(collective::reduce_scatter, options, send, recv, count, &op);
+    }
+    /// @brief Persistent ialltoall(). @param send see ialltoall() @param recv see ialltoall()
+    /// @param count see ialltoall() @param options see ialltoall()
+    /// @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent alltoall_init(const T *send, T *recv, size_t count,
+                                           const call_options &options = {}) const
+    {
+        return make_persistent(collective::alltoall, options, send, recv, count);
+    }
+    /// @brief Persistent igather(). @param send see igather() @param recv see igather()
+    /// @param count see igather() @param root see igather() @param options see igather()
+    /// @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent gather_init(const T *send, T *recv, size_t count, int root,
+                                         const call_options &options = {}) const
+    {
+        check_root(root, collective::gather);
+        return make_persistent(collective::gather, options, send, recv, count, nullptr, root);
+    }
+    /// @brief Persistent iscatter(). @param send see iscatter() @param recv see iscatter()
+    /// @param count see iscatter() @param root see iscatter() @param options see iscatter()
+    /// @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent scatter_init(const T *send, T *recv, size_t count, int root,
+                                          const call_options &options = {}) const
+    {
+        check_root(root, collective::scatter);
+        return make_persistent(collective::scatter, options, send, recv, count, nullptr, root);
+    }
+    /// @}
+
 private:
     communicator(std::shared_ptr<detail::engine> engine, std::shared_ptr<detail::comm_state> state,
                  std::shared_ptr<const coll::config> settings)
-        : engine_(std::move(engine)), state_(std::move(state)), config_(std::move(settings))
+        : engine_(std::move(engine)),
+          state_(std::move(state)),
+          config_(std::move(settings)),
+          plans_(std::make_shared<detail::plan_cache>())
     {}
 
     const detail::comm_state &live() const
@@ -615,23 +790,64 @@ private:
         return true;
     }
 
-    /// Chooses the algorithm, builds the schedule of the call and starts it.  Every rank
-    /// consumes a sequence number even for empty collectives, so the numbering stays aligned;
-    /// a call that throws takes none.  @p send / @p recv: the caller's (null where the
-    /// collective has none), host or CUDA memory (see place()); @p op: reductions only.
+    /// Whether none of @p buffers is CUDA memory.
+    static bool on_host(std::initializer_list<const void *> buffers)
+    {
+        for (const void *b : buffers) {
+            if (b != nullptr && gpu::locate(b).device)
+                return false;
+        }
+        return true;
+    }
+
+    /**
+     * The operation of a call, ready to start: a kept schedule of the same key when one is
+     * idle (config::plan_cache(): host buffers, no custom reduction), else a newly built one
+     * (kept when it may be).  @p cached false: always a new one, kept nowhere (persistent).
+     * A call that throws takes no sequence number.  @p send / @p recv: the caller's (null
+     * where the collective has none), host or CUDA memory (see place()); @p op: reductions
+     * only.
+     */
     template <class T>
-    request issue(collective which, const call_options &options, const T *send, T *recv,
-                  size_t count, const reduction *op = nullptr, int root = 0) const
+    std::shared_ptr<detail::operation> prepare(collective which, const call_options &options,
+                                               const T *send, T *recv, size_t count,
+                                               const reduction *op, int root, bool cached) const
     {
         detail::comm_state &self = const_cast<detail::comm_state &>(live());
         if (op != nullptr)
             op->check(datatype_of<T>());
         const algorithm chosen = choose(which, options.algo, count, sizeof(T));
-        auto started           = std::make_shared<detail::operation>();
-        started->comm          = state_;
-        started->chosen        = chosen;
         // The barrier moves no data; another collective of no elements only takes its number.
         const bool empty = which != collective::barrier && count == 0;
+        detail::plan_key key;
+        bool keep_plan = cached && !empty && config_->plan_cache() > 0 &&
+                         (op == nullptr || op->kind() != op_kind::custom) && on_host({send, recv});
+        if (keep_plan) {
+            key.which  = which;
+            key.chosen = chosen;
+            key.type   = datatype_of<T>();
+            key.has_op = op != nullptr;
+            key.op     = op != nullptr ? op->kind() : op_kind::sum;
+            key.root   = root;
+            key.count  = count;
+            key.send   = send;
+            key.recv   = recv;
+            for (detail::cached_plan &entry : plans_->entries) {
+                if (!(entry.key == key))
+                    continue;
+                // Idle: held by the cache alone (no request, not in flight).
+                if (entry.op.use_count() == 1) {
+                    entry.last_use = ++plans_->clock;
+                    entry.op->rearm();
+                    return entry.op;
+                }
+                keep_plan = false;  // busy: this call gets a schedule of its own
+                break;
+            }
+        }
+        auto started    = std::make_shared<detail::operation>();
+        started->comm   = state_;
+        started->chosen = chosen;
         if (!empty) {
             place(*started, which, {send, recv});
             detail::context c{started->plan, self.rank, self.size(), datatype_of<T>(), sizeof(T)};
@@ -649,13 +865,64 @@ private:
                 detail::build_direct_allreduce(c, call, started->lane,
                                                config_->gpu_direct() == gpu::direct::always,
                                                /*keep_mappings=*/started->staged, build);
+                keep_plan = false;
             } else {
                 build(c, call);
             }
         }
-        started->sequence = self.next_sequence++;
+        if (keep_plan && !started->lane) {
+            std::vector<detail::cached_plan> &entries = plans_->entries;
+            if (entries.size() >= config_->plan_cache()) {
+                auto oldest = std::min_element(entries.begin(), entries.end(),
+                                               [](const auto &a, const auto &b) {
+                                                   return a.last_use < b.last_use;
+                                               });
+                *oldest     = detail::cached_plan{key, started, ++plans_->clock};
+            } else {
+                entries.push_back(detail::cached_plan{key, started, ++plans_->clock});
+            }
+        }
+        return started;
+    }
+
+    /// Chooses the algorithm, builds (or finds) the schedule of the call and starts it.  Every
+    /// rank consumes a sequence number even for empty collectives, so the numbering stays
+    /// aligned.
+    template <class T>
+    request issue(collective which, const call_options &options, const T *send, T *recv,
+                  size_t count, const reduction *op = nullptr, int root = 0) const
+    {
+        auto started      = prepare(which, options, send, recv, count, op, root, true);
+        started->sequence = state_->next_sequence++;
         engine_->start(started);
         return request(engine_, started);
+    }
+
+    /// A persistent collective of the call (see coll::persistent).
+    template <class T>
+    persistent make_persistent(collective which, const call_options &options, const T *send,
+                               T *recv, size_t count, const reduction *op = nullptr,
+                               int root = 0) const
+    {
+        persistent made;
+        made.engine_ = engine_;
+        made.state_  = state_;
+        made.which_  = which;
+        if (on_host({send, recv})) {
+            made.op_         = prepare(which, options, send, recv, count, op, root, false);
+            made.op_->status = UCS_OK;  // not started
+            made.chosen_     = made.op_->chosen;
+            return made;
+        }
+        if (op != nullptr)
+            op->check(datatype_of<T>());
+        made.chosen_                          = choose(which, options.algo, count, sizeof(T));
+        std::shared_ptr<const reduction> held = op != nullptr ? std::make_shared<reduction>(*op)
+                                                              : nullptr;
+        made.reissue_ = [self = *this, which, options, send, recv, count, held, root] {
+            return self.issue(which, options, send, recv, count, held.get(), root);
+        };
+        return made;
     }
 
     void finish(request req, const call_options &options) const
@@ -668,6 +935,8 @@ private:
     std::shared_ptr<detail::engine> engine_;
     std::shared_ptr<detail::comm_state> state_;
     std::shared_ptr<const coll::config> config_;
+    /// Compiled schedules of host-buffer calls (config::plan_cache()); copies share them.
+    std::shared_ptr<detail::plan_cache> plans_;
 };
 
 }  // namespace ucp_cpp::coll

@@ -19,6 +19,7 @@
  *   UCP_CPP_COLL_<COLLECTIVE>_ALGORITHM   automatic or an algorithm that implements it
  *   UCP_CPP_COLL_ALLREDUCE_KNOMIAL_RADIX  UCP_CPP_COLL_TIMEOUT
  *   UCP_CPP_COLL_GPU_STAGING              UCP_CPP_COLL_GPU_SEGMENT
+ *   UCP_CPP_COLL_PLAN_CACHE
  *   the cut-overs of coll::thresholds     (UCP_CPP_COLL_ALLREDUCE_RABENSEIFNER_THRESH, ...)
  *   process-wide, only checked here:      UCP_CPP_COLL_GPU, UCP_CPP_COLL_NVRTC (the CUDA
  *                                         layer reads them once), UCP_CPP_COLL_BOOTSTRAP_TIMEOUT,
@@ -180,6 +181,24 @@ public:
         gpu_.staging = how;
         return *this;
     }
+    /**
+     * @brief How many compiled schedules of host-buffer calls a communicator keeps.
+     *
+     * A call with the same collective, algorithm, element type, count, reduction, root and
+     * buffers as a kept one runs that schedule again (scratch included): nothing is allocated
+     * or rebuilt.  The least recently used one goes when a new one would exceed the bound.
+     * Custom reductions and CUDA buffers are never kept.
+     * @param plans the bound; 0: every call builds its schedule
+     * @return this config
+     */
+    config &plan_cache(size_t plans)
+    {
+        plan_cache_ = plans;
+        return *this;
+    }
+    /// @brief How many schedules a communicator keeps. @return the bound (0: none)
+    [[nodiscard]] size_t plan_cache() const noexcept { return plan_cache_; }
+
     /// @brief How transfers of CUDA buffers travel. @return automatic, always or never
     [[nodiscard]] gpu::staging gpu_staging() const noexcept { return gpu_.staging; }
 
@@ -223,6 +242,7 @@ public:
 private:
     std::array<algorithm, detail::collective_count> algorithms_;
     int knomial_radix_                = 4;
+    size_t plan_cache_                = 16;
     std::chrono::nanoseconds timeout_ = std::chrono::nanoseconds::max();
     coll::thresholds thresholds_;
     detail::gpu_options gpu_;
@@ -317,6 +337,19 @@ inline constexpr config_variable config_variables[] = {
      read_threshold<&thresholds::reduce_scatter_gather>},
     {"UCP_CPP_COLL_ALLGATHER_RING_THRESH", accepted_bytes,
      read_threshold<&thresholds::allgather_ring>},
+    {"UCP_CPP_COLL_REDUCE_SCATTER_RING_THRESH", accepted_bytes,
+     read_threshold<&thresholds::reduce_scatter_ring>},
+    {"UCP_CPP_COLL_ALLTOALL_PAIRWISE_THRESH", accepted_bytes,
+     read_threshold<&thresholds::alltoall_pairwise>},
+    {"UCP_CPP_COLL_GATHER_LINEAR_THRESH", accepted_bytes,
+     read_threshold<&thresholds::gather_linear>},
+    {"UCP_CPP_COLL_SCATTER_LINEAR_THRESH", accepted_bytes,
+     read_threshold<&thresholds::scatter_linear>},
+    {"UCP_CPP_COLL_PLAN_CACHE", "an integer from 0 (no cache) to 4096",
+     [](config &into, const std::string &value) {
+         return read_parsed(parse_integer(value, 0, 4096),
+                            [&](long long plans) { into.plan_cache(size_t(plans)); });
+     }},
     // Process-wide: the CUDA layer (coll/gpu.hpp) and bootstrap_params::from_environment()
     // read these themselves; checked here so that a bad value fails every communicator alike.
     {"UCP_CPP_COLL_GPU", switch_values,

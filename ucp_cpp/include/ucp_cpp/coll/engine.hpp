@@ -162,6 +162,35 @@ struct schedule {
 
 class engine;
 
+struct operation;
+
+/// What identifies a compiled schedule of host buffers: a call with the same key can run the
+/// same schedule again (its closures hold the buffers, the scratch and the reduction).
+struct plan_key {
+    collective which = collective::barrier;
+    algorithm chosen = algorithm::automatic;
+    datatype type    = datatype::uint8;
+    op_kind op       = op_kind::sum;
+    bool has_op      = false;
+    int root         = 0;
+    size_t count     = 0;
+    const void *send = nullptr;
+    const void *recv = nullptr;
+    bool operator==(const plan_key &o) const
+    {
+        return which == o.which && chosen == o.chosen && type == o.type && has_op == o.has_op &&
+               (!has_op || op == o.op) && root == o.root && count == o.count && send == o.send &&
+               recv == o.recv;
+    }
+};
+
+/// A schedule kept for later calls with the same key (communicator::issue).
+struct cached_plan {
+    plan_key key;
+    std::shared_ptr<operation> op;
+    uint64_t last_use = 0;
+};
+
 /// The part of a communicator that in-flight operations need.  Not the engine: the engine
 /// holds its operations in flight, and an operation holding the engine would keep both alive
 /// for good once nobody waits for it (a collective abandoned after a timeout).
@@ -171,6 +200,14 @@ struct comm_state {
     uint32_t id            = 0;
     uint32_t next_sequence = 0;
     int size() const { return int(world_ranks.size()); }
+};
+
+/// Compiled schedules of a communicator's host-buffer calls, the least recently used evicted
+/// beyond config::plan_cache() entries.  Held by the communicator (its copies share it), not by
+/// comm_state: the operations hold their comm_state.
+struct plan_cache {
+    std::vector<cached_plan> entries;
+    uint64_t clock = 0;
 };
 
 /// One segment of a staged transfer (device memory through a pinned host block).
@@ -216,6 +253,18 @@ struct operation {
     std::vector<int> pending_peers;  ///< per pending entry: the communicator rank
     ucs_status_t status = UCS_INPROGRESS;
     std::string error;
+
+    /// Makes a finished host-memory operation runnable again with the same schedule (a
+    /// cached plan, a persistent collective).  Keeps the vectors' capacity: no allocation.
+    void rearm()
+    {
+        next_round = 0;
+        status     = UCS_INPROGRESS;
+        error.clear();
+        pending.clear();
+        expected_lengths.clear();
+        pending_peers.clear();
+    }
 };
 
 /// How an engine treats CUDA buffers (coll::config carries them; these are the defaults).
