@@ -1,11 +1,22 @@
 // Two-process harness for the ucp_cpp tests: fork a peer, give both sides a control channel
 // (socketpair) and bounded waits, so that no failure can hang ctest.
+//
+// The peer on another host: with UCP_CPP_TEST_PEER_CMD set (a command that runs its arguments on
+// that host, in this directory, with this process's UCX_* and UCP_CPP_* variables: e.g.
+// "tests/fabric/lib/on-node node1"), each peer is this same program started there with
+// --gtest_filter naming the current test and UCP_CPP_TEST_PEER_SERVE="INDEX HOST PORT": the
+// remote copy runs the test up to its INDEX-th peer (the earlier ones forked there, as here),
+// runs that peer's body instead and exits with its status; the control channel is a TCP
+// connection to HOST:PORT (this side's listener; HOST: UCP_CPP_TEST_PEER_CONNECT or this host's
+// name).  The peer's exit status comes back as the launcher's (ssh's).
 #pragma once
 
 #include <ucp_cpp/ucp_cpp.hpp>
 
 #include <gtest/gtest.h>
 
+#include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -18,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -113,6 +125,10 @@ public:
     explicit peer_process(std::function<void(channel &)> body,
                           unsigned max_seconds = unsigned(3 * op_timeout.count()))
     {
+        const unsigned index = constructed()++;
+        if (serve_here(index, body, max_seconds) || start_remote(index)) {
+            return;
+        }
         int fds[2];
         if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) {
             throw std::runtime_error("socketpair failed");
@@ -125,16 +141,7 @@ public:
         if (pid_ == 0) {
             ::close(fds[0]);
             ::alarm(max_seconds);
-            int code = 0;
-            try {
-                channel ch(fds[1]);
-                body(ch);
-            } catch (const std::exception &e) {
-                std::fprintf(stderr, "[peer %d] failed: %s\n", int(::getpid()), e.what());
-                code = 1;
-            }
-            std::fflush(nullptr);
-            ::_exit(code);
+            serve(body, [&] { return fds[1]; });
         }
         ::close(fds[1]);
         channel_ = std::make_unique<channel>(fds[0]);
@@ -195,6 +202,143 @@ public:
     }
 
 private:
+    /// Peers constructed by this process's current test (the remote copy counts the same way).
+    static unsigned &constructed()
+    {
+        static const ::testing::TestInfo *test = nullptr;
+        static unsigned count                  = 0;
+        const auto *now = ::testing::UnitTest::GetInstance()->current_test_info();
+        if (now != test) {
+            test  = now;
+            count = 0;
+        }
+        return count;
+    }
+
+    /// The remote copy (UCP_CPP_TEST_PEER_SERVE="INDEX HOST PORT"): for peer INDEX, connects the
+    /// control channel to HOST:PORT, runs @p body and exits with its status; false otherwise.
+    static bool serve_here(unsigned index, std::function<void(channel &)> &body,
+                           unsigned max_seconds)
+    {
+        const char *spec = std::getenv("UCP_CPP_TEST_PEER_SERVE");
+        unsigned want    = 0;
+        std::string host, port;
+        if (spec == nullptr || !(std::istringstream(spec) >> want >> host >> port) ||
+            want != index) {
+            return false;
+        }
+        ::alarm(max_seconds);
+        char name[256] = "?";
+        ::gethostname(name, sizeof(name) - 1);
+        std::fprintf(stderr, "[peer %d on %s] peer %u of %s, control channel to %s:%s\n",
+                     int(::getpid()), name, index,
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name(), host.c_str(),
+                     port.c_str());
+        serve(body, [&] { return connect_to(host, port); });
+    }
+
+    /// The peer's side: @p body on the channel that @p open gives, then _exit(): 0 iff body
+    /// returned normally.
+    [[noreturn]] static void serve(std::function<void(channel &)> &body,
+                                   const std::function<int()> &open)
+    {
+        int code = 0;
+        try {
+            channel ch(open());
+            body(ch);
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "[peer %d] failed: %s\n", int(::getpid()), e.what());
+            code = 1;
+        }
+        std::fflush(nullptr);
+        ::_exit(code);
+    }
+
+    static int connect_to(const std::string &host, const std::string &port)
+    {
+        addrinfo hints{}, *list = nullptr;
+        hints.ai_family   = AF_INET;
+        hints.ai_socktype = SOCK_STREAM;
+        if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &list) != 0 || list == nullptr) {
+            throw std::runtime_error("peer: cannot resolve " + host);
+        }
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        int rc = ::connect(fd, list->ai_addr, list->ai_addrlen);
+        ::freeaddrinfo(list);
+        if (fd < 0 || rc != 0) {
+            throw std::runtime_error("peer: cannot connect to " + host + ":" + port);
+        }
+        return fd;
+    }
+
+    /// UCP_CPP_TEST_PEER_CMD set: starts peer @p index as this program on the other host
+    /// (through the command), waits for its control connection; false when the variable is unset.
+    bool start_remote(unsigned index)
+    {
+        const char *cmd = std::getenv("UCP_CPP_TEST_PEER_CMD");
+        if (cmd == nullptr || *cmd == '\0' || std::getenv("UCP_CPP_TEST_PEER_SERVE") != nullptr) {
+            return false;
+        }
+        int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        socklen_t len   = sizeof(addr);
+        if (lfd < 0 || ::bind(lfd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) != 0 ||
+            ::listen(lfd, 1) != 0 ||
+            ::getsockname(lfd, reinterpret_cast<sockaddr *>(&addr), &len) != 0) {
+            throw std::runtime_error("peer: no control listener");
+        }
+        char name[256] = {};
+        ::gethostname(name, sizeof(name) - 1);
+        const char *connect    = std::getenv("UCP_CPP_TEST_PEER_CONNECT");
+        const std::string spec = std::to_string(index) + " " + (connect ? connect : name) + " " +
+                                 std::to_string(ntohs(addr.sin_port));
+        const auto *info         = ::testing::UnitTest::GetInstance()->current_test_info();
+        const std::string filter = std::string("--gtest_filter=") + info->test_suite_name() + "." +
+                                   info->name();
+        char exe[4096] = {};
+        if (::readlink("/proc/self/exe", exe, sizeof(exe) - 1) <= 0) {
+            throw std::runtime_error("peer: /proc/self/exe");
+        }
+        std::vector<std::string> words;
+        std::istringstream split(cmd);
+        for (std::string w; split >> w;) {
+            words.push_back(w);
+        }
+        for (const std::string &w :
+             {std::string("env"), "UCP_CPP_TEST_PEER_SERVE=" + spec, std::string(exe), filter}) {
+            words.push_back(w);
+        }
+        std::fflush(nullptr);
+        pid_ = ::fork();
+        if (pid_ < 0) {
+            throw std::runtime_error("fork failed");
+        }
+        if (pid_ == 0) {
+            ::close(lfd);
+            std::vector<char *> argv;
+            for (auto &w : words) {
+                argv.push_back(w.data());
+            }
+            argv.push_back(nullptr);
+            ::execvp(argv[0], argv.data());
+            std::fprintf(stderr, "[peer] cannot run %s\n", argv[0]);
+            ::_exit(127);
+        }
+        pollfd pfd{lfd, POLLIN, 0};
+        int fd = ::poll(&pfd, 1, int(std::chrono::milliseconds(3 * op_timeout).count())) > 0
+                     ? ::accept(lfd, nullptr, nullptr)
+                     : -1;
+        ::close(lfd);
+        if (fd < 0) {
+            kill_now();
+            throw std::runtime_error("peer: the remote peer (" + std::string(cmd) +
+                                     ") did not connect");
+        }
+        channel_ = std::make_unique<channel>(fd);
+        return true;
+    }
+
     pid_t pid_   = -1;
     bool reaped_ = false;
     std::unique_ptr<channel> channel_;

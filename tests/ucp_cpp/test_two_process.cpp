@@ -45,12 +45,17 @@ protected:
     const std::string &tls() const { return GetParam(); }
 };
 
-/// rdma suite: every lane of `ep` is on gdr_rc, so that a UCP_CPP_RDMA_TLS that lets UCP choose
-/// another transport (tcp) fails instead of passing over it. The host suite runs over any.
+/// rdma suite: every lane of `ep` is on gdr_rc (or on UCP_CPP_RDMA_TLS's first transport: the
+/// rc_verbs reference of tests/fabric), so that a UCP_CPP_RDMA_TLS that lets UCP choose another
+/// transport (tcp) fails instead of passing over it. The host suite runs over any.
 void expect_lanes_under_test([[maybe_unused]] const ucp_cpp::endpoint &ep)
 {
 #ifdef UCP_CPP_TEST_RDMA
-    EXPECT_TRUE(gdr_test::ucp_lanes_all_on(ep.handle(), "gdr_rc"));
+    const char *tls         = std::getenv("UCP_CPP_RDMA_TLS");
+    const std::string first = tls != nullptr
+                                  ? std::string(tls).substr(0, std::string(tls).find(','))
+                                  : "gdr_rc";
+    EXPECT_TRUE(gdr_test::ucp_lanes_all_on(ep.handle(), first == "rc_verbs" ? first : "gdr_rc"));
 #endif
 }
 

@@ -3,7 +3,7 @@
 
   driver.py list --build MPI_BUILD [--set ci|full] [--maxnp N]
   driver.py run  --build MPI_BUILD --tl TL --tsv FILE --logs DIR [--set ci|full] [--maxnp N]
-                 [--only GLOB,...] [--cases FILE] [--plugin SO]
+                 [--only GLOB,...] [--cases FILE] [--plugin SO] [--hosts H1,H2,...]
 
 MPI_BUILD is the configured and built test/mpi tree (prepare's BUILD_DIR/stacks/mpich/mpi), with
 its `srcdir` (config.status).  The cases are the lines of the testlist files of DIRS (MPICH's
@@ -11,7 +11,9 @@ format, as its runtests reads them: `program np [key=value ...]`, arg= an argume
 variable, timeLimit= seconds, mem= GB, xfail= a known MPICH failure, resultTest= how to judge), one case a
 line, named `dir/program.npN` followed by `:arg`/`:VAR=value` for each argument and variable.
 
-Each case is one `mpiexec.mpich -n N ./program args` in its build directory, bounded by hydra's
+Each case is one `mpiexec.mpich -n N ./program args` in its build directory (with --hosts:
+`-launcher ssh -hosts H1,H2,...`, one slot a host, so ranks go round the hosts: rank 0 on H1, rank 1
+on H2, ...; the build tree at the same path on every host, as tests/fabric's nodes share it), bounded by hydra's
 MPIEXEC_TIMEOUT (120 s, or 3x the line's timeLimit, at most 300) and, behind it, timeout(1).  It passes as runtests judges: exit status 0 and
 stdout+stderr made only of " No Errors" (and "Test Passed") lines (resultTest=TestStatus: a
 non-zero exit; TestErrFatal: a non-zero exit whatever the output), UCX's own INFO lines aside.
@@ -192,6 +194,8 @@ def run(a):
                     k, v = e.split("=", 1)
                     env[k] = v
                 cmd = ["mpiexec.mpich", "-n", str(c.np)]
+                if a.hosts:
+                    cmd += ["-launcher", "ssh", "-hosts", a.hosts]
                 if a.plugin:
                     cmd += ["-genv", "LD_PRELOAD", a.plugin]
                 cmd += ["./" + c.prog] + c.args
@@ -233,6 +237,7 @@ def main():
     ap.add_argument("--tsv")
     ap.add_argument("--logs")
     ap.add_argument("--plugin")
+    ap.add_argument("--hosts")
     a = ap.parse_args()
     if a.mode == "list":
         for c in select(cases(os.path.abspath(a.build)), a.set, a.only, a.cases):
