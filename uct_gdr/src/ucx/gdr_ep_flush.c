@@ -6,6 +6,8 @@
 #include "gdr_ep.inl"
 
 #include <ucs/time/time.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 
 /* @a op finishes when the last WR posted so far completes */
@@ -308,14 +310,43 @@ gdr_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
  * The stall check (UCX_GDR_STALL_TIMEOUT, gdr_iface_init_stall_check): an
  * endpoint with a signaled WR in flight whose completions have not moved for
  * the timeout goes to the error state; its WRs complete flushed and fail it
- * with "Endpoint timeout", the way a retry-exceeded completion would.  Only a
+ * with "Endpoint timeout", the way a retry-exceeded completion would.  Packets
+ * the device received meanwhile count as progress for every endpoint: a WR as
+ * long as an 8 MiB RDMA read takes seconds on a slow wire, and a dead peer
+ * sends nothing (where other peers still do, its endpoint waits as rc_verbs'
+ * does on Soft-RoCE).  Only a
  * signaled WR is waited on: an unsignaled one after the last completion
  * never completes by itself on a healthy connection, and UCP's keepalive
  * (gdr_ep_check) and every flush put a signaled one behind it.
  */
+/* Whether the device received packets since the last call (a long transfer
+ * still moving); 0 where there is no counter to read */
+static int gdr_iface_received_packets(gdr_iface_t *iface)
+{
+    char buf[32];
+    ssize_t len;
+    uint64_t value;
+
+    if (iface->stall.rcvd_pkts_fd < 0) {
+        return 0;
+    }
+    len = pread(iface->stall.rcvd_pkts_fd, buf, sizeof(buf) - 1, 0);
+    if (len <= 0) {
+        return 0;
+    }
+    buf[len] = '\0';
+    value    = strtoull(buf, NULL, 10);
+    if (value == iface->stall.rcvd_pkts) {
+        return 0;
+    }
+    iface->stall.rcvd_pkts = value;
+    return 1;
+}
+
 UCS_F_NOINLINE void gdr_iface_check_stalls(gdr_iface_t *iface)
 {
     ucs_time_t now;
+    int moving;
     gdr_ep_t *ep;
 
     iface->stall.countdown = iface->stall.every;
@@ -327,8 +358,10 @@ UCS_F_NOINLINE void gdr_iface_check_stalls(gdr_iface_t *iface)
         return;
     }
     iface->stall.next_check = now + iface->stall.interval;
+    moving                  = gdr_iface_received_packets(iface);
     ucs_list_for_each(ep, &iface->ep_list, list) {
-        if ((ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_STALLED)) ||
+        if (moving ||
+            (ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_STALLED)) ||
             !UCS_CIRCULAR_COMPARE16(ep->tx.signaled_sn, >,
                                     ep->tx.completed_sn) ||
             (ep->stall.completed_sn != ep->tx.completed_sn)) {

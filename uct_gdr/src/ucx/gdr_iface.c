@@ -181,9 +181,33 @@ gdr_iface_init_stall_check(gdr_iface_t *iface, const gdr_iface_config_t *config)
          * read once per 64 empty polls, not on every one */
         iface->stall.every = 64;
     }
-    iface->stall.interval   = ucs_max(iface->stall.timeout / 8, 1);
-    iface->stall.next_check = 0;
-    iface->stall.countdown  = iface->stall.every;
+    iface->stall.interval     = ucs_max(iface->stall.timeout / 8, 1);
+    iface->stall.next_check   = 0;
+    iface->stall.countdown    = iface->stall.every;
+    iface->stall.rcvd_pkts_fd = -1;
+    iface->stall.rcvd_pkts    = 0;
+}
+
+/* Soft-RoCE counts every packet that reached a live QP of the device
+ * (rcvd_pkts, after the QP lookup and the ICRC check): while it grows, a long
+ * RDMA read or write is still moving although no WR completed.  Opened last,
+ * once nothing in the constructor can fail. */
+static void gdr_iface_open_stall_counter(gdr_iface_t *iface)
+{
+    char path[PATH_MAX];
+
+    if (iface->stall.timeout == 0) {
+        return;
+    }
+    ucs_snprintf_safe(path, sizeof(path),
+                      "/sys/class/infiniband/%s/ports/%u/hw_counters/rcvd_pkts",
+                      iface->dev->name, iface->port->port_num);
+    iface->stall.rcvd_pkts_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (iface->stall.rcvd_pkts_fd < 0) {
+        ucs_debug("gdr_rc: %s: no received-packet counter (%m): the stall "
+                  "check goes by completions alone",
+                  path);
+    }
 }
 
 /* UCX_GDR_DEVICE_ATOMICS: whether the iface advertises the device's atomics */
@@ -427,6 +451,7 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
         goto err_cleanup_mpools;
     }
 
+    gdr_iface_open_stall_counter(self);
     ucs_debug("gdr_rc: iface %p on %s:%u mtu %u gid_index %d inline %u "
               "posting with %s, %s fence, stall check %.3g s",
               self, self->dev->name, self->port->port_num,
@@ -459,6 +484,9 @@ static UCS_CLASS_CLEANUP_FUNC(gdr_iface_t)
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     gdr_iface_fence_cleanup(self);
+    if (self->stall.rcvd_pkts_fd >= 0) {
+        close(self->stall.rcvd_pkts_fd);
+    }
     ibv_destroy_srq(self->srq); /* posted receive buffers die with it */
     ibv_destroy_cq(self->recv_cq);
     ibv_destroy_cq(self->send_cq);

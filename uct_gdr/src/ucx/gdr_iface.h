@@ -169,17 +169,20 @@ typedef struct gdr_iface {
      * endpoints (gdr_ep_flush.c) */
     int fence_strong;
     uct_worker_cb_id_t fence_prog_id;
-    /* The stall check (UCX_GDR_STALL_TIMEOUT, gdr_iface_progress.c): an
-     * endpoint whose signaled WR has not completed for `timeout` fails as a
-     * retry-exceeded one would.  Run from progress calls that poll no send
-     * completion, every `every` of them and at most once per `interval`;
-     * countdown is never 0 while the check is off. */
+    /* The stall check (UCX_GDR_STALL_TIMEOUT, gdr_ep_flush.c): an endpoint
+     * whose signaled WR has not completed for `timeout`, while the device
+     * received no packet either, fails as a retry-exceeded one would.  Run
+     * from progress calls that poll no send completion, every `every` of
+     * them and at most once per `interval`; countdown is never 0 while the
+     * check is off. */
     struct {
         ucs_time_t timeout; /* 0: off */
         ucs_time_t interval;
         ucs_time_t next_check;
         unsigned every;
         unsigned countdown;
+        int rcvd_pkts_fd; /* the device's received-packet counter, or -1 */
+        uint64_t rcvd_pkts; /* its value at the last check */
     } stall;
 } gdr_iface_t;
 
