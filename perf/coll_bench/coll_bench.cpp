@@ -13,6 +13,7 @@
 //       [--op NAME[,NAME...]|all]   (barrier bcast reduce allreduce allgather reduce_scatter
 //                                    alltoall gather scatter; default allreduce)
 //       [--max-size 64M]            (largest size; sizes 8 B, then x --step, then the maximum)
+//       [--sizes 8,3K,1M]           (these sizes instead, in this order; K/M/G suffixes)
 //       [--step 4]                  (factor between sizes)
 //       [--max-total 0]             (when > 0: largest per-rank buffer; caps a block so that
 //                                    p blocks fit, for allgather/alltoall/reduce_scatter/gather/scatter)
@@ -23,6 +24,7 @@
 //       [--no-peer-errors]          (our endpoints without UCP_ERR_HANDLING_MODE_PEER, as MPI's:
 //                                    UCX's shared-memory transports need it, or UCX_MM_ERROR_HANDLING=y)
 //       [--persistent]              (ours through coll::persistent: initialised once per size)
+//       [--help]                    (this text)
 //
 // Sizes: bytes per rank for allreduce, reduce and bcast; per block (per rank) for allgather,
 // gather, scatter, alltoall (per peer) and reduce_scatter (the block each rank gets); busbw uses
@@ -60,14 +62,15 @@ namespace {
 struct options {
     std::vector<std::string> ops = {"allreduce"};
     size_t max_size              = size_t(64) << 20;
-    size_t step                  = 4;
-    size_t max_total             = 0;
-    int iterations               = 0;  // 0: calibrated
-    double batch_ms              = 4;
-    int repeat                   = 1;
-    bool peer_errors             = true;
-    bool persistent              = false;
-    coll::algorithm algo         = coll::algorithm::automatic;
+    std::vector<size_t> sizes;  // --sizes: these instead of the ladder
+    size_t step          = 4;
+    size_t max_total     = 0;
+    int iterations       = 0;  // 0: calibrated
+    double batch_ms      = 4;
+    int repeat           = 1;
+    bool peer_errors     = true;
+    bool persistent      = false;
+    coll::algorithm algo = coll::algorithm::automatic;
 };
 
 const char *const all_ops[] = {"barrier",        "bcast",    "reduce", "allreduce", "allgather",
@@ -222,8 +225,14 @@ struct bench {
             comm.barrier(how);
             return;
         }
-        for (size_t bytes = 8; bytes <= max;
-             bytes        = bytes == max ? bytes + 1 : std::min(bytes * opt.step, max)) {
+        std::vector<size_t> ladder = opt.sizes;
+        if (ladder.empty()) {
+            for (size_t bytes = 8; bytes <= max;
+                 bytes        = bytes == max ? bytes + 1 : std::min(bytes * opt.step, max)) {
+                ladder.push_back(bytes);
+            }
+        }
+        for (size_t bytes : ladder) {
             const measured t   = size_point(op, bytes);
             const double moved = blocks ? double(bytes) * p : double(bytes);
             if (bytes == 8) {
@@ -372,8 +381,43 @@ struct bench {
 
 }  // namespace
 
+const char usage[] =
+    "usage: mpirun -np P [MPI options] coll_bench [--op NAME[,NAME...]|all] [--max-size 64M]\n"
+    "       [--sizes 8,3K,1M] [--step 4] [--max-total 0] [--iterations N] [--batch-ms 4]\n"
+    "       [--repeat R] [--algorithm NAME] [--no-peer-errors] [--persistent] [--help]\n"
+    "  ucp_cpp::coll against the MPI library's collectives, interleaved, same ranks.\n"
+    "  --op        barrier bcast reduce allreduce allgather reduce_scatter alltoall\n"
+    "              gather scatter, or all (default allreduce)\n"
+    "  --max-size  largest size; sizes 8 B, then x --step, then the maximum\n"
+    "  --sizes     these sizes instead, in this order (K/M/G suffixes)\n"
+    "  --max-total largest per-rank buffer of the block collectives (0: none)\n"
+    "  --iterations calls per batch (default: about --batch-ms of MPI's time)\n"
+    "  --repeat    interleaved repeats (median, min, max of the ratios)\n"
+    "  --algorithm ours (default automatic); --persistent: through coll::persistent\n"
+    "  --no-peer-errors  endpoints without peer error handling, as MPI's (UCX's shared\n"
+    "              memory needs it, or UCX_MM_ERROR_HANDLING=y)\n"
+    "Output: docs/collectives.md.\n";
+
+static std::vector<size_t> parse_sizes(const std::string &list)
+{
+    std::vector<size_t> sizes;
+    size_t start = 0;
+    while (start <= list.size()) {
+        const size_t comma = std::min(list.find(',', start), list.size());
+        sizes.push_back(parse_size(list.substr(start, comma - start).c_str()));
+        start = comma + 1;
+    }
+    return sizes;
+}
+
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+            std::fputs(usage, stdout);
+            return 0;
+        }
+    }
     MPI_Init(&argc, &argv);
     options opt;
     for (int i = 1; i < argc; ++i) {
@@ -390,6 +434,8 @@ int main(int argc, char **argv)
             opt.ops = parse_ops(argv[++i]);
         } else if (key == "--max-size") {
             opt.max_size = parse_size(argv[++i]);
+        } else if (key == "--sizes") {
+            opt.sizes = parse_sizes(argv[++i]);
         } else if (key == "--max-total") {
             opt.max_total = parse_size(argv[++i]);
         } else if (key == "--step") {
