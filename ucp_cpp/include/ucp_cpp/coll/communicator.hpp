@@ -80,12 +80,12 @@ struct communicator_params {
     std::optional<coll::config> config;
 };
 
-/// Defined where communicator has persistent collectives (<collective>_init, coll::persistent).
+/// Defined where communicator has persistent collectives (allreduce_init() and the like, coll::persistent).
 #define UCP_CPP_PERSISTENT_COLLECTIVES 1
 
 /**
  * @brief A persistent collective, as MPI 4's MPI_Allreduce_init: made once by a
- *        communicator's <collective>_init() (algorithm chosen, schedule compiled, scratch
+ *        communicator's allreduce_init() or another *_init() (algorithm chosen, schedule compiled, scratch
  *        allocated), then started any number of times.
  *
  * @code
@@ -109,7 +109,7 @@ public:
     /// Not a persistent collective (valid() false).
     persistent() = default;
 
-    /// @brief Whether this is a persistent collective made by a <collective>_init().
+    /// @brief Whether this is a persistent collective made by an *_init() of a communicator.
     /// @return true when start() can be called
     [[nodiscard]] bool valid() const noexcept { return op_ != nullptr || reissue_ != nullptr; }
 
