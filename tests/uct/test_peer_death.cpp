@@ -62,6 +62,19 @@ protected:
         ASSERT_TRUE(local_->check_pattern(PeerProcess::kSeed, PeerProcess::kBufferSize, 0));
     }
 
+    /// An 8-byte put_short to the peer's buffer, retried while the send queue is full (10 s).
+    ucs_status_t put_short_retry(const uint64_t &value)
+    {
+        ucs_status_t st;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while ((st = uct_ep_put_short(ep_, &value, sizeof(value), peer_->remote_address,
+                                      rkey_->rkey())) == UCS_ERR_NO_RESOURCE &&
+               std::chrono::steady_clock::now() < deadline) {
+            self_->progress();
+        }
+        return st;
+    }
+
     /// After the failure: destroy the dead endpoint; the iface still serves a new in-process pair.
     void check_survivor_iface()
     {
@@ -170,14 +183,8 @@ TEST_F(PeerDeath, EndpointCheckAfterUnsignaledSendDetectsDeadPeer)
     // A send without a completion (likely unsignaled: no CQE will ever say it was done), acked by
     // the live peer; then silence, like a rendezvous RTS waiting for its answer. ep_check must not
     // take "posted but not completed" for traffic that will report the peer's death.
-    uint64_t value = 0x5a5a5a5a5a5a5a5aull;
-    ucs_status_t st;
-    const auto post_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while ((st = uct_ep_put_short(ep_, &value, sizeof(value), peer_->remote_address,
-                                  rkey_->rkey())) == UCS_ERR_NO_RESOURCE &&
-           std::chrono::steady_clock::now() < post_deadline) {
-        self_->progress();
-    }
+    const uint64_t value  = 0x5a5a5a5a5a5a5a5aull;
+    const ucs_status_t st = put_short_retry(value);
     ASSERT_EQ(UCS_OK, st) << status_name(st);
     const auto settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
     while (std::chrono::steady_clock::now() < settle) {
@@ -325,13 +332,7 @@ TEST_F(PeerDeathAtRetrySeven, LiveIdleEndpointWithAnUnsignaledSendIsLeftAlone)
     // two writes: the first (nothing in flight) asks for a completion, the second does not
     uint64_t value = 0x0123456789abcdefull;
     for (int i = 0; i < 2; ++i) {
-        ucs_status_t st;
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        while ((st = uct_ep_put_short(ep_, &value, sizeof(value), peer_->remote_address,
-                                      rkey_->rkey())) == UCS_ERR_NO_RESOURCE &&
-               std::chrono::steady_clock::now() < deadline) {
-            self_->progress();
-        }
+        const ucs_status_t st = put_short_retry(value);
         ASSERT_EQ(UCS_OK, st) << status_name(st);
     }
     // idle, progressing, three bounds long: nothing may fail
