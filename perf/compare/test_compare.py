@@ -17,6 +17,7 @@ import tempfile
 import time
 import types
 import unittest
+import unittest.mock
 
 sys.dont_write_bytecode = True  # keep the source tree clean of __pycache__
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -83,6 +84,28 @@ class Parsers(unittest.TestCase):
 
     def test_error_line_is_the_reason(self):
         self.assertIn("no transport gdr_rc", launch.last_error_line(UCX_FAILED))
+
+    def test_error_line_is_the_library_cause_not_the_launcher_help_text(self):
+        self.assertEqual(launch.last_error_line(OMPI_EXITED_IMPROPERLY),
+                         "ucp_ep.c:1405 UCX  ERROR error 'Endpoint timeout' will not be handled "
+                         "for ep 0x7f since no error callback is installed")
+
+# Open MPI 4.1's ending when a rank exits without MPI_Finalize (MPI_ERRORS_ARE_FATAL), abridged
+OMPI_EXITED_IMPROPERLY = """\
+==208== Callgrind, a call-graph generating cache profiler
+[1765130000.123456] [node:208  :0]        ucp_ep.c:1405 UCX  ERROR error 'Endpoint timeout' \
+will not be handled for ep 0x7f since no error callback is installed
+[node:00208] *** An error occurred in MPI_Send
+[node:00208] *** reported by process [1234,0]
+[node:00208] *** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,
+--------------------------------------------------------------------------
+mpirun has exited due to process rank 0 with PID 0 on
+node node exiting improperly. There are three reasons this could occur:
+orte_create_session_dirs is set to false. In this case, the run-time cannot
+detect that the abort call was an abnormal termination. Hence, the only
+error message you will receive is this one.
+--------------------------------------------------------------------------
+"""
 
 
 def row(section, test, size, metric, transport, value, reason=None):
@@ -1420,6 +1443,56 @@ class PlotsOfTheLargestResultSet(unittest.TestCase):
             self.assertIn(report.verdict(t["gdr_over_rc"], t["metric"]), label)
         put_bw = next(x for x in labels if x.startswith("uct put_bw"))
         self.assertIn("gdr/rc noisy\n[", put_bw)  # never the median of a noisy ratio
+
+
+class CostRegressionSecondAttempt(unittest.TestCase):
+    """perf/cost/regression measures an n/a row once more and never a dearer one"""
+
+    def setUp(self):
+        import importlib.machinery
+        import importlib.util
+        path = os.path.join(os.path.dirname(os.path.dirname(HERE)), "perf", "cost", "regression")
+        loader = importlib.machinery.SourceFileLoader("cost_regression", path)
+        self.reg = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name,
+                                                                                   loader))
+        loader.exec_module(self.reg)
+        self.calls = []
+
+    def run_with(self, attempts, rows):
+        def fake_measure(names, out, plugin, a):
+            self.calls.append(list(names))
+            return [b for b in attempts[len(self.calls) - 1] if b[0] in names]
+        self.reg.measure = fake_measure
+        with tempfile.TemporaryDirectory() as build:
+            os.makedirs(os.path.join(build, "lib"))
+            open(os.path.join(build, "lib", "libuct_gdr.so"), "w").close()
+            argv = ["regression", "--build", build, "--rows", rows]
+            with unittest.mock.patch.object(sys, "argv", argv), \
+                    contextlib.redirect_stdout(io.StringIO()) as out, \
+                    contextlib.redirect_stderr(io.StringIO()) as err:
+                rc = self.reg.main()
+        return rc, out.getvalue() + err.getvalue()
+
+    def test_a_row_unmeasured_once_passes_when_measured_the_second_time(self):
+        na = ("put_short", 332.0, None, "n/a (gdr_rc: exit status 1: UCX  ERROR boom)")
+        rc, out = self.run_with([[na], []], "put_short,am_short")
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(self.calls, [["put_short", "am_short"], ["put_short"]])
+        self.assertIn("put_short was not measured: n/a (gdr_rc: exit status 1: UCX  ERROR boom)",
+                      out)
+        self.assertIn("put_short measured on the second attempt", out)
+
+    def test_a_row_unmeasured_twice_fails(self):
+        na = ("put_short", 332.0, None, "n/a (gdr_rc: exit status 1)")
+        rc, out = self.run_with([[na], [na]], "put_short")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL put_short", out)
+
+    def test_a_dearer_row_is_never_measured_again(self):
+        dear = ("put_short", 332.0, 340.0, "gdr_rc executes 1.024x rc_verbs' instructions")
+        rc, out = self.run_with([[dear]], "put_short")
+        self.assertEqual(rc, 1, out)
+        self.assertEqual(self.calls, [["put_short"]])
 
 
 class RegistrationSection(unittest.TestCase):

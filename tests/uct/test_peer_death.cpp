@@ -7,6 +7,7 @@
 #include "uct_ops.h"
 
 #include <cstring>
+#include <thread>
 
 namespace uctest {
 namespace {
@@ -291,8 +292,51 @@ protected:
             GTEST_SKIP() << res_.tl_name << " retries for ever at RETRY_COUNT=7 on Soft-RoCE";
         }
     }
-    /// TIMEOUT (100 ms, 4.096 us x 2^15 on the wire) x (7 + 1), and an eighth for the check
-    static constexpr double kBound = 0.134 * 8 * 9 / 8;
+    /// TIMEOUT (100 ms, 4.096 us x 2^15 on the wire) x (7 + 1)
+    static constexpr double kTimeoutTimesTries = 0.134 * 8;
+    /// and a quarter for the check: the wait is first seen at one check (every eighth of the
+    /// bound) and the endpoint fails at the first past the bound
+    static constexpr double kBound = kTimeoutTimesTries * 10 / 8;
+
+    /// Two writes of `value`, the first (nothing in flight) asking for a completion and the second
+    /// not, then progress for `seconds`: the unsignaled write keeps the iface polling, so its
+    /// stall checks run and see the endpoint with nothing waited on
+    void unsignaled_write_then_progress_for(uint64_t value, double seconds)
+    {
+        for (int i = 0; i < 2; ++i) {
+            const ucs_status_t st = put_short_retry(value);
+            ASSERT_EQ(UCS_OK, st) << status_name(st);
+        }
+        const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+        while (std::chrono::steady_clock::now() < end) {
+            self_->progress();
+        }
+    }
+
+    /// Kills the peer after `idle` seconds without a call into UCT (an application computing),
+    /// posts a put to it and waits for the put and the endpoint to fail; returns the seconds
+    /// from the post to the failure
+    double put_to_killed_peer_after(std::chrono::duration<double> idle)
+    {
+        std::this_thread::sleep_for(idle);
+        peer_->kill_and_reap();
+        Transfer t(*self_, ep_);
+        ucs_status_t st = t.post_retry(Op::PutZcopy, *local_, 0, 64 << 10, peer_->remote_address,
+                                       rkey_->rkey(), 0, {self_.get()});
+        EXPECT_TRUE(st == UCS_INPROGRESS || UCS_STATUS_IS_ERR(st)) << status_name(st);
+        const auto start = std::chrono::steady_clock::now();
+        EXPECT_TRUE(progress_until([&] { return t.completion().done() && self_->failed(ep_); },
+                                   {self_.get()}, "a put to the dead peer to fail",
+                                   kDetectionDeadline));
+        const double took = Seconds(std::chrono::steady_clock::now() - start).count();
+        if (!self_->errors.empty()) {
+            std::printf("[   INFO   ] the put failed with %s after %.2f s (bound %.2f s)\n",
+                        status_name(self_->errors.front().status).c_str(), took, kBound);
+            EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, self_->errors.front().status)
+                << status_name(self_->errors.front().status);
+        }
+        return took;
+    }
 };
 
 TEST_F(PeerDeathAtRetrySeven, DeadPeerFailsWithinTheTimeoutBound)
@@ -303,21 +347,28 @@ TEST_F(PeerDeathAtRetrySeven, DeadPeerFailsWithinTheTimeoutBound)
     if (IsSkipped() || HasFatalFailure()) {
         return;
     }
-    peer_->kill_and_reap();
-    Transfer t(*self_, ep_);
-    ucs_status_t st = t.post_retry(Op::PutZcopy, *local_, 0, 64 << 10, peer_->remote_address,
-                                   rkey_->rkey(), 0, {self_.get()});
-    ASSERT_TRUE(st == UCS_INPROGRESS || UCS_STATUS_IS_ERR(st)) << status_name(st);
-    const auto start = std::chrono::steady_clock::now();
-    ASSERT_TRUE(progress_until([&] { return t.completion().done() && self_->failed(ep_); },
-                               {self_.get()}, "a put to the dead peer to fail",
-                               kDetectionDeadline));
-    const double took = Seconds(std::chrono::steady_clock::now() - start).count();
-    std::printf("[   INFO   ] the put failed with %s after %.2f s (bound %.2f s)\n",
-                status_name(self_->errors.front().status).c_str(), took, kBound);
-    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, self_->errors.front().status)
-        << status_name(self_->errors.front().status);
+    const double took = put_to_killed_peer_after(std::chrono::seconds(0));
     // the bound holds on an idle guest; a loaded one stretches every timer alike
+    EXPECT_LT(took, 10 * kBound) << "far past TIMEOUT x (RETRY_COUNT + 1)";
+    check_survivor_iface();
+}
+
+// The endpoint idle for longer than the bound (the last check saw nothing in flight), then a put
+// to a peer that died meanwhile: the wait starts at the put, so the endpoint gets the whole
+// bound before it fails, not a verdict at the first check
+TEST_F(PeerDeathAtRetrySeven, AnIdleSpellDoesNotCountTowardsTheBound)
+{
+    skip_unbounded();
+    UCTEST_ASSERT_CAP(UCT_IFACE_FLAG_PUT_ZCOPY);
+    check_alive();
+    if (IsSkipped() || HasFatalFailure()) {
+        return;
+    }
+    // checks see the endpoint idle for half a bound, then no call into UCT for three bounds
+    ASSERT_NO_FATAL_FAILURE(unsignaled_write_then_progress_for(0x0123456789abcdefull, kBound / 2));
+    const double took = put_to_killed_peer_after(std::chrono::duration<double>(3 * kBound));
+    // load only lengthens it; 0.9: the iface's clock and this one may differ by a little
+    EXPECT_GE(took, 0.9 * kTimeoutTimesTries) << "failed before TIMEOUT x (RETRY_COUNT + 1)";
     EXPECT_LT(took, 10 * kBound) << "far past TIMEOUT x (RETRY_COUNT + 1)";
     check_survivor_iface();
 }
@@ -329,18 +380,9 @@ TEST_F(PeerDeathAtRetrySeven, LiveIdleEndpointWithAnUnsignaledSendIsLeftAlone)
     if (IsSkipped() || HasFatalFailure()) {
         return;
     }
-    // two writes: the first (nothing in flight) asks for a completion, the second does not
-    uint64_t value = 0x0123456789abcdefull;
-    for (int i = 0; i < 2; ++i) {
-        const ucs_status_t st = put_short_retry(value);
-        ASSERT_EQ(UCS_OK, st) << status_name(st);
-    }
     // idle, progressing, three bounds long: nothing may fail
-    const auto idle_end = std::chrono::steady_clock::now() +
-                          std::chrono::milliseconds(static_cast<int>(3000 * kBound));
-    while (std::chrono::steady_clock::now() < idle_end) {
-        self_->progress();
-    }
+    const uint64_t value = 0x0123456789abcdefull;
+    ASSERT_NO_FATAL_FAILURE(unsignaled_write_then_progress_for(value, 3 * kBound));
     EXPECT_FALSE(self_->failed(ep_)) << "a live peer's endpoint failed while idle: "
                                      << status_name(self_->errors.front().status);
     EXPECT_EQ(UCS_OK, flush_and_wait(*self_, ep_, {self_.get()}, 0, kDetectionDeadline));

@@ -74,12 +74,31 @@ ERROR_WORDS = re.compile(r"error|fail|unsupported|not found|no such|invalid|coul
 VALGRIND_LINE = re.compile(r"^(==|--)\d+(==|--)")
 
 
+# the launchers' own explanations (Open MPI's help texts, between lines of dashes): what they
+# say ("the error message you will receive is this one") names no cause
+HELP_RULE = re.compile(r"^-{20,}$")
+# libraries' own error reports, the lowest layer's first: UCX's log ("UCX  ERROR ..."), then an
+# MPI library's ("*** An error occurred in MPI_Send"), which follows from it
+LIBRARY_ERRORS = (re.compile(r"\bERROR\b|\bFATAL\b"), re.compile(r"An error occurred in"))
+
+
 def last_error_line(*texts):
-    """The most telling line of a failed peer's output, for the n/a reason."""
+    """The most telling line of a failed peer's output, for the n/a reason: a library's last
+    error report, else the last line with an error word; neither inside a launcher's help text
+    nor valgrind's own unless nothing else has one.  Without the log's time and host."""
     for text in texts:
-        for line in reversed(text.splitlines()):
-            if ERROR_WORDS.search(line) and not VALGRIND_LINE.match(line):
-                return re.sub(r"^\[[^\]]*\]\s*", "", line.strip())[:200]
+        lines, inside_help = [], False
+        for line in text.splitlines():
+            if HELP_RULE.match(line.strip()):
+                inside_help = not inside_help
+            elif not inside_help and not VALGRIND_LINE.match(line):
+                lines.append(line)
+        everywhere = [x for x in text.splitlines() if not VALGRIND_LINE.match(x)]
+        for pattern, where in ([(p, lines) for p in LIBRARY_ERRORS] +
+                               [(ERROR_WORDS, lines), (ERROR_WORDS, everywhere)]):
+            found = next((x for x in reversed(where) if pattern.search(x)), None)
+            if found is not None:
+                return re.sub(r"^(\[[^\]]*\]\s*){1,2}", "", found.strip())[:200]
     return last_line(*texts)
 
 

@@ -164,7 +164,7 @@ UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)
     self->tx.available       = iface->tx.queue_len;
     self->tx.cas_loops       = 0;
     self->stall.completed_sn = 0;
-    self->stall.since        = ucs_get_time();
+    self->stall.since        = 0;
     self->amo.valid          = 0;
     self->amo.retrier        = NULL;
     ucs_queue_head_init(&self->amo.parked);

@@ -98,7 +98,8 @@ struct gdr_ep {
      * never reads it. */
     union ibv_gid peer_gid;
     /* The stall check's view (gdr_iface_check_stalls): completed_sn when it
-     * last moved, and when that was.  Only that check reads or writes it. */
+     * last moved, and since when the endpoint has waited on it (0: the last
+     * check found nothing waited on).  Only that check reads or writes it. */
     struct {
         uint16_t completed_sn;
         ucs_time_t since;

@@ -360,12 +360,17 @@ UCS_F_NOINLINE void gdr_iface_check_stalls(gdr_iface_t *iface)
     iface->stall.next_check = now + iface->stall.interval;
     moving                  = gdr_iface_received_packets(iface);
     ucs_list_for_each(ep, &iface->ep_list, list) {
-        if (moving ||
-            (ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_STALLED)) ||
+        if ((ep->flags & (GDR_EP_FLAG_FAILED | GDR_EP_FLAG_STALLED)) ||
             !UCS_CIRCULAR_COMPARE16(ep->tx.signaled_sn, >,
-                                    ep->tx.completed_sn) ||
+                                    ep->tx.completed_sn)) {
+            ep->stall.since = 0; /* nothing waited on */
+            continue;
+        }
+        if (moving || (ep->stall.since == 0) ||
             (ep->stall.completed_sn != ep->tx.completed_sn)) {
-            /* nothing waited on, or something completed since last time */
+            /* the wait starts now, or something moved since last time: the
+             * window starts at a check that saw the endpoint waiting, never
+             * at one that saw it idle, however long ago that was */
             ep->stall.completed_sn = ep->tx.completed_sn;
             ep->stall.since        = now;
             continue;

@@ -177,7 +177,8 @@ gdr_iface_init_stall_check(gdr_iface_t *iface, const gdr_iface_config_t *config)
         iface->stall.every   = UINT_MAX;
     } else {
         iface->stall.timeout = timeout;
-        /* a stalled endpoint fails within 1/8 past its bound; the clock is
+        /* checks every 1/8 of the bound: a stalled endpoint is first seen
+         * waiting within 1/8 and fails within 1/8 past its bound; the clock is
          * read once per 64 empty polls, not on every one */
         iface->stall.every = 64;
     }
