@@ -1138,6 +1138,51 @@ class PairRunner(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 20)
         self.assertTrue(os.path.exists(os.path.join(self.logs, "client-fails.server.log")))
 
+    def fake_remote(self):
+        """A Remote whose 'shell' runs the command line here, in a shell of its own, as ssh
+        would on the host: what crosses is only the command line and the variables in it"""
+        shell = os.path.join(self.logs, "fake-ssh")
+        with open(shell, "w") as f:
+            f.write('#!/bin/sh\n# fake-ssh HOST COMMAND-LINE\nshift\nexec env -i PATH="$PATH" '
+                    'sh -c "$1"\n')
+        os.chmod(shell, 0o755)
+        return launch.Remote("peerhost", [shell])
+
+    def test_remote_server_gets_the_measuring_environment_and_the_pair_runs(self):
+        port = self.free_port()
+        server = python(f"import os, socket; s = socket.socket(); "
+                        f"s.bind(('127.0.0.1', {port})); s.listen(); c, _ = s.accept(); "
+                        "c.recv(10); print('server sees', os.environ.get('UCX_TLS'), "
+                        "os.environ.get('HOME_NOT_PASSED'))")
+        client = python(f"import socket; s = socket.create_connection(('127.0.0.1', {port})); "
+                        "s.send(b'x'); print('1,2')")
+        env = dict(os.environ, UCX_TLS="gdr_rc,ud_verbs:aux", HOME_NOT_PASSED="1")
+        ok, cout, sout, why, _ = launch.run_pair("remote", server, client, env, port, 30,
+                                                 self.logs, remote=self.fake_remote())
+        self.assertTrue(ok, why)
+        self.assertIn("1,2", cout)
+        self.assertIn("server sees gdr_rc,ud_verbs:aux None", sout)
+
+    def test_a_killed_pair_leaves_no_remote_server_behind(self):
+        port = self.free_port()
+        marker = os.path.join(self.logs, "server-pid")
+        server = python(f"import os, socket, time; open({marker!r}, 'w').write(str(os.getpid())); "
+                        f"s = socket.socket(); s.bind(('127.0.0.1', {port})); s.listen(); "
+                        "time.sleep(120)")
+        client = python("import time; time.sleep(120)")  # says nothing: stalls
+        ok, _, _, why, _ = launch.run_pair("remote-stall", server, client, dict(os.environ), port,
+                                           2, self.logs, remote=self.fake_remote())
+        self.assertFalse(ok)
+        self.assertIn("no progress", why)
+        with open(marker) as f:
+            pid = int(f.read())
+        for _ in range(50):  # the server learns of it when its launcher's stdin closes
+            if not os.path.exists(f"/proc/{pid}") or " Z " in open(f"/proc/{pid}/stat").read():
+                break
+            time.sleep(0.1)
+        else:
+            self.fail(f"the remote server (pid {pid}) outlived its pair")
+
     def test_successful_pair(self):
         port = self.free_port()
         server = python(f"import socket; s = socket.socket(); s.bind(('127.0.0.1', {port})); "

@@ -14,7 +14,7 @@ from . import __doc__ as PACKAGE_DOC
 from .devices import DOCTOR, DeviceError, device_names, doctor_report
 from .launch import STALLED
 from .plan import (DEMO_COST_OPS, DEMO_COST_ROWS, DEMO_PAIRS, DEMO_SECTIONS, DEMO_WALL,
-                   NOT_QUICK, SECTIONS)
+                   NOT_QUICK, PAIR_SECTIONS, SECTIONS)
 from .render import render
 from .sections.cost import ROW_NAMES
 from .session import Session
@@ -66,6 +66,14 @@ def parse_args():
                    "DEMO_ARGS='--timeout 300'")
     p.add_argument("--base-port", type=int, default=20000,
                    help="first TCP port for the pairs' OOB exchange")
+    p.add_argument("--peer", metavar="HOST",
+                   help="measure across a wire: each pair's server runs on HOST, its client "
+                   "here (sections uct, ucp, raw; ucp gains UCP over tcp on the RoCE port's "
+                   "interface as a third side). HOST sees this directory at the same path and "
+                   "has the same device name (a shared file system; tests/fabric/run's guests)")
+    p.add_argument("--peer-shell", default="ssh", metavar="CMD",
+                   help="how a command reaches --peer's host: `CMD HOST COMMAND-LINE` "
+                   "(default ssh)")
     p.add_argument("--vm", choices=("auto", "always", "never"), default="auto",
                    help="run inside tests/rxe-vm/run: auto = when no RDMA device is present")
     p.add_argument("--require-gdr", action="store_true",
@@ -152,6 +160,12 @@ def main():
         args.cost_ops = args.cost_ops or DEMO_COST_OPS
         args.pairs = args.pairs or DEMO_PAIRS
     sections = args.section or [s for s in SECTIONS if not (args.quick and s in NOT_QUICK)]
+    if args.peer:
+        across = [s for s in sections if s in PAIR_SECTIONS]
+        if args.section and across != sections:
+            sys.exit(f"compare: --peer measures pairs across the wire: sections "
+                     f"{', '.join(PAIR_SECTIONS)}, not {', '.join(set(sections) - set(across))}")
+        sections = across
     if args.pairs is None:
         args.pairs = 1 if args.quick else 5  # --quick: one pair, to stay within CI's time
     if args.pairs < 1:
@@ -164,6 +178,10 @@ def main():
     use_vm = not inside_vm and (args.vm == "always" or
                                 (args.vm == "auto" and not device_names(report)))
     results = os.path.join(args.out, "results.json")
+    if use_vm and args.peer:
+        sys.exit("compare: --peer needs an RDMA device on this host, as on its peer (on "
+                 "tests/fabric/run's guests: tests/fabric/run ssh node0 'cd DIR && perf/compare/"
+                 "run --peer node1 ...')")
 
     t0 = time.monotonic()
     load_start = os.getloadavg()  # TCG results swing with the host's load: keep it with them
@@ -175,7 +193,8 @@ def main():
     else:
         session = Session(args, report)
         meta = session.run(sections)
-        meta.update(date=stamp, host=socket.gethostname(), quick=args.quick, sections=sections,
+        meta.update(date=stamp, host=socket.gethostname(), peer=args.peer, quick=args.quick,
+                    sections=sections,
                     command=shlex.join(sys.argv))
         with open(results, "w") as f:
             json.dump(dict(meta=meta, rows=session.results.rows, ratios=session.results.ratios),

@@ -28,21 +28,65 @@ POLL_S = 0.2
 STALLED = r"no progress for \S+ s|still running after \S+ s in all"
 
 
-def tcp_listening(port):
-    """True when a socket listens on TCP `port`.  Read from /proc: a probing connect() would be
-    accepted by ucx_perftest/perftest as their one client."""
-    suffix = f":{port:04X}"
+def tcp_listening(port, remote=None):
+    """True when a socket listens on TCP `port` (here, or on `remote`'s host).  Read from
+    /proc: a probing connect() would be accepted by ucx_perftest/perftest as their one client."""
+    if remote is not None:
+        return listening_in(remote.read("/proc/net/tcp", "/proc/net/tcp6"), port)
+    text = ""
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as f:
-                next(f)
-                for line in f:
-                    fields = line.split()
-                    if fields[3] == "0A" and fields[1].endswith(suffix):
-                        return True
+                text += f.read()
         except OSError:
             pass
+    return listening_in(text, port)
+
+
+def listening_in(tables, port):
+    """Whether /proc/net/tcp{,6} text `tables` has a listening socket (state 0A) on `port`."""
+    suffix = f":{port:04X}"
+    for line in tables.splitlines():
+        fields = line.split()
+        if len(fields) > 3 and fields[3] == "0A" and fields[1].endswith(suffix):
+            return True
     return False
+
+
+class Remote:
+    """The host a pair's server runs on when measuring across a wire (--peer), and the command
+    that reaches it (`shell HOST COMMAND`: ssh, or any launcher that runs a shell command line
+    there).  The server gets this side's working directory, the same paths, and the
+    environment that selects what is measured (UCX_*, GDR_*, LD_PRELOAD, LD_LIBRARY_PATH): a
+    shared file system, or the fabric's guests, which see the host's tree."""
+
+    PASSED = ("UCX_", "GDR_", "LD_PRELOAD", "LD_LIBRARY_PATH")
+
+    def __init__(self, host, shell=("ssh",)):
+        self.host, self.shell = host, tuple(shell)
+
+    def command(self, cmd, env):
+        """`cmd` run on the host with `env`'s measuring variables.  It ends when this side's
+        launcher does (its stdin closes: a killed pair leaves nothing behind there) and
+        returns the server's exit status."""
+        passed = [f"{k}={v}" for k, v in sorted(env.items()) if k.startswith(self.PASSED)]
+        server = shlex.join(["env", *passed, *cmd])
+        # (a shell gives a background job /dev/null for stdin unless told: fd 3 carries it; the
+        # watcher is the shell's own `read`, no child that would outlive it and hold stdin)
+        script = (f"cd {shlex.quote(os.getcwd())} || exit 1; exec 3<&0; {server} </dev/null & "
+                  "p=$!; { while read -r _; do :; done <&3; kill $p; } >/dev/null 2>&1 & w=$!; "
+                  "exec 3<&-; "
+                  "wait $p; rc=$?; kill $w 2>/dev/null; exit $rc")
+        return [*self.shell, self.host, script]
+
+    def read(self, *paths):
+        """The files' text on the host ('' where the launcher fails)."""
+        try:
+            return subprocess.run([*self.shell, self.host, shlex.join(["cat", *paths])],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
 
 
 def port_is_free(port):
@@ -117,11 +161,14 @@ class Process:
     """A started process (its own session: the group is what gets killed) whose output a thread
     reads as it comes; `last` is the time of its latest output."""
 
-    def __init__(self, cmd, env):
+    def __init__(self, cmd, env, keep_stdin=False):
+        """keep_stdin: a pipe that stays open while the process runs (a Remote server ends when
+        it closes) instead of this process's own stdin"""
         self.cmd = cmd
         self.chunks = []
         self.last = time.monotonic()
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                     stdin=subprocess.PIPE if keep_stdin else None,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self.reader = threading.Thread(target=self.read, daemon=True)
         self.reader.start()
@@ -157,6 +204,8 @@ class Process:
         self.proc.wait()
         self.reader.join(timeout=10)
         self.proc.stdout.close()
+        if self.proc.stdin:
+            self.proc.stdin.close()
         return self.proc.returncode
 
 
@@ -214,21 +263,26 @@ def stalled(who, why, out):
 
 
 def run_pair(name, server_cmd, client_cmd, env, port, timeout_s, logdir, listen_s=60, exit_s=10,
-             probe=None):
-    """Start the server, wait for it to listen on `port` (at most listen_s without progress), run
+             probe=None, remote=None):
+    """Start the server (on `remote`'s host when given, a Remote), wait for it to listen on `port`
+    (at most listen_s without progress), run
     the client until it exits or stalls (timeout_s without progress of the pair: either peer's
     output, or probe()'s value), then give the server exit_s without progress to end (3 s after
     a client that failed) before its group is killed.
     Returns (ok, client_output, server_output, reason, wall_seconds)."""
     t0 = time.monotonic()
     cap_s = CAP_FACTOR * timeout_s
-    server = Process(server_cmd, env)
+    if remote is not None:
+        server_cmd = remote.command(server_cmd, env)
+    server = Process(server_cmd, env, keep_stdin=remote is not None)
     reason = None
     client = None
     try:
-        why = follow(server, Progress([server], starting(server)), min(listen_s, timeout_s),
-                     cap_s, t0, until=lambda: tcp_listening(port))
-        if server.proc.poll() is not None and not tcp_listening(port):
+        # a remote server's CPU is not seen from here: its launcher's output is the progress
+        why = follow(server, Progress([server], None if remote else starting(server)),
+                     min(listen_s, timeout_s), cap_s, t0,
+                     until=lambda: tcp_listening(port, remote))
+        if server.proc.poll() is not None and not tcp_listening(port, remote):
             reason = "server exited before listening"
         elif why:
             reason = (f"server did not listen on TCP port {port}: {why} (last output: "

@@ -6,6 +6,8 @@ from .units import BW, KiB, LAT, MR, MiB
 SECTIONS = ("uct", "ucp", "raw", "wrapper", "coll", "cost")
 # callgrind makes the cost section minutes long per row: a full run has it, --quick does not
 NOT_QUICK = ("cost",)
+# the sections of server/client pairs, which --peer runs across a wire
+PAIR_SECTIONS = ("uct", "ucp", "raw")
 
 # Which program produced a row (results.json/CSV field "tool"); "coll_bench" = ucp_cpp::coll timed
 # by perf/coll_bench, "mpi" = the MPI library's collective timed by perf/coll_bench.

@@ -42,7 +42,9 @@ def comparisons(table, wrapper, colls):
                  rc_verbs=value(t["rc_verbs"]), gdr_rc=value(t["gdr_rc"]),
                  gdr_over_rc=stats(t["gdr_over_rc"]), raw_tool=t["raw_tool"],
                  raw=value(t["raw"]), rc_over_raw=stats(t["rc_over_raw"]),
-                 gdr_over_raw=stats(t["gdr_over_raw"]), load=t["load"])
+                 gdr_over_raw=stats(t["gdr_over_raw"]), tcp=value(t["tcp"]),
+                 rc_over_tcp=stats(t["rc_over_tcp"]), gdr_over_tcp=stats(t["gdr_over_tcp"]),
+                 load=t["load"])
             for t in table],
         comparison_wrapper=[
             dict(test=t["test"], ucx_test=t["ucx_test"], size=t["size"], metric=t["metric"],

@@ -95,6 +95,9 @@ def print_header(meta):
     vm = "  (Soft-RoCE VM, TCG: compare ratios only)" if meta["in_rxe_vm"] else ""
     print(f"device {meta['device']}  GID index {meta['gid_index']}  UCX {meta['ucx_version']}  "
           f"kernel {meta['kernel']}{vm}")
+    if meta.get("peer"):
+        print(f"across a wire: clients on {meta.get('host')}, servers on {meta['peer']} "
+              "(--peer)")
     if meta.get("host_loadavg_start"):
         print(f"host load average (1 min) at start {meta['host_loadavg_start'][0]:.1f}, at end "
               f"{meta['host_loadavg_end'][0]:.1f} on {os.cpu_count()} CPUs")
@@ -139,29 +142,35 @@ def print_cost(table, notes):
 def print_transports(table, rows, notes, pairs=None):
     lines = []
     for t in table:
-        raw = t["raw_tool"]
+        raw, tcp = t["raw_tool"], t.get("tcp")
         lines.append([t["section"], t["test"], size_label(t["size"]), UNIT[t["metric"]],
                       spread_cell(t["rc_verbs"], notes), spread_cell(t["gdr_rc"], notes),
                       fmt_ratio(t["gdr_over_rc"]), verdict(t["gdr_over_rc"], t["metric"]),
                       raw or "-", spread_cell(t["raw"], notes) if raw else "-",
                       fmt_ratio(t["rc_over_raw"]) if raw else "-",
-                      fmt_ratio(t["gdr_over_raw"]) if raw else "-", fmt_load(t)])
+                      fmt_ratio(t["gdr_over_raw"]) if raw else "-",
+                      spread_cell(tcp, notes) if tcp else "-",
+                      fmt_ratio(t["rc_over_tcp"]) if tcp else "-",
+                      fmt_ratio(t["gdr_over_tcp"]) if tcp else "-", fmt_load(t)])
     for r in rows:
         if r["section"] == "raw":
             lines.append(["raw", r["test"], size_label(r["size"]), UNIT[r["metric"]], "-", "-",
-                          "-", "-", r["test"], spread_cell(r, notes), "-", "-",
+                          "-", "-", r["test"], spread_cell(r, notes), "-", "-", "-", "-", "-",
                           fmt_load(dict(load=loads_of(r)))])
-    if lines and all(t["raw"] is None for t in table) and \
-            not any(r["section"] == "raw" for r in rows):
-        lines = [line[:8] + line[-1:] for line in lines]  # no raw verbs run: no raw columns
+    head = ["section", "test", "size", "unit", "rc_verbs", "gdr_rc", "gdr/rc", "verdict",
+            "raw verbs", "raw", "rc/raw", "gdr/raw", "tcp", "rc/tcp", "gdr/tcp", "load"]
+    shown = list(range(8))
+    if any(t["raw"] is not None for t in table) or any(r["section"] == "raw" for r in rows):
+        shown += [8, 9, 10, 11]
+    if any(t.get("tcp") is not None for t in table):  # UCP over tcp ran: across a wire
+        shown += [12, 13, 14]
+    shown.append(15)
     if lines:
         print("Wall clock" + (f", {pairs} interleaved pair(s) per row" if pairs else "") +
               ": each value the median [min-max] of its runs; gdr/rc the median [min-max] of "
               "the per-pair ratios;\n'not telling': that min-max straddles 1.0 (the host moved "
               "the runs more than the transports differ)")
-        head = ["section", "test", "size", "unit", "rc_verbs", "gdr_rc", "gdr/rc", "verdict",
-                "raw verbs", "raw", "rc/raw", "gdr/raw", "load"]
-        print_table(head if len(lines[0]) == len(head) else head[:8] + head[-1:], lines)
+        print_table([head[i] for i in shown], [[line[i] for i in shown] for line in lines])
         print("latency: median one-way us, lower is better (ratio < 1: gdr_rc faster); "
               "bandwidth: MiB/s, message rate: msg/s, higher is better (ratio > 1: faster)")
 

@@ -4,6 +4,7 @@ measuring process."""
 
 import os
 import platform
+import shlex
 import re
 import subprocess
 import sys
@@ -11,11 +12,25 @@ import time
 
 from .devices import DeviceError, choose_port, device_names
 from .interleave import LoadProbe
-from .launch import PortAllocator, last_error_line
+from .launch import PortAllocator, Remote, last_error_line
 from .measure import Results
 from .plan import Iterations
 from .sections import RUNNERS
 from .tools import find_tool, ucx_version
+
+
+def ethernet_netdev(port):
+    """The network interface under a RoCE port's GID (UCX_NET_DEVICES of the tcp side), or None
+    (InfiniBand, or no GID)."""
+    if port.gid_index is None or port.link_layer != "Ethernet":
+        return None
+    path = (f"/sys/class/infiniband/{port.device}/ports/{port.port}/gid_attrs/ndevs/"
+            f"{port.gid_index}")
+    try:
+        with open(path) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
 
 
 class Session:
@@ -49,6 +64,11 @@ class Session:
             args.provider_ops, self.gdr_plugin, ("perf", "cost", "provider_ops"),
             "--provider-ops")
         self.coll_ranks = args.coll_ranks or ([2] if args.quick else [2, 4])
+        # --peer: each pair's server on that host, its client here, across the wire between
+        peer = getattr(args, "peer", None)
+        self.remote = Remote(peer, shlex.split(args.peer_shell)) if peer else None
+        self.server_addr = peer or "127.0.0.1"
+        self.tcp_device = ethernet_netdev(self.port) if peer else None
 
     def wanted(self, test):
         """--test: whether a test of the uct, ucp, raw or wrapper section is to run."""

@@ -38,8 +38,9 @@ def loads_of(*rows):
 
 
 def comparison_rows(rows, ratios=()):
-    """One line per (section, test, size): rc_verbs, gdr_rc, gdr_rc/rc_verbs, and for UCT the raw
-    verbs equivalent with rc_verbs/raw and gdr_rc/raw."""
+    """One line per (section, test, size): rc_verbs, gdr_rc, gdr_rc/rc_verbs, for UCT the raw
+    verbs equivalent with rc_verbs/raw and gdr_rc/raw, and UCP over tcp where it ran (across a
+    wire, --peer) with rc_verbs/tcp and gdr_rc/tcp."""
     table = []
     seen = []
     for r in rows:
@@ -55,10 +56,14 @@ def comparison_rows(rows, ratios=()):
         raw_tool = RAW_PEER.get(test) if section == "uct" and metric in (LAT, BW) else None
         raw = value_of(rows, section="raw", test=raw_tool, size=size if metric == BW else 8) \
             if raw_tool else None
+        tcp = value_of(rows, section=section, test=test, size=size, metric=metric,
+                       transport="tcp")
         table.append(dict(section=section, test=test, size=size, metric=metric, rc_verbs=rc,
                           gdr_rc=gdr, gdr_over_rc=ratio(gdr, rc, ratios), raw_tool=raw_tool,
                           raw=raw, rc_over_raw=ratio(rc, raw, ratios),
-                          gdr_over_raw=ratio(gdr, raw, ratios), load=loads_of(rc, gdr, raw)))
+                          gdr_over_raw=ratio(gdr, raw, ratios), tcp=tcp,
+                          rc_over_tcp=ratio(rc, tcp, ratios), gdr_over_tcp=ratio(gdr, tcp, ratios),
+                          load=loads_of(rc, gdr, raw, tcp)))
     return table
 
 

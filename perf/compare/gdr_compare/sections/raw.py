@@ -23,9 +23,10 @@ def raw_once(s, tool, size, metric):
                       "-n", str(n), "-p", str(port), "-F"]
             if s.port.perftest_gid is not None:
                 common += ["-x", str(s.port.perftest_gid)]
-            ok, cout, sout, reason, wall = run_pair(log_name, common, common + ["127.0.0.1"],
+            ok, cout, sout, reason, wall = run_pair(log_name, common,
+                                                    common + [s.server_addr],
                                                     s.base_env("rc_verbs"), port, s.timeout,
-                                                    s.logdir)
+                                                    s.logdir, remote=s.remote)
             value = None
             if ok:
                 value, reason = parse_perftest(cout, metric, size)

@@ -16,9 +16,9 @@ def ucx_once(s, client_args, metric, env):
     def once(log_name):
         port = s.ports.take()
         server = [*ucx_perftest(), "-p", str(port)]
-        client = [*ucx_perftest(), "127.0.0.1", "-p", str(port), "-v", "-f"] + client_args
+        client = [*ucx_perftest(), s.server_addr, "-p", str(port), "-v", "-f"] + client_args
         ok, cout, _, reason, wall = run_pair(log_name, server, client, env, port, s.timeout,
-                                             s.logdir)
+                                             s.logdir, remote=s.remote)
         # a client ended after its result line (a server that hung on, a client that stalled
         # in its teardown) still measured: its result is kept
         value, why = parse_ucx_perftest(cout, metric)
@@ -87,4 +87,17 @@ def run_ucp(s):
             e["UCX_TLS"] = UCP_TLS[transport]
             return e
         compare_transports(s, "ucp", test, size, metric,
-                           lambda t: ucx_once(s, args, metric, env(t)))
+                           lambda t: ucx_once(s, args, metric, env(t)),
+                           tcp_side(s, "ucp", test, size, metric, args))
+
+
+def tcp_side(s, section, test, size, metric, args):
+    """Across a wire (--peer), UCP over tcp on the RoCE port's own network interface: the third
+    side of a ucp row, (label, spec, launch), or None (one host, or no interface known)."""
+    if s.remote is None or not s.tcp_device:
+        return None
+    spec = dict(section=section, test=test, size=size, metric=metric, transport="tcp")
+    env = s.base_env("tcp")
+    env.update(UCX_TLS="tcp", UCX_NET_DEVICES=s.tcp_device)
+    return "tcp", spec, single(spec, f"{section}-tcp-{test}-{size}",
+                               ucx_once(s, args, metric, env))
