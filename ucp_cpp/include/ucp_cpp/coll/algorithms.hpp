@@ -153,58 +153,96 @@ inline void ring_allgather(context &c, std::byte *buf, const block_layout &layou
     }
 }
 
+// ---------------------------------------------------------------- non-powers of two
+
+/// MPICH's fold of p ranks onto pof2 = 2^floor(log2 p) (Thakur, Rabenseifner, Gropp 2005), for
+/// the algorithms whose exchange needs a power of two.  Of the 2 rem lowest ranks (rem =
+/// p - pof2), each even one hands its whole vector to the odd one above it and sits the exchange
+/// out; the odd ones are virtual ranks 0..rem-1, the ranks from 2 rem up are r - rem.  After the
+/// exchange every odd one of a pair hands the result back to its even neighbour (the unfold).
+struct power_of_two_fold {
+    static constexpr uint32_t fold_step = 0;  ///< the exchange's steps come after it
+
+    int pof2 = 1;  ///< ranks in the exchange: 2^floor(log2 p)
+    int rem  = 0;  ///< pairs folded: p - pof2
+
+    explicit power_of_two_fold(int p)
+    {
+        while (pof2 * 2 <= p)
+            pof2 *= 2;
+        rem = p - pof2;
+    }
+
+    /// Rank r is one of a pair: a whole vector crosses at the fold and at the unfold.
+    bool in_a_pair(int r) const { return r < 2 * rem; }
+
+    /// The real rank that stands for virtual rank v.
+    int real_rank(int v) const { return v < rem ? v * 2 + 1 : v + rem; }
+
+    /// The fold round: an even rank of a pair sends its vector, the odd one reduces it into
+    /// its own (through @p incoming, `count` elements).  Returns this rank's virtual rank, or
+    /// -1 for the even rank of a pair, which takes no part in the exchange.
+    int fold(context &c, std::byte *buf, size_t count, const reduction &op,
+             std::byte *incoming) const
+    {
+        const int r = c.rank;
+        if (!in_a_pair(r))
+            return r - rem;
+        const size_t bytes = count * c.elem;
+        round &rd          = c.plan.add_round();
+        if (r % 2 == 0) {
+            c.send(rd, r + 1, buf, bytes, fold_step);
+            return -1;
+        }
+        c.recv(rd, r - 1, incoming, bytes, fold_step);
+        rd.then = [x = c.actions(), &op, incoming, buf, count] {
+            x.reduce(op, incoming, buf, count);
+        };
+        return r / 2;
+    }
+
+    /// The unfold round, at @p unfold_step (after the exchange's steps): the odd rank of a pair
+    /// sends the result to the even one.
+    void unfold(context &c, std::byte *buf, size_t bytes, uint32_t unfold_step) const
+    {
+        const int r = c.rank;
+        if (!in_a_pair(r))
+            return;
+        round &rd = c.plan.add_round();
+        if (r % 2 == 1)
+            c.send(rd, r - 1, buf, bytes, unfold_step);
+        else
+            c.recv(rd, r + 1, buf, bytes, unfold_step);
+    }
+};
+
 // ---------------------------------------------------------------- allreduce
 
-/// Recursive doubling; the 2*(p - 2^floor(log2 p)) lowest ranks first fold pairwise (even into
-/// odd) and get the result back at the end (MPICH's scheme), so any p works.
+/// Recursive doubling over the power_of_two_fold of the ranks (MPICH's scheme), so any p works:
+/// round k exchanges and reduces the whole vector with virtual rank v xor 2^(k-1).
+/// Steps: fold 0, round k = 1..L, unfold L+1 (L = log2 pof2).
 inline void allreduce_recursive_doubling(context &c, std::byte *buf, size_t count,
                                          const reduction &op)
 {
-    const int p = c.size, r = c.rank;
-    const size_t bytes = count * c.elem;
-    int pof2           = 1;
-    while (pof2 * 2 <= p)
-        pof2 *= 2;
-    const int rem        = p - pof2;
-    std::byte *incoming  = c.plan.allocate(bytes);
-    auto reduce_incoming = [x = c.actions(), &op, incoming, buf, count] {
-        x.reduce(op, incoming, buf, count);
-    };
-    const uint32_t fold_step = 0, unfold_step = 1 + log2_of(unsigned(pof2));
+    const power_of_two_fold ranks(c.size);
+    const size_t bytes         = count * c.elem;
+    std::byte *incoming        = c.plan.allocate(bytes);
+    const uint32_t unfold_step = 1 + log2_of(unsigned(ranks.pof2));
 
-    int vrank;
-    if (r < 2 * rem) {
-        round &rd = c.plan.add_round();
-        if (r % 2 == 0) {
-            c.send(rd, r + 1, buf, bytes, fold_step);
-            vrank = -1;
-        } else {
-            c.recv(rd, r - 1, incoming, bytes, fold_step);
-            rd.then = reduce_incoming;
-            vrank   = r / 2;
-        }
-    } else {
-        vrank = r - rem;
-    }
+    const int vrank = ranks.fold(c, buf, count, op, incoming);
     if (vrank >= 0) {
         uint32_t k = 1;
-        for (int mask = 1; mask < pof2; mask <<= 1, ++k) {
-            const int vpeer = vrank ^ mask;
-            const int peer  = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
-            round &rd       = c.plan.add_round();
+        for (int mask = 1; mask < ranks.pof2; mask <<= 1, ++k) {
+            const int peer = ranks.real_rank(vrank ^ mask);
+            round &rd      = c.plan.add_round();
             c.send(rd, peer, buf, bytes, k);
             c.recv(rd, peer, incoming, bytes, k);
-            rd.then = reduce_incoming;
+            rd.then = [x = c.actions(), &op, incoming, buf, count] {
+                x.reduce(op, incoming, buf, count);
+            };
         }
     }
-    if (r < 2 * rem) {
-        round &rd = c.plan.add_round();
-        if (r % 2 == 1) {
-            c.send(rd, r - 1, buf, bytes, unfold_step);
-        } else {
-            c.recv(rd, r + 1, buf, bytes, unfold_step);
-        }
-    }
+    ranks.unfold(c, buf, bytes, unfold_step);
 }
 
 /// Ring: reduce-scatter then allgather, 2(p-1) rounds of n/p elements (bandwidth-optimal).
@@ -301,49 +339,29 @@ inline void allreduce_knomial(context &c, std::byte *buf, size_t count, const re
 
 /// Rabenseifner: recursive-halving reduce-scatter then recursive-doubling allgather over
 /// pof2 = 2^floor(log2 p) ranks, blocks of a block_layout over pof2 parts; 2 log2 pof2 rounds
-/// moving 2 (pof2-1)/pof2 n in total.  Non-powers of two: the standard fold (Thakur,
-/// Rabenseifner, Gropp 2005; as recursive doubling above): of the 2 (p - pof2) lowest ranks,
-/// each even one gives its vector to the odd one above it and gets the result back last.
+/// moving 2 (pof2-1)/pof2 n in total.  Non-powers of two: the power_of_two_fold, as recursive
+/// doubling's.
 /// The halving starts with the farthest partner (distance pof2/2), so virtual rank v ends with
 /// block v, and the allgather runs the distances back up.  Every block is reduced by one rank
 /// only, so all ranks get bit-identical results.
 /// Steps: fold 0, halving 1..L, doubling L+1..2L, unfold 2L+1 (L = log2 pof2).
 inline void allreduce_rabenseifner(context &c, std::byte *buf, size_t count, const reduction &op)
 {
-    const int p = c.size, r = c.rank;
-    const size_t bytes = count * c.elem;
-    int pof2           = 1;
-    while (pof2 * 2 <= p)
-        pof2 *= 2;
-    const int rem            = p - pof2;
-    const uint32_t levels    = log2_of(unsigned(pof2));
-    const uint32_t fold_step = 0, unfold_step = 1 + 2 * levels;
+    const power_of_two_fold ranks(c.size);
+    const int pof2        = ranks.pof2;
+    const size_t bytes    = count * c.elem;
+    const uint32_t levels = log2_of(unsigned(pof2)), unfold_step = 1 + 2 * levels;
     const block_layout layout{count, pof2, c.elem};
     // The fold receives a whole vector; the halving at most the first pof2/2 blocks.
-    std::byte *incoming = c.plan.allocate(r < 2 * rem ? bytes : layout.span(0, pof2 / 2));
+    std::byte *incoming = c.plan.allocate(ranks.in_a_pair(c.rank) ? bytes
+                                                                  : layout.span(0, pof2 / 2));
 
-    int vrank;
-    if (r < 2 * rem) {
-        round &rd = c.plan.add_round();
-        if (r % 2 == 0) {
-            c.send(rd, r + 1, buf, bytes, fold_step);
-            vrank = -1;
-        } else {
-            c.recv(rd, r - 1, incoming, bytes, fold_step);
-            rd.then = [x = c.actions(), &op, incoming, buf, count] {
-                x.reduce(op, incoming, buf, count);
-            };
-            vrank = r / 2;
-        }
-    } else {
-        vrank = r - rem;
-    }
+    const int vrank = ranks.fold(c, buf, count, op, incoming);
     if (vrank >= 0) {
-        auto real     = [rem](int v) { return v < rem ? v * 2 + 1 : v + rem; };
         uint32_t step = 1;
         int low       = 0;  // first block of the window this rank still reduces
         for (int mask = pof2 >> 1; mask > 0; mask >>= 1, ++step) {
-            const int peer = real(vrank ^ mask);
+            const int peer = ranks.real_rank(vrank ^ mask);
             const int keep = (vrank & mask) ? low + mask : low,
                       give = (vrank & mask) ? low : low + mask;
             round &rd      = c.plan.add_round();
@@ -356,23 +374,14 @@ inline void allreduce_rabenseifner(context &c, std::byte *buf, size_t count, con
             low = keep;
         }
         for (int mask = 1; mask < pof2; mask <<= 1, ++step) {
-            const int vpeer = vrank ^ mask;
+            const int vpeer = vrank ^ mask, peer = ranks.real_rank(vpeer);
             const int mine = vrank & ~(mask - 1), theirs = vpeer & ~(mask - 1);
             round &rd = c.plan.add_round();
-            c.send(rd, real(vpeer), buf + layout.offset(mine), layout.span(mine, mine + mask),
-                   step);
-            c.recv(rd, real(vpeer), buf + layout.offset(theirs), layout.span(theirs, theirs + mask),
-                   step);
+            c.send(rd, peer, buf + layout.offset(mine), layout.span(mine, mine + mask), step);
+            c.recv(rd, peer, buf + layout.offset(theirs), layout.span(theirs, theirs + mask), step);
         }
     }
-    if (r < 2 * rem) {
-        round &rd = c.plan.add_round();
-        if (r % 2 == 1) {
-            c.send(rd, r - 1, buf, bytes, unfold_step);
-        } else {
-            c.recv(rd, r + 1, buf, bytes, unfold_step);
-        }
-    }
+    ranks.unfold(c, buf, bytes, unfold_step);
 }
 
 // ---------------------------------------------------------------- broadcast
