@@ -298,86 +298,52 @@ enum amo_op {
     FXOR
 };
 
+/* The atomic `op` with OpenSHMEM's routines of one width, shmem_<NAME>_atomic_* (int: 32 bits,
+ * long: 64), on word w with value x and condition c; a fetched value comes back as the unsigned
+ * TYPE of that width, 0 from a routine that fetches nothing.  Written once for both widths:
+ * each op calls the same routine at 32 and at 64 bits, by construction. */
+#define AMO_OF_WIDTH(NAME, TYPE, op, w, x, c)                        \
+    switch (op) {                                                    \
+    case FADD:                                                       \
+        return (TYPE)shmem_##NAME##_atomic_fetch_add(w, x, 0);       \
+    case ADD:                                                        \
+        return (shmem_##NAME##_atomic_add(w, x, 0), 0);              \
+    case INC:                                                        \
+        return (shmem_##NAME##_atomic_inc(w, 0), 0);                 \
+    case FINC:                                                       \
+        return (TYPE)shmem_##NAME##_atomic_fetch_inc(w, 0);          \
+    case FETCH:                                                      \
+        return (TYPE)shmem_##NAME##_atomic_fetch(w, 0);              \
+    case SET:                                                        \
+        return (shmem_##NAME##_atomic_set(w, x, 0), 0);              \
+    case SWAP:                                                       \
+        return (TYPE)shmem_##NAME##_atomic_swap(w, x, 0);            \
+    case CSWAP:                                                      \
+        return (TYPE)shmem_##NAME##_atomic_compare_swap(w, c, x, 0); \
+    case AND:                                                        \
+        return (shmem_##NAME##_atomic_and(w, x, 0), 0);              \
+    case OR:                                                         \
+        return (shmem_##NAME##_atomic_or(w, x, 0), 0);               \
+    case XOR:                                                        \
+        return (shmem_##NAME##_atomic_xor(w, x, 0), 0);              \
+    case FAND:                                                       \
+        return (TYPE)shmem_##NAME##_atomic_fetch_and(w, x, 0);       \
+    case FOR:                                                        \
+        return (TYPE)shmem_##NAME##_atomic_fetch_or(w, x, 0);        \
+    case FXOR:                                                       \
+        return (TYPE)shmem_##NAME##_atomic_fetch_xor(w, x, 0);       \
+    }
+
 /* One atomic on the word (slot 1 of a32/a64, or slot `slot` of s32/s64) of PE 0, width bits,
  * values as unsigned 64-bit (the 32-bit ones modulo 2^32). */
 static uint64_t amo(int bits, enum amo_op op, uint64_t v, uint64_t cond, int slot)
 {
     if (bits == 32) {
         int *w = slot ? &s32[slot] : &a32[1], x = (int)(uint32_t)v, c = (int)(uint32_t)cond;
-        switch (op) {
-        case FADD:
-            return (uint32_t)shmem_int_atomic_fetch_add(w, x, 0);
-        case ADD:
-            shmem_int_atomic_add(w, x, 0);
-            return 0;
-        case INC:
-            shmem_int_atomic_inc(w, 0);
-            return 0;
-        case FINC:
-            return (uint32_t)shmem_int_atomic_fetch_inc(w, 0);
-        case FETCH:
-            return (uint32_t)shmem_int_atomic_fetch(w, 0);
-        case SET:
-            shmem_int_atomic_set(w, x, 0);
-            return 0;
-        case SWAP:
-            return (uint32_t)shmem_int_atomic_swap(w, x, 0);
-        case CSWAP:
-            return (uint32_t)shmem_int_atomic_compare_swap(w, c, x, 0);
-        case AND:
-            shmem_int_atomic_and(w, x, 0);
-            return 0;
-        case OR:
-            shmem_int_atomic_or(w, x, 0);
-            return 0;
-        case XOR:
-            shmem_int_atomic_xor(w, x, 0);
-            return 0;
-        case FAND:
-            return (uint32_t)shmem_int_atomic_fetch_and(w, x, 0);
-        case FOR:
-            return (uint32_t)shmem_int_atomic_fetch_or(w, x, 0);
-        case FXOR:
-            return (uint32_t)shmem_int_atomic_fetch_xor(w, x, 0);
-        }
+        AMO_OF_WIDTH(int, uint32_t, op, w, x, c)
     } else {
         long *w = slot ? &s64[slot] : &a64[1], x = (long)v, c = (long)cond;
-        switch (op) {
-        case FADD:
-            return (uint64_t)shmem_long_atomic_fetch_add(w, x, 0);
-        case ADD:
-            shmem_long_atomic_add(w, x, 0);
-            return 0;
-        case INC:
-            shmem_long_atomic_inc(w, 0);
-            return 0;
-        case FINC:
-            return (uint64_t)shmem_long_atomic_fetch_inc(w, 0);
-        case FETCH:
-            return (uint64_t)shmem_long_atomic_fetch(w, 0);
-        case SET:
-            shmem_long_atomic_set(w, x, 0);
-            return 0;
-        case SWAP:
-            return (uint64_t)shmem_long_atomic_swap(w, x, 0);
-        case CSWAP:
-            return (uint64_t)shmem_long_atomic_compare_swap(w, c, x, 0);
-        case AND:
-            shmem_long_atomic_and(w, x, 0);
-            return 0;
-        case OR:
-            shmem_long_atomic_or(w, x, 0);
-            return 0;
-        case XOR:
-            shmem_long_atomic_xor(w, x, 0);
-            return 0;
-        case FAND:
-            return (uint64_t)shmem_long_atomic_fetch_and(w, x, 0);
-        case FOR:
-            return (uint64_t)shmem_long_atomic_fetch_or(w, x, 0);
-        case FXOR:
-            return (uint64_t)shmem_long_atomic_fetch_xor(w, x, 0);
-        }
+        AMO_OF_WIDTH(long, uint64_t, op, w, x, c)
     }
     abort();
 }
