@@ -174,18 +174,32 @@ struct size_plan {
     }
 };
 
-// ------------------------------------------------------------------ tag
+// ------------------------------------------------------------------ ping-pong (tag_lat, am_lat)
 
-local_result tag_lat(link &l, const size_plan &sp)
+/// The two buffers of a latency test in this rank's memory type: the message (the pattern,
+/// corrupted on rank 0 under --inject corrupt) and where the peer's message lands.
+struct ping_pong_buffers {
+    ping_pong_buffers(session &s, size_t size)
+        : send(s.opt.memory_of(s.rank), size), recv(s.opt.memory_of(s.rank), size)
+    {
+        fill_slots(send, size, 1);
+        if (s.opt.inject == injection::corrupt && s.rank == 0)
+            corrupt(send, size, 1);
+    }
+    buffer send, recv;
+};
+
+/// The loop of tag_lat and am_lat: rank 0 sends and then waits for the answer, rank 1 waits and
+/// then answers; a timed iteration records half the round trip and the bytes that arrived, and
+/// checks them against the pattern (every one with -c 1, else the last).  @p exchange(initiator,
+/// send_length) moves one message each way in this rank's order and returns the length that
+/// arrived here; --inject short shortens rank 0's last message by a byte.
+template <class Exchange>
+local_result ping_pong(link &l, const size_plan &sp, buffer &rbuf, Exchange &&exchange)
 {
     session &s = l.sess();
     local_result out;
-    const size_t size = sp.size;
-    buffer sbuf(s.opt.memory_of(s.rank), size), rbuf(s.opt.memory_of(s.rank), size);
-    fill_slots(sbuf, size, 1);
-    if (s.opt.inject == injection::corrupt && s.rank == 0)
-        corrupt(sbuf, size, 1);
-    const auto so = mem_options(sbuf), ro = mem_options(rbuf);
+    const size_t size    = sp.size;
     const bool initiator = s.rank == 0;
     out.samples_us.reserve(sp.iters);
     for (size_t i = 0; i < sp.total(); ++i) {
@@ -194,26 +208,11 @@ local_result tag_lat(link &l, const size_plan &sp)
         const bool verify = sp.timed(i) && (s.opt.check || sp.last(i));
         if (verify)
             rbuf.clear(0, size);
-        const size_t send_length = (s.opt.inject == injection::short_message && initiator &&
-                                    sp.last(i))
-                                       ? size - 1
-                                       : size;
+        const bool shortened = s.opt.inject == injection::short_message && initiator && sp.last(i);
+        const size_t send_length = shortened ? size - 1 : size;
         const auto t0            = clock_type::now();
-        size_t got               = 0;
-        if (initiator) {
-            auto recv = s.worker->tag_recv(rbuf.data(), size, tag_pong, full_mask, ro);
-            auto send = l.ep().tag_send(sbuf.data(), send_length, tag_ping, so);
-            l.wait(send, "tag_lat send");
-            l.wait(recv, "tag_lat receive");
-            got = recv.length();
-        } else {
-            auto recv = s.worker->tag_recv(rbuf.data(), size, tag_ping, full_mask, ro);
-            l.wait(recv, "tag_lat receive");
-            got       = recv.length();
-            auto send = l.ep().tag_send(sbuf.data(), send_length, tag_pong, so);
-            l.wait(send, "tag_lat send");
-        }
-        const auto t1 = clock_type::now();
+        const size_t got         = exchange(initiator, send_length);
+        const auto t1            = clock_type::now();
         if (!sp.timed(i))
             continue;
         out.record_round_trip(t0, t1, got, size);
@@ -221,6 +220,30 @@ local_result tag_lat(link &l, const size_plan &sp)
             out.data_ok = false;
     }
     return out;
+}
+
+// ------------------------------------------------------------------ tag
+
+local_result tag_lat(link &l, const size_plan &sp)
+{
+    session &s = l.sess();
+    ping_pong_buffers b(s, sp.size);
+    const auto so = mem_options(b.send), ro = mem_options(b.recv);
+    return ping_pong(l, sp, b.recv, [&](bool initiator, size_t send_length) {
+        if (initiator) {
+            auto recv = s.worker->tag_recv(b.recv.data(), sp.size, tag_pong, full_mask, ro);
+            auto send = l.ep().tag_send(b.send.data(), send_length, tag_ping, so);
+            l.wait(send, "tag_lat send");
+            l.wait(recv, "tag_lat receive");
+            return recv.length();
+        }
+        auto recv = s.worker->tag_recv(b.recv.data(), sp.size, tag_ping, full_mask, ro);
+        l.wait(recv, "tag_lat receive");
+        const size_t got = recv.length();
+        auto send        = l.ep().tag_send(b.send.data(), send_length, tag_pong, so);
+        l.wait(send, "tag_lat send");
+        return got;
+    });
 }
 
 local_result tag_bw(link &l, const size_plan &sp)
@@ -494,44 +517,21 @@ private:
 local_result am_lat(link &l, const size_plan &sp)
 {
     session &s = l.sess();
-    local_result out;
-    const size_t size    = sp.size;
-    const bool initiator = s.rank == 0;
-    buffer sbuf(s.opt.memory_of(s.rank), size), rbuf(s.opt.memory_of(s.rank), size);
-    fill_slots(sbuf, size, 1);
-    if (s.opt.inject == injection::corrupt && s.rank == 0)
-        corrupt(sbuf, size, 1);
-    am_sink sink(s, initiator ? am_pong : am_ping, rbuf, size, 1);
+    ping_pong_buffers b(s, sp.size);
+    am_sink sink(s, s.rank == 0 ? am_pong : am_ping, b.recv, sp.size, 1);
     s.sync();  // both handlers are registered
-    const auto so = mem_options(sbuf);
-    for (size_t i = 0; i < sp.total(); ++i) {
-        if (sp.kill_point(s, i))
-            die_now(s);
-        const bool verify = sp.timed(i) && (s.opt.check || sp.last(i));
-        if (verify)
-            rbuf.clear(0, size);
-        const size_t send_length = (s.opt.inject == injection::short_message && initiator &&
-                                    sp.last(i))
-                                       ? size - 1
-                                       : size;
-        const auto t0            = clock_type::now();
-        size_t got               = 0;
+    const auto so    = mem_options(b.send);
+    local_result out = ping_pong(l, sp, b.recv, [&](bool initiator, size_t send_length) {
         if (initiator) {
-            auto send = l.ep().am_send(am_ping, nullptr, 0, sbuf.data(), send_length, so);
+            auto send = l.ep().am_send(am_ping, nullptr, 0, b.send.data(), send_length, so);
             l.wait(send, "am_lat send");
-            got = sink.next(l, "am_lat receive").length;
-        } else {
-            got       = sink.next(l, "am_lat receive").length;
-            auto send = l.ep().am_send(am_pong, nullptr, 0, sbuf.data(), send_length, so);
-            l.wait(send, "am_lat send");
+            return sink.next(l, "am_lat receive").length;
         }
-        const auto t1 = clock_type::now();
-        if (!sp.timed(i))
-            continue;
-        out.record_round_trip(t0, t1, got, size);
-        if (verify && pattern_matches(rbuf, 0, size) != size)
-            out.data_ok = false;
-    }
+        const size_t got = sink.next(l, "am_lat receive").length;
+        auto send        = l.ep().am_send(am_pong, nullptr, 0, b.send.data(), send_length, so);
+        l.wait(send, "am_lat send");
+        return got;
+    });
     s.sync();  // no message in flight when the handlers go
     return out;
 }
