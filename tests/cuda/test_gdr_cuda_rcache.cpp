@@ -28,55 +28,35 @@ const driver_api &cu()
     return driver::instance().api();
 }
 
-struct Registrations {
-    int registered   = 0;
-    int deregistered = 0;
+/// The dma-buf export half of the md's registration: no HCA needed.
+struct CudaRegistrar : gdr_test::registration_counts {
+    ucs_status_t register_region(gdr_rcache_region_t *cuda, void *arg)
+    {
+        void *start   = reinterpret_cast<void *>(cuda->super.super.start);
+        size_t length = cuda->super.super.end - cuda->super.super.start;
+        gdr_cuda_mem_info_t info;
+        if (gdr_cuda_mem_query(start, length, &info) != UCS_OK ||
+            info.kind != GDR_CUDA_MEM_DEVICE) {
+            return UCS_ERR_INVALID_ADDR;
+        }
+        int fd = -1;
+        uint64_t offset;
+        if (gdr_cuda_dmabuf_export(start, length, &fd, &offset, nullptr) != UCS_OK) {
+            return UCS_ERR_IO_ERROR;
+        }
+        close(fd);
+        cuda->cuda_buffer_id = info.buffer_id;
+        // the raw ucs_rcache_get() below passes no arg; it only ever hits
+        cuda->memh.access = (arg != nullptr) ? static_cast<gdr_rcache_reg_arg_t *>(arg)->access : 0;
+        return UCS_OK;
+    }
+
+    void describe(const gdr_rcache_region_t *region, char *buf, size_t max)
+    {
+        snprintf(buf, max, "buffer_id %llu", (unsigned long long)region->cuda_buffer_id);
+    }
 };
 
-ucs_status_t register_region(void *context, ucs_rcache_t *, void *arg, ucs_rcache_region_t *region,
-                             uint16_t)
-{
-    auto *cuda    = ucs_derived_of(region, gdr_rcache_region_t);
-    void *start   = reinterpret_cast<void *>(region->super.start);
-    size_t length = region->super.end - region->super.start;
-    gdr_cuda_mem_info_t info;
-    if (gdr_cuda_mem_query(start, length, &info) != UCS_OK || info.kind != GDR_CUDA_MEM_DEVICE) {
-        return UCS_ERR_INVALID_ADDR;
-    }
-    int fd = -1;
-    uint64_t offset;
-    if (gdr_cuda_dmabuf_export(start, length, &fd, &offset, nullptr) != UCS_OK) {
-        return UCS_ERR_IO_ERROR;
-    }
-    close(fd);
-    cuda->cuda_buffer_id = info.buffer_id;
-    // the raw ucs_rcache_get() below passes no arg; it only ever hits
-    cuda->memh.access = (arg != nullptr) ? static_cast<gdr_rcache_reg_arg_t *>(arg)->access : 0;
-    ++static_cast<Registrations *>(context)->registered;
-    return UCS_OK;
-}
-
-void deregister_region(void *context, ucs_rcache_t *, ucs_rcache_region_t *)
-{
-    ++static_cast<Registrations *>(context)->deregistered;
-}
-
-void dump_region(void *, ucs_rcache_t *, ucs_rcache_region_t *region, char *buf, size_t max)
-{
-    snprintf(buf, max, "buffer_id %llu",
-             (unsigned long long)ucs_derived_of(region, gdr_rcache_region_t)->cuda_buffer_id);
-}
-
-void merge_region(void *, ucs_rcache_t *, void *, ucs_rcache_region_t *) {}
-
-const ucs_rcache_ops_t kOps = [] {
-    ucs_rcache_ops_t ops{};
-    ops.mem_reg     = register_region;
-    ops.mem_dereg   = deregister_region;
-    ops.dump_region = dump_region;
-    gdr_compat_rcache_ops_merge(&ops, merge_region);  // where UCX calls one
-    return ops;
-}();
 const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 
 /** The md's lookup: a hit whose allocation is gone or replaced is invalidated, then missed. */
@@ -88,7 +68,7 @@ gdr_rcache_region_t *get_fresh(ucs_rcache_t *rcache, void *address, size_t lengt
                                                                                      : nullptr;
 }
 
-class CudaRcache : public ::testing::Test {
+class CudaRcache : public gdr_test::MdRcacheFixture<CudaRegistrar> {
 protected:
     void SetUp() override
     {
@@ -100,27 +80,20 @@ protected:
         ASSERT_EQ(cu().cuDevicePrimaryCtxRetain(&context_, device_), CUDA_SUCCESS);
         ASSERT_EQ(cu().cuCtxSetCurrent(context_), CUDA_SUCCESS);
 
-        ASSERT_EQ(gdr_test::create_md_rcache(&kOps, &registrations_, "gdr_cuda_test", kPage,
-                                             &rcache_),
-                  UCS_OK);
+        ASSERT_EQ(create_rcache("gdr_cuda_test", kPage), UCS_OK);
     }
 
     void TearDown() override
     {
-        if (rcache_ != nullptr) {
-            ucs_rcache_destroy(rcache_);
-            EXPECT_EQ(registrations_.registered, registrations_.deregistered);
-        }
+        MdRcacheFixture::TearDown();  // the cache goes before the context
         if (context_ != nullptr) {
             cu().cuCtxSetCurrent(nullptr);
             cu().cuDevicePrimaryCtxRelease_v2(device_);
         }
     }
 
-    CUdevice device_      = 0;
-    CUcontext context_    = nullptr;
-    ucs_rcache_t *rcache_ = nullptr;
-    Registrations registrations_;
+    CUdevice device_   = 0;
+    CUcontext context_ = nullptr;
 };
 
 }  // namespace
@@ -134,13 +107,13 @@ TEST_F(CudaRcache, HitsThenInvalidatesOnFreeAndReallocationAtTheSameAddress)
 
     gdr_rcache_region_t *region = get_fresh(rcache_, address, length);
     ASSERT_NE(region, nullptr);
-    EXPECT_EQ(registrations_.registered, 1);
+    EXPECT_EQ(registrar_.registered, 1);
     const uint64_t first_id = region->cuda_buffer_id;
     ucs_rcache_region_put(rcache_, &region->super);
 
     gdr_rcache_region_t *hit = get_fresh(rcache_, address, length);  // cache hit, still valid
     ASSERT_EQ(hit, region);
-    EXPECT_EQ(registrations_.registered, 1);
+    EXPECT_EQ(registrar_.registered, 1);
     ucs_rcache_region_put(rcache_, &hit->super);
 
     ASSERT_EQ(cu().cuMemFree_v2(first), CUDA_SUCCESS);
@@ -166,13 +139,13 @@ TEST_F(CudaRcache, HitsThenInvalidatesOnFreeAndReallocationAtTheSameAddress)
     gdr_rcache_region_t *fresh = get_fresh(rcache_, address, length);
     ASSERT_NE(fresh, nullptr);
     EXPECT_EQ(fresh->cuda_buffer_id, current_id);
-    EXPECT_EQ(registrations_.registered, 2);
-    EXPECT_EQ(registrations_.deregistered, 1);  // the stale one is gone once unreferenced
+    EXPECT_EQ(registrar_.registered, 2);
+    EXPECT_EQ(registrar_.deregistered, 1);  // the stale one is gone once unreferenced
     ucs_rcache_region_put(rcache_, &fresh->super);
 
     gdr_rcache_region_t *hit_again = get_fresh(rcache_, address, length);
     EXPECT_EQ(hit_again, fresh);
-    EXPECT_EQ(registrations_.registered, 2);
+    EXPECT_EQ(registrar_.registered, 2);
     if (hit_again != nullptr)
         ucs_rcache_region_put(rcache_, &hit_again->super);
     ASSERT_EQ(cu().cuMemFree_v2(again), CUDA_SUCCESS);

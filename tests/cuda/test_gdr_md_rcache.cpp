@@ -18,45 +18,24 @@
 
 namespace {
 
-struct Registrar {
-    int registered   = 0;
-    int deregistered = 0;
-    bool ignore_arg  = false;  ///< register without the rights asked: a cache that never serves
+/// Counts registrations instead of making them (no HCA needed).
+struct HostRegistrar : gdr_test::registration_counts {
+    bool ignore_arg = false;  ///< register without the rights asked: a cache that never serves
+
+    ucs_status_t register_region(gdr_rcache_region_t *gdr, void *arg)
+    {
+        gdr->cuda_buffer_id = 0;  // host memory
+        gdr->memh.access    = ignore_arg ? 0 : static_cast<gdr_rcache_reg_arg_t *>(arg)->access;
+        return UCS_OK;
+    }
+
+    void describe(const gdr_rcache_region_t *region, char *buf, size_t max)
+    {
+        snprintf(buf, max, "access 0x%x", region->memh.access);
+    }
 };
 
-ucs_status_t register_region(void *context, ucs_rcache_t *, void *arg, ucs_rcache_region_t *region,
-                             uint16_t)
-{
-    auto *registrar     = static_cast<Registrar *>(context);
-    auto *gdr           = ucs_derived_of(region, gdr_rcache_region_t);
-    gdr->cuda_buffer_id = 0;  // host memory
-    gdr->memh.access = registrar->ignore_arg ? 0 : static_cast<gdr_rcache_reg_arg_t *>(arg)->access;
-    ++registrar->registered;
-    return UCS_OK;
-}
-
-void deregister_region(void *context, ucs_rcache_t *, ucs_rcache_region_t *)
-{
-    ++static_cast<Registrar *>(context)->deregistered;
-}
-
-void dump_region(void *, ucs_rcache_t *, ucs_rcache_region_t *region, char *buf, size_t max)
-{
-    snprintf(buf, max, "access 0x%x", ucs_derived_of(region, gdr_rcache_region_t)->memh.access);
-}
-
-void merge_region(void *, ucs_rcache_t *, void *, ucs_rcache_region_t *) {}
-
-const ucs_rcache_ops_t kOps = [] {
-    ucs_rcache_ops_t ops{};
-    ops.mem_reg     = register_region;
-    ops.mem_dereg   = deregister_region;
-    ops.dump_region = dump_region;
-    gdr_compat_rcache_ops_merge(&ops, merge_region);
-    return ops;
-}();
-
-class MdRcache : public ::testing::Test {
+class MdRcache : public gdr_test::MdRcacheFixture<HostRegistrar> {
 protected:
     void SetUp() override
     {
@@ -65,17 +44,12 @@ protected:
                        0);
         ASSERT_NE(buffer_, MAP_FAILED);
 
-        ASSERT_EQ(gdr_test::create_md_rcache(&kOps, &registrar_, "gdr_md_rcache_test", page_,
-                                             &rcache_),
-                  UCS_OK);
+        ASSERT_EQ(create_rcache("gdr_md_rcache_test", page_), UCS_OK);
     }
 
     void TearDown() override
     {
-        if (rcache_ != nullptr) {
-            ucs_rcache_destroy(rcache_);
-            EXPECT_EQ(registrar_.registered, registrar_.deregistered);
-        }
+        MdRcacheFixture::TearDown();  // the cache goes before its memory
         if (buffer_ != MAP_FAILED) {
             munmap(buffer_, 4 * page_);
         }
@@ -93,10 +67,8 @@ protected:
         return (status == UCS_OK) ? region : nullptr;
     }
 
-    size_t page_          = 0;
-    void *buffer_         = MAP_FAILED;
-    ucs_rcache_t *rcache_ = nullptr;
-    Registrar registrar_;
+    size_t page_  = 0;
+    void *buffer_ = MAP_FAILED;
 };
 
 }  // namespace
