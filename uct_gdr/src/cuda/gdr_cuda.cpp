@@ -542,8 +542,9 @@ ucs_status_t gdr_cuda_probe(struct ibv_pd *pd, const gdr_cuda_config_t *config, 
 
         ProbeInput input;
         input.have_pd = pd != nullptr;
-        // Nothing to find out when CUDA registration is off or contradictory: touch no driver.
-        if (config->gpu_direct_rdma != GDR_CUDA_POLICY_NO && check_config(*config).empty()) {
+        // Nothing to find out when CUDA registration is off (so is the one contradiction,
+        // which decide_probe_verdict, the policy's one reader, refuses): touch no driver.
+        if (config->gpu_direct_rdma != GDR_CUDA_POLICY_NO) {
             const driver &cuda        = driver::instance();
             input.cuda_available      = cuda.usable();
             input.no_cuda_reason      = no_cuda_reason(cuda);

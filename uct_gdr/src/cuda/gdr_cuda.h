@@ -67,7 +67,8 @@ typedef struct gdr_cuda_mem_info {
     int pci_domain, pci_bus, pci_device;
 } gdr_cuda_mem_info_t;
 
-/** The UCX_GDR_* ternaries.  Same numbers as UCX's ucs_ternary_auto_value_t (NO, YES, TRY). */
+/** The UCX_GDR_* ternaries: the numbers of UCX's ucs_ternary_auto_value_t (NO, YES, TRY), which
+ *  the md's config table parses them into (static assertions in gdr_md_cuda_policy). */
 typedef enum gdr_cuda_policy {
     GDR_CUDA_POLICY_NO  = 0,
     GDR_CUDA_POLICY_YES = 1,

@@ -1,9 +1,9 @@
 /**
- * gdr_device.c - the md's verbs device as the transport's devices: one per active port,
+ * gdr_device.c - a verbs device as the transport's devices: one per active port,
  * named "<device>:<port>" as UCX's ib transports name theirs, with the PCI device UCX's
  * topology knows it by.
  */
-#include "gdr_md.h"
+#include "gdr_device.h"
 #include "gdr_topo.h" /* the PCI address parser */
 
 #include <ucs/debug/log.h>
@@ -37,46 +37,41 @@ static ucs_sys_device_t gdr_device_sys_dev(const gdr_device_t *dev)
     return sys_dev;
 }
 
-ucs_status_t gdr_device_query_tl_devices(uct_md_h uct_md,
+ucs_status_t gdr_device_query_tl_devices(const gdr_device_t *dev,
                                          uct_tl_device_resource_t **devices_p,
                                          unsigned *num_devices_p)
 {
-    gdr_md_t *md             = ucs_derived_of(uct_md, gdr_md_t);
-    ucs_sys_device_t sys_dev = gdr_device_sys_dev(&md->dev);
+    ucs_sys_device_t sys_dev = gdr_device_sys_dev(dev);
     uct_tl_device_resource_t *devices;
     unsigned p;
 
     /* the md opened only a device with an active port (gdr_verbs_open) */
-    devices = ucs_calloc(md->dev.num_ports, sizeof(*devices), "gdr_tl_devices");
+    devices = ucs_calloc(dev->num_ports, sizeof(*devices), "gdr_tl_devices");
     if (devices == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    for (p = 0; p < md->dev.num_ports; ++p) {
-        gdr_device_port_name(&md->dev, p, devices[p].name,
-                             sizeof(devices[p].name));
+    for (p = 0; p < dev->num_ports; ++p) {
+        gdr_device_port_name(dev, p, devices[p].name, sizeof(devices[p].name));
         devices[p].type       = UCT_DEVICE_TYPE_NET;
         devices[p].sys_device = sys_dev;
     }
     *devices_p     = devices;
-    *num_devices_p = md->dev.num_ports;
+    *num_devices_p = dev->num_ports;
     return UCS_OK;
 }
 
-ucs_status_t gdr_device_find_port(const gdr_md_t *md, const char *dev_name,
+ucs_status_t gdr_device_find_port(const gdr_device_t *dev, const char *dev_name,
                                   uint8_t *port_num_p)
 {
     char name[UCT_DEVICE_NAME_MAX];
-    char md_name[UCT_MD_NAME_MAX];
     unsigned p;
 
-    for (p = 0; p < md->dev.num_ports; ++p) {
-        gdr_device_port_name(&md->dev, p, name, sizeof(name));
+    for (p = 0; p < dev->num_ports; ++p) {
+        gdr_device_port_name(dev, p, name, sizeof(name));
         if (!strcmp(name, dev_name)) {
-            *port_num_p = md->dev.ports[p].port_num;
+            *port_num_p = dev->ports[p].port_num;
             return UCS_OK;
         }
     }
-    gdr_md_name_of(md->dev.name, md_name, sizeof(md_name));
-    ucs_error("gdr_rc: no active port '%s' on md %s", dev_name, md_name);
     return UCS_ERR_NO_DEVICE;
 }

@@ -129,6 +129,8 @@ UCS_CLASS_INIT_FUNC(gdr_ep_t, const uct_ep_params_t *params)
     ucs_status_t status;
     gdr_reason_t why;
 
+    /* gdr_ep_iface() finds the iface through the base ep at the start */
+    UCS_STATIC_ASSERT(ucs_offsetof(gdr_ep_t, super) == 0);
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
 
     if (params->field_mask &

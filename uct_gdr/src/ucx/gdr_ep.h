@@ -152,17 +152,12 @@ ucs_status_t gdr_ep_connect_to_ep(uct_ep_h, const uct_device_addr_t *,
                                   const uct_ep_addr_t *);
 
 /*
- * Version-neutral entry point of the ep (compat/gdr_compat.c puts it into
+ * Version-neutral entry point of the ep (the component puts it into
  * uct_iface_internal_ops_t where that UCX has the member): the ep is connected
  * to the peer at dev_addr (and to its QP in ep_addr, when not NULL)
  */
 int gdr_ep_is_connected_to(uct_ep_h ep, const uct_device_addr_t *dev_addr,
                            const uct_ep_addr_t *ep_addr);
-
-static UCS_F_ALWAYS_INLINE gdr_iface_t *gdr_ep_iface(gdr_ep_t *ep)
-{
-    return ucs_derived_of(ep->super.super.iface, gdr_iface_t);
-}
 
 /* A send completion's ops to finish, or its error: the part of
  * gdr_ep_tx_completed() (below) that an unsignaled short send's completion

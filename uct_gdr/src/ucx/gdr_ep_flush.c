@@ -226,12 +226,6 @@ static void gdr_ep_fence_drain(gdr_iface_t *iface, gdr_ep_t *ep)
     }
 }
 
-void gdr_iface_fence_cleanup(gdr_iface_t *iface)
-{
-    uct_worker_progress_unregister_safe(&iface->super.worker->super,
-                                        &iface->fence_prog_id);
-}
-
 ucs_status_t gdr_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
     gdr_ep_t *ep       = ucs_derived_of(tl_ep, gdr_ep_t);

@@ -1,9 +1,11 @@
 /**
  * gdr_iface.c - transport "gdr_rc": opening an interface on one port (its CQs, completion
- * channel and SRQ, the QP settings every endpoint connects with), closing it, and its ops
- * table.  The other concerns of the iface are in their own files (gdr_iface.h).
+ * channel and SRQ, the QP settings every endpoint connects with) with the ops tables the
+ * component hands it, refilling its SRQ, and closing it.  The other concerns of the iface
+ * are in their own files (gdr_iface.h).
  */
-#include "gdr_ep.h"
+#include "gdr_iface.h"
+#include "gdr_device.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/string.h>
@@ -272,8 +274,6 @@ gdr_iface_probe_qp_caps(gdr_iface_t *iface, size_t max_inline, int wr_api)
     return UCS_OK;
 }
 
-static uct_iface_ops_t gdr_iface_ops;
-
 ucs_status_t gdr_iface_ep_add(gdr_iface_t *iface, gdr_ep_t *ep, uint32_t qp_num)
 {
     gdr_ep_t ***block = &iface->eps[(qp_num >> GDR_QP_TABLE_ORDER) &
@@ -313,13 +313,64 @@ static void gdr_iface_eps_cleanup(gdr_iface_t *iface)
     }
 }
 
-static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
+/* Refill the SRQ from the receive pool; batched so that one ibv_post_srq_recv
+ * covers many buffers */
+void gdr_iface_post_recv(gdr_iface_t *iface)
+{
+    struct ibv_recv_wr wrs[32], *bad_wr;
+    struct ibv_sge sges[32];
+    gdr_rx_desc_t *desc;
+    unsigned count;
+    int ret;
+
+    iface->rx.starved = 0;
+    while (iface->rx.available > 0) {
+        for (count = 0; (count < ucs_static_array_size(wrs)) &&
+                        (count < iface->rx.available);
+             ++count) {
+            desc = ucs_mpool_get_inline(&iface->rx.mp);
+            if (desc == NULL) {
+                /* every buffer is posted or held by the user (RX_MAX_BUFS):
+                 * progress retries until the user releases some */
+                iface->rx.starved = 1;
+                break;
+            }
+            sges[count].addr   = (uintptr_t)gdr_rx_desc_payload(iface, desc);
+            sges[count].length = iface->seg_size;
+            sges[count].lkey   = desc->lkey;
+            wrs[count].wr_id   = (uintptr_t)desc;
+            wrs[count].sg_list = &sges[count];
+            wrs[count].num_sge = 1;
+            wrs[count].next    = &wrs[count + 1];
+        }
+        if (count == 0) {
+            return;
+        }
+        wrs[count - 1].next = NULL;
+        ret                 = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
+        if (ret != 0) {
+            ucs_error("gdr_rc: ibv_post_srq_recv failed: %s", strerror(ret));
+            for (; bad_wr != NULL; bad_wr = bad_wr->next) {
+                ucs_mpool_put_inline((void *)bad_wr->wr_id);
+                --count;
+            }
+            iface->rx.available -= count;
+            return;
+        }
+        iface->rx.available -= count;
+    }
+}
+
+static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_iface_ops_t *ops,
+                           uct_iface_internal_ops_t *internal_ops,
+                           uct_md_h uct_md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config)
 {
     gdr_iface_config_t *config = ucs_derived_of(tl_config, gdr_iface_config_t);
     gdr_md_t *md               = ucs_derived_of(uct_md, gdr_md_t);
     struct ibv_srq_init_attr srq_attr = {};
+    char md_name[UCT_MD_NAME_MAX];
     uint8_t port_num;
     ucs_status_t status;
     int flags;
@@ -331,13 +382,17 @@ static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_md_h uct_md, uct_worker_h worker,
         return UCS_ERR_UNSUPPORTED;
     }
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &gdr_iface_ops,
-                              &gdr_iface_internal_ops, uct_md, worker, params,
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, internal_ops, uct_md,
+                              worker, params,
                               tl_config UCS_STATS_ARG(NULL)
                                       UCS_STATS_ARG(GDR_TL_NAME));
 
-    status = gdr_device_find_port(md, params->mode.device.dev_name, &port_num);
+    status = gdr_device_find_port(&md->dev, params->mode.device.dev_name,
+                                  &port_num);
     if (status != UCS_OK) {
+        gdr_md_name_of(md->dev.name, md_name, sizeof(md_name));
+        ucs_error("gdr_rc: no active port '%s' on md %s",
+                  params->mode.device.dev_name, md_name);
         return status;
     }
     self->dev  = &md->dev;
@@ -484,7 +539,9 @@ static UCS_CLASS_CLEANUP_FUNC(gdr_iface_t)
     }
     uct_base_iface_progress_disable(&self->super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-    gdr_iface_fence_cleanup(self);
+    /* the strong fence's progress callback, if registered (gdr_ep_flush.c) */
+    uct_worker_progress_unregister_safe(&self->super.worker->super,
+                                        &self->fence_prog_id);
     if (self->stall.rcvd_pkts_fd >= 0) {
         close(self->stall.rcvd_pkts_fd);
     }
@@ -497,46 +554,8 @@ static UCS_CLASS_CLEANUP_FUNC(gdr_iface_t)
 }
 
 UCS_CLASS_DEFINE(gdr_iface_t, uct_base_iface_t);
-static UCS_CLASS_DEFINE_DELETE_FUNC(gdr_iface_t, uct_iface_t);
-UCS_CLASS_DEFINE_NEW_FUNC(gdr_iface_t, uct_iface_t, uct_md_h, uct_worker_h,
+UCS_CLASS_DEFINE_NEW_FUNC(gdr_iface_t, uct_iface_t, uct_iface_ops_t *,
+                          uct_iface_internal_ops_t *, uct_md_h, uct_worker_h,
                           const uct_iface_params_t *,
                           const uct_iface_config_t *);
-
-static uct_iface_ops_t gdr_iface_ops = {
-        .ep_put_short             = gdr_ep_put_short,
-        .ep_put_bcopy             = gdr_ep_put_bcopy,
-        .ep_put_zcopy             = gdr_ep_put_zcopy,
-        .ep_get_bcopy             = gdr_ep_get_bcopy,
-        .ep_get_zcopy             = gdr_ep_get_zcopy,
-        .ep_am_short              = gdr_ep_am_short,
-        .ep_am_short_iov          = gdr_ep_am_short_iov,
-        .ep_am_bcopy              = gdr_ep_am_bcopy,
-        .ep_am_zcopy              = gdr_ep_am_zcopy,
-        .ep_atomic_cswap64        = gdr_ep_atomic_cswap64,
-        .ep_atomic64_post         = gdr_ep_atomic64_post,
-        .ep_atomic64_fetch        = gdr_ep_atomic64_fetch,
-        .ep_atomic_cswap32        = gdr_ep_atomic_cswap32,
-        .ep_atomic32_post         = gdr_ep_atomic32_post,
-        .ep_atomic32_fetch        = gdr_ep_atomic32_fetch,
-        .ep_pending_add           = gdr_ep_pending_add,
-        .ep_pending_purge         = gdr_ep_pending_purge,
-        .ep_flush                 = gdr_ep_flush,
-        .ep_fence                 = gdr_ep_fence,
-        .ep_check                 = gdr_ep_check,
-        .ep_create                = UCS_CLASS_NEW_FUNC_NAME(gdr_ep_t),
-        .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(gdr_ep_t),
-        .ep_get_address           = gdr_ep_get_address,
-        .ep_connect_to_ep         = gdr_ep_connect_to_ep,
-        .iface_flush              = gdr_iface_flush,
-        .iface_fence              = gdr_iface_fence,
-        .iface_progress_enable    = uct_base_iface_progress_enable,
-        .iface_progress_disable   = uct_base_iface_progress_disable,
-        .iface_progress           = gdr_iface_progress,
-        .iface_event_fd_get       = gdr_iface_event_fd_get,
-        .iface_event_arm          = gdr_iface_event_arm,
-        .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(gdr_iface_t),
-        .iface_query              = gdr_iface_query,
-        .iface_get_device_address = gdr_iface_get_device_address,
-        .iface_get_address        = (uct_iface_get_address_func_t)
-                ucs_empty_function_return_success,
-        .iface_is_reachable = gdr_iface_is_reachable};
+UCS_CLASS_DEFINE_DELETE_FUNC(gdr_iface_t, uct_iface_t);

@@ -5,7 +5,7 @@
  * SRQ of active-message receive buffers, and an RC QP per endpoint (gdr_ep.h).  Bounce buffers
  * come from registered ucs_mpools; the pending queue is a ucs_arbiter, as in UCX's own rc
  * transports.  The iface's files, one concern each:
- *   gdr_iface.c           open/close (CQs, SRQ, the port's QP settings) and the ops table
+ *   gdr_iface.c           open/close (CQs, SRQ, the port's QP settings), the SRQ's refill
  *   gdr_iface_config.c    UCX_GDR_* of the transport: the table and its range checks
  *   gdr_iface_mpool.c     registered memory pools: bounce buffers, receive buffers, ops
  *   gdr_iface_progress.c  polling the CQs: receives, send completions, the pending queue
@@ -186,12 +186,22 @@ typedef struct gdr_iface {
     } stall;
 } gdr_iface_t;
 
-/* uct_tl_t.iface_open of gdr_rc */
-UCS_CLASS_DECLARE_NEW_FUNC(gdr_iface_t, uct_iface_t, uct_md_h, uct_worker_h,
+/* An iface with the component's ops tables (gdr_component.c: uct_tl_t.iface_open), and
+ * uct_iface_ops_t.iface_close */
+UCS_CLASS_DECLARE_NEW_FUNC(gdr_iface_t, uct_iface_t, uct_iface_ops_t *,
+                           uct_iface_internal_ops_t *, uct_md_h, uct_worker_h,
                            const uct_iface_params_t *,
                            const uct_iface_config_t *);
+UCS_CLASS_DECLARE_DELETE_FUNC(gdr_iface_t, uct_iface_t);
 
-/* uct_iface_ops_t members, each in the file of its concern (gdr_iface.c fills the table) */
+/* The iface of an endpoint of it (a gdr_ep_t begins with its uct_base_ep_t) */
+static UCS_F_ALWAYS_INLINE gdr_iface_t *gdr_ep_iface(gdr_ep_t *ep)
+{
+    return ucs_derived_of(((uct_base_ep_t *)ep)->super.iface, gdr_iface_t);
+}
+
+/* uct_iface_ops_t members, each in the file of its concern (the component fills the
+ * table) */
 unsigned gdr_iface_progress(uct_iface_h iface);
 /* gdr_ep_flush.c: the stall check, off the data path */
 void gdr_iface_check_stalls(gdr_iface_t *iface);
@@ -205,7 +215,7 @@ gdr_iface_flush(uct_iface_h iface, unsigned flags, uct_completion_t *comp);
 ucs_status_t gdr_iface_fence(uct_iface_h iface, unsigned flags);
 
 /*
- * Version-neutral entry points of the iface (compat/gdr_compat.c puts them into
+ * Version-neutral entry points of the iface (the component puts them into
  * uct_iface_internal_ops_t where that UCX has the members)
  */
 int gdr_iface_is_reachable(const uct_iface_h iface,
@@ -216,9 +226,6 @@ int gdr_iface_is_same_device(const uct_iface_h iface,
                              const uct_device_addr_t *dev_addr);
 
 /* Between the iface's files */
-
-/* Removes the strong fence's progress callback, if registered (gdr_ep_flush.c) */
-void gdr_iface_fence_cleanup(gdr_iface_t *iface);
 
 /* The settings' ranges, against what the device can do (gdr_iface_config.c) */
 ucs_status_t gdr_iface_config_check(const gdr_iface_config_t *config,
@@ -247,7 +254,15 @@ gdr_iface_ep_lookup(gdr_iface_t *iface, uint32_t qp_num)
     return iface->eps[qp_num >> GDR_QP_TABLE_ORDER][qp_num & GDR_QP_TABLE_MASK];
 }
 
-/* Refills the SRQ from the receive pool (gdr_iface_progress.c) */
+/* Where a receive buffer's payload starts: after the descriptor and UCP's headroom */
+static UCS_F_ALWAYS_INLINE void *
+gdr_rx_desc_payload(gdr_iface_t *iface, gdr_rx_desc_t *desc)
+{
+    return UCS_PTR_BYTE_OFFSET(desc + 1, iface->rx.headroom);
+}
+
+/* Refills the SRQ from the receive pool (gdr_iface.c): at open, and from
+ * progress as completions free buffers */
 void gdr_iface_post_recv(gdr_iface_t *iface);
 
 /* Bytes of this iface's device address (gdr_iface_address.c) */

@@ -65,7 +65,7 @@ static int gdr_md_access_flags(uint64_t uct_flags)
     return access;
 }
 
-void gdr_md_query_caps(uct_md_h uct_md, gdr_md_caps_t *caps)
+void gdr_md_query_caps(uct_md_h uct_md, gdr_compat_md_caps_t *caps)
 {
     gdr_md_t *md = ucs_derived_of(uct_md, gdr_md_t);
 
@@ -561,7 +561,7 @@ ucs_status_t gdr_md_detect_memory_type(uct_md_h uct_md, const void *address,
 /* What UCP asks of CUDA memory (ucp_memory_detect): type, owning GPU,
  * allocation bounds; compat/ copies what the caller's attr asks for */
 ucs_status_t gdr_md_mem_info(uct_md_h uct_md, const void *address,
-                             size_t length, gdr_md_mem_info_t *mem_info)
+                             size_t length, gdr_compat_mem_info_t *mem_info)
 {
     gdr_cuda_mem_info_t info;
     ucs_sys_bus_id_t bus_id;
@@ -595,40 +595,51 @@ void gdr_md_close(uct_md_h uct_md)
     ucs_free(md);
 }
 
+/* UCX_GDR_GPU_DIRECT_RDMA and UCX_GDR_DMABUF are UCS_CONFIG_TYPE_TERNARY settings
+ * (no|yes|try): their values are the CUDA layer's policies, number for number */
+static gdr_cuda_policy_t gdr_md_cuda_policy(ucs_ternary_auto_value_t value)
+{
+    UCS_STATIC_ASSERT((int)GDR_CUDA_POLICY_NO == (int)UCS_NO);
+    UCS_STATIC_ASSERT((int)GDR_CUDA_POLICY_YES == (int)UCS_YES);
+    UCS_STATIC_ASSERT((int)GDR_CUDA_POLICY_TRY == (int)UCS_TRY);
+    return (gdr_cuda_policy_t)value;
+}
+
 /*
  * Decide whether CUDA memory can be registered: which of dma-buf/peermem works
  * on the md's device (the probe really registers a small allocation where a
- * CUDA context is active).  Logged once, at md open.
+ * CUDA context is active).  The probe reads the policy once: a contradiction
+ * refuses the md open, "no" probes nothing.  Logged once, at md open.
  */
 static ucs_status_t
 gdr_md_open_cuda(gdr_md_t *md, const gdr_md_config_t *config)
 {
-    gdr_reason_t reason;
     gdr_cuda_probe_result_t probe;
     ucs_status_t status;
 
-    md->cuda_config.gpu_direct_rdma = (gdr_cuda_policy_t)config->gpu_direct_rdma;
-    md->cuda_config.dmabuf = (gdr_cuda_policy_t)config->dmabuf;
-    if (gdr_cuda_config_check(&md->cuda_config, &reason) != UCS_OK) {
-        ucs_error("gdr: UCX_GDR_GPU_DIRECT_RDMA/UCX_GDR_DMABUF: %s",
-                  reason.text);
-        return UCS_ERR_INVALID_PARAM;
-    }
-    if (md->cuda_config.gpu_direct_rdma == GDR_CUDA_POLICY_NO) {
-        return UCS_OK;
-    }
-    if (gdr_cuda_available(NULL) == UCS_OK) {
+    md->cuda_config.gpu_direct_rdma = gdr_md_cuda_policy(
+            config->gpu_direct_rdma);
+    md->cuda_config.dmabuf = gdr_md_cuda_policy(config->dmabuf);
+    if ((md->cuda_config.gpu_direct_rdma != GDR_CUDA_POLICY_NO) &&
+        (gdr_cuda_available(NULL) == UCS_OK)) {
         md->detect_mem_types = UCS_BIT(UCS_MEMORY_TYPE_CUDA) |
                                UCS_BIT(UCS_MEMORY_TYPE_CUDA_MANAGED);
     }
 
     status = gdr_cuda_probe(md->dev.pd, &md->cuda_config, 0, &probe);
-    if (status != UCS_OK) {
+    if (status == UCS_ERR_INVALID_PARAM) {
+        ucs_error("gdr: UCX_GDR_GPU_DIRECT_RDMA/UCX_GDR_DMABUF: %s",
+                  probe.reason.text);
+        return status;
+    } else if (status != UCS_OK) {
         ucs_error(
                 "gdr: GPUDirect RDMA required (UCX_GDR_GPU_DIRECT_RDMA=yes or "
                 "UCX_GDR_DMABUF=yes) but unavailable on %s: %s",
                 md->dev.name, probe.reason.text);
         return status;
+    }
+    if (md->cuda_config.gpu_direct_rdma == GDR_CUDA_POLICY_NO) {
+        return UCS_OK; /* nothing probed, nothing to say */
     }
     ucs_debug("gdr: CUDA registration on %s: %s", md->dev.name,
               probe.reason.text);
@@ -663,8 +674,9 @@ static const char *gdr_md_device_name(const char *md_name)
     return md_name + prefix_len;
 }
 
-ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
-                         const uct_md_config_t *uct_config, uct_md_h *md_p)
+ucs_status_t gdr_md_open(uct_md_ops_t *ops, uct_component_t *component,
+                         const char *md_name, const uct_md_config_t *uct_config,
+                         uct_md_h *md_p)
 {
     const gdr_md_config_t *config = ucs_derived_of(uct_config, gdr_md_config_t);
     const char *dev_name          = gdr_md_device_name(md_name);
@@ -692,8 +704,8 @@ ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
     ucs_debug("gdr: md %s opened on %s (%u active port(s))", md_name,
               md->dev.name, md->dev.num_ports);
 
-    md->super.ops       = &gdr_md_ops;
-    md->super.component = &gdr_component;
+    md->super.ops       = ops;
+    md->super.component = component;
     md->reg_mem_types   = UCS_BIT(UCS_MEMORY_TYPE_HOST);
 
     status = gdr_md_open_cuda(md, config);

@@ -1,8 +1,7 @@
 /**
  * gdr_md.h - the memory domains of component "gdr": one md per usable verbs device, named
  * GDR_MD_NAME_PREFIX + the device's name ("gdr_mlx5_0"), as UCX's ib md has one per device
- * (gdr_md.c); the md resources (gdr_md_query_resources), and the device's active ports as the
- * transport's devices (gdr_device.c).
+ * (gdr_md.c), and the md resources (gdr_md_query_resources).
  */
 #ifndef GDR_MD_H_
 #define GDR_MD_H_
@@ -108,35 +107,16 @@ static UCS_F_ALWAYS_INLINE uint32_t gdr_rkey_value(uct_rkey_t rkey)
 extern ucs_config_field_t gdr_md_config_table[];
 
 /*
- * Version-neutral entry points of md "gdr" (compat/gdr_compat.c puts them into
- * uct_md_ops_t and uct_component_t in the shape the UCX built against wants).
+ * Version-neutral entry points of md "gdr": the component (gdr_component.c) puts them into
+ * uct_md_ops_t and uct_component_t in the shape the UCX built against wants.
  */
 
-/* What the md can do, whichever attr struct UCX asks it in */
-typedef struct gdr_md_caps {
-    uint64_t flags; /* UCT_MD_FLAG_* */
-    size_t max_alloc;
-    size_t max_reg;
-    uint64_t reg_mem_types;
-    uint64_t alloc_mem_types;
-    uint64_t detect_mem_types;
-    uint64_t access_mem_types;
-    size_t rkey_packed_size;
-    ucs_linear_func_t reg_cost;
-} gdr_md_caps_t;
-
-/* What the md knows of a (CUDA) buffer */
-typedef struct gdr_md_mem_info {
-    ucs_memory_type_t mem_type;
-    ucs_sys_device_t sys_dev; /* the GPU; UCS_SYS_DEVICE_ID_UNKNOWN */
-    void *base_address; /* of the whole allocation */
-    size_t alloc_length;
-} gdr_md_mem_info_t;
-
-ucs_status_t gdr_md_open(uct_component_t *component, const char *md_name,
-                         const uct_md_config_t *config, uct_md_h *md_p);
+/* md_open: @a ops is the md's ops table, the component's */
+ucs_status_t gdr_md_open(uct_md_ops_t *ops, uct_component_t *component,
+                         const char *md_name, const uct_md_config_t *config,
+                         uct_md_h *md_p);
 void gdr_md_close(uct_md_h md);
-void gdr_md_query_caps(uct_md_h md, gdr_md_caps_t *caps);
+void gdr_md_query_caps(uct_md_h md, gdr_compat_md_caps_t *caps);
 ucs_status_t gdr_md_mem_alloc(uct_md_h md, size_t *length_p, void **address_p,
                               ucs_memory_type_t mem_type, unsigned flags,
                               const char *alloc_name, uct_mem_h *memh_p);
@@ -148,7 +128,7 @@ ucs_status_t gdr_md_mem_reg(uct_md_h md, void *address, size_t length,
 ucs_status_t
 gdr_md_mem_dereg(uct_md_h md, const uct_md_mem_dereg_params_t *params);
 ucs_status_t gdr_md_mem_info(uct_md_h md, const void *address, size_t length,
-                             gdr_md_mem_info_t *info);
+                             gdr_compat_mem_info_t *info);
 ucs_status_t gdr_md_detect_memory_type(uct_md_h md, const void *address,
                                        size_t length,
                                        ucs_memory_type_t *mem_type_p);
@@ -172,19 +152,5 @@ ucs_status_t gdr_md_query_resources(uct_component_t *component,
                                     uct_md_resource_desc_t **resources_p,
                                     unsigned *num_resources_p);
 
-
-/*
- * The md's device as the transport's devices (gdr_device.c): every active port of it is one,
- * named "<device>:<port>" as UCX's ib transports name theirs.
- */
-
-/* uct_tl_t.query_devices of gdr_rc */
-ucs_status_t gdr_device_query_tl_devices(uct_md_h md,
-                                         uct_tl_device_resource_t **devices_p,
-                                         unsigned *num_devices_p);
-
-/* "mlx5_0:1" -> the port number on the md's device */
-ucs_status_t gdr_device_find_port(const gdr_md_t *md, const char *dev_name,
-                                  uint8_t *port_num_p);
 
 #endif

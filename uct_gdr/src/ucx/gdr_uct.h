@@ -1,16 +1,18 @@
 /**
- * gdr_uct.h - the gdr component (md "gdr", tl "gdr_rc"): its names and the objects it
- * registers, and the bottom of the glue's headers.
+ * gdr_uct.h - the gdr component (md "gdr", tl "gdr_rc"): its names, and the bottom of the
+ * glue's headers.
  *
  * The glue is C against UCX's internal headers of exactly the release it is built for
  * (build-aux/ucx-internal.sh); gdr_abi.c refuses to register in any other one.  Every
- * difference between UCX releases lives in compat/ (compat/gdr_compat.h): the glue implements
- * version-neutral entry points, compat/gdr_compat.c builds UCX's version-shaped tables from
- * them, and no file outside compat/ tests a GDR_UCX_HAVE_* macro.
+ * difference between UCX releases lives in compat/ (compat/gdr_compat.h), the seam at the
+ * bottom that knows nothing of gdr's objects: the glue implements version-neutral entry
+ * points and calls compat's shims; the component at the top (gdr_component.c) builds UCX's
+ * ops tables from those entry points with compat's table shapes and hands them to the md and
+ * iface constructors.  No file outside compat/ tests a GDR_UCX_HAVE_* macro.
  *
  * Each header builds on the one before it and never includes one after it:
- *   gdr_uct.h    names, gdr_component, gdr_rc_tl (this file)
- *   gdr_md.h     md "gdr": registrations, rkeys, the md's devices as transport devices
+ *   gdr_uct.h    names, the valgrind hook (this file)
+ *   gdr_md.h     md "gdr": registrations, rkeys, the md resources
  *   gdr_iface.h  iface "gdr_rc": configuration, queues, pools, descriptors
  *   gdr_ep.h     endpoints: the RC QP per peer, the UCT data path
  *   gdr_ep.inl   (private to gdr_ep*.c) the inline helpers every operation posts through
@@ -30,9 +32,6 @@
 #define GDR_COMPONENT_NAME "gdr"
 #define GDR_TL_NAME        "gdr_rc"
 #define GDR_CONFIG_PREFIX  "GDR_"
-
-extern uct_component_t gdr_component;
-extern uct_tl_t gdr_rc_tl;
 
 /*
  * gdr_valgrind.c: what the HCA writes -- receive buffers, get and atomic results -- valgrind

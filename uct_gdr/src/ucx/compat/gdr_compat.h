@@ -3,19 +3,22 @@
  *
  * UCT's internal interfaces change in every minor release: the md ops (query,
  * mem_reg, mkey_pack, mem_query, mem_alloc...), the component's rkey ops, the
- * iface's internal ops, the registration cache and memory pool APIs.  The rest
- * of the glue (the .c files of src/ucx/) is written against version-neutral entry
- * points (gdr_md.h, gdr_iface.h, gdr_ep.h: "Version-neutral entry points");
- * this directory adapts them to the UCX being built against:
+ * iface's internal ops, the registration cache and memory pool APIs.  This
+ * directory is the seam at the bottom of the glue: it knows UCX, and nothing of
+ * gdr's objects.  The glue's files call its shims; the component at the top
+ * (gdr_component.c) builds every ops table from the glue's version-neutral
+ * entry points with its table shapes:
  *
- *   gdr_compat.h   small inline helpers the glue calls (this file), and
+ *   gdr_compat.h      the shims the glue calls (this file): registration cache
+ *                     settings, PCI bandwidth, the neutral md answers
  *   gdr_compat_ucs.h  those that need only UCS's installed headers (tests use
- *                  them too)
- *   gdr_compat.c   the version-shaped tables: gdr_md_ops, the component's rkey
- *                  ops, gdr_iface_internal_ops, and their adapters
- *   probes/<F>.c   one feature each: compiles exactly when the UCX source tree
- *                  has that feature; cmake/GdrUcxFeatures.cmake turns the
- *                  results into GDR_UCX_HAVE_<FEATURE> (gdr_ucx_features.h)
+ *                     them too): rcache lookups and ops, memory pools
+ *   gdr_compat_ops.h  the shapes of the ops tables' members (the component's)
+ *   gdr_compat.c      what is too long to inline: PCI bandwidth, the iface's
+ *                     performance estimate
+ *   probes/<F>.c      one feature each: compiles exactly when the UCX source tree
+ *                     has that feature; cmake/GdrUcxFeatures.cmake turns the
+ *                     results into GDR_UCX_HAVE_<FEATURE> (gdr_ucx_features.h)
  *
  * Decisions are made by the shape UCX has, never by its version number, and no
  * file outside compat/ tests a GDR_UCX_HAVE_* macro.  The ABI guard (gdr_abi.c)
@@ -87,35 +90,28 @@ double gdr_compat_pci_bw(const char *dev_name, const char *pci_bdf);
 #define GDR_COMPAT_IFACE_FLAG_INTER_NODE 0
 #endif
 
-/* ------------------------------------------------- version-shaped tables -- */
+/* ------------------------------------------------- md, neutrally ------- */
 
-/* md "gdr"'s ops, built from the neutral entry points (gdr_compat.c) */
-extern uct_md_ops_t gdr_md_ops;
+/* What an md can do, whichever attr struct UCX asks it in (gdr_compat_ops.h
+ * fills that struct from it) */
+typedef struct gdr_compat_md_caps {
+    uint64_t flags; /* UCT_MD_FLAG_* */
+    size_t max_alloc;
+    size_t max_reg;
+    uint64_t reg_mem_types;
+    uint64_t alloc_mem_types;
+    uint64_t detect_mem_types;
+    uint64_t access_mem_types;
+    size_t rkey_packed_size;
+    ucs_linear_func_t reg_cost;
+} gdr_compat_md_caps_t;
 
-/* the iface's internal ops (gdr_compat.c) */
-extern uct_iface_internal_ops_t gdr_iface_internal_ops;
-
-/* The component's rkey ops, for uct_component_t's initializer */
-#ifdef GDR_UCX_HAVE_RKEY_UNPACK_PARAMS
-ucs_status_t gdr_compat_rkey_unpack(uct_component_t *component,
-                                    const void *rkey_buffer,
-                                    const uct_rkey_unpack_params_t *params,
-                                    uct_rkey_t *rkey_p, void **handle_p);
-#define GDR_COMPAT_RKEY_UNPACK_OP .rkey_unpack = gdr_compat_rkey_unpack,
-#else
-#define GDR_COMPAT_RKEY_UNPACK_OP .rkey_unpack = gdr_md_rkey_unpack,
-#endif
-#ifdef GDR_UCX_HAVE_RKEY_COMPARE
-ucs_status_t gdr_compat_rkey_compare(uct_component_t *component,
-                                     uct_rkey_t rkey1, uct_rkey_t rkey2,
-                                     const uct_rkey_compare_params_t *params,
-                                     int *result);
-#define GDR_COMPAT_RKEY_COMPARE_OP .rkey_compare = gdr_compat_rkey_compare,
-#else
-#define GDR_COMPAT_RKEY_COMPARE_OP
-#endif
-#define GDR_COMPAT_COMPONENT_RKEY_OPS \
-    GDR_COMPAT_RKEY_UNPACK_OP         \
-    GDR_COMPAT_RKEY_COMPARE_OP
+/* What an md knows of a (CUDA) buffer, whichever mem attr struct UCX asks it in */
+typedef struct gdr_compat_mem_info {
+    ucs_memory_type_t mem_type;
+    ucs_sys_device_t sys_dev; /* the GPU; UCS_SYS_DEVICE_ID_UNKNOWN */
+    void *base_address; /* of the whole allocation */
+    size_t alloc_length;
+} gdr_compat_mem_info_t;
 
 #endif
