@@ -137,3 +137,32 @@ check_lanes() {
     log "lanes ok: $(grep -Eo "$feature\([^)]*\)" <<<"$with" | sort -u | tr '\n' ' ')"
   done
 }
+
+# ompi_ucx_run NP LOG PROGRAM [ARG...]: mpirun -np NP of PROGRAM with Open MPI's pml ucx and osc
+# ucx over the transport under test (after select_target), UCP's ep_cfg lines logged
+# (UCX_LOG_LEVEL=info), bounded by GDR_TEST_TIMEOUT (default 300 s); its output in LOG and on
+# stdout.  Returns mpirun's status, logged when not 0.  Debian's openmpi-mca-params.conf disables
+# pml ucx and the pml filters transports/devices to mlx*: the flags override all three; -x passes
+# the variables to the ranks, and mpirun itself does not preload the plugin (it never
+# initialises UCX).
+ompi_ucx_run() {
+  local np=$1 logf=$2; shift 2
+  local tls=${GDR_TEST_UCX_TLS:-$TL,ud_verbs:aux} rc
+  local cmd=(mpirun -np "$np" --oversubscribe --allow-run-as-root
+             --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca osc ucx --mca btl self
+             -x UCX_TLS="$tls" -x UCX_NET_DEVICES="$DEV" -x UCX_UD_VERBS_ETH_DGID_CHECK=n
+             -x UCX_LOG_LEVEL=info)
+  [[ -n "${LD_PRELOAD:-}" ]] && cmd+=(-x LD_PRELOAD="$LD_PRELOAD")
+  cmd+=("$@")
+  log "${cmd[*]}"
+  env -u LD_PRELOAD timeout -k 10 "${GDR_TEST_TIMEOUT:-300}" "${cmd[@]}" >"$logf" 2>&1
+  rc=$?
+  cat "$logf"
+  (( rc == 0 )) || log "mpirun exit status $rc$( ((rc == 124)) && echo ' (timeout)')"
+  return $rc
+}
+
+# no_ucx_errors LOG: true when LOG has no UCX ERROR/FATAL line (they are printed when found)
+no_ucx_errors() {
+  ! grep -E 'UCX +(ERROR|FATAL)' "$1" >&2 || { log "UCX reported errors"; return 1; }
+}
