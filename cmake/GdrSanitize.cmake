@@ -81,7 +81,7 @@ function(gdr_sanitize_executables dir)
   # receive pool places objects where the iface params' am_alignment/am_align_offset put the
   # payload: the header can be misaligned (UBSan, in UCX's inline ucs_mpool_get_inline, as UCX's
   # own ib receive pool would be). Only the two files that inline the receive pool's get/put
-  # skip the alignment check.
+  # (gdr_iface_mpool.c also refills the SRQ from it) skip the alignment check.
   # Targets of several C++ files that all include ucp_cpp (and gtest): one translation unit
   # each (CMake's unity build), so that the headers are parsed and their inline functions
   # instrumented and emitted once per target, not once per file (docs/results/2026-12-testing.md has the times).

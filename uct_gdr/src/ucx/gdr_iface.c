@@ -313,54 +313,6 @@ static void gdr_iface_eps_cleanup(gdr_iface_t *iface)
     }
 }
 
-/* Refill the SRQ from the receive pool; batched so that one ibv_post_srq_recv
- * covers many buffers */
-void gdr_iface_post_recv(gdr_iface_t *iface)
-{
-    struct ibv_recv_wr wrs[32], *bad_wr;
-    struct ibv_sge sges[32];
-    gdr_rx_desc_t *desc;
-    unsigned count;
-    int ret;
-
-    iface->rx.starved = 0;
-    while (iface->rx.available > 0) {
-        for (count = 0; (count < ucs_static_array_size(wrs)) &&
-                        (count < iface->rx.available);
-             ++count) {
-            desc = ucs_mpool_get_inline(&iface->rx.mp);
-            if (desc == NULL) {
-                /* every buffer is posted or held by the user (RX_MAX_BUFS):
-                 * progress retries until the user releases some */
-                iface->rx.starved = 1;
-                break;
-            }
-            sges[count].addr   = (uintptr_t)gdr_rx_desc_payload(iface, desc);
-            sges[count].length = iface->seg_size;
-            sges[count].lkey   = desc->lkey;
-            wrs[count].wr_id   = (uintptr_t)desc;
-            wrs[count].sg_list = &sges[count];
-            wrs[count].num_sge = 1;
-            wrs[count].next    = &wrs[count + 1];
-        }
-        if (count == 0) {
-            return;
-        }
-        wrs[count - 1].next = NULL;
-        ret                 = ibv_post_srq_recv(iface->srq, wrs, &bad_wr);
-        if (ret != 0) {
-            ucs_error("gdr_rc: ibv_post_srq_recv failed: %s", strerror(ret));
-            for (; bad_wr != NULL; bad_wr = bad_wr->next) {
-                ucs_mpool_put_inline((void *)bad_wr->wr_id);
-                --count;
-            }
-            iface->rx.available -= count;
-            return;
-        }
-        iface->rx.available -= count;
-    }
-}
-
 static UCS_CLASS_INIT_FUNC(gdr_iface_t, uct_iface_ops_t *ops,
                            uct_iface_internal_ops_t *internal_ops,
                            uct_md_h uct_md, uct_worker_h worker,
