@@ -24,12 +24,16 @@ inline coll::bootstrap_params rendezvous(int rank, int size, uint16_t port,
 }
 
 /// The world communicator of a fresh worker (make_context() with @p extra_config) of this
-/// process, bootstrapped with @p params.
+/// process, bootstrapped with @p params.  COLL_TEST_PEER_ERRORS=0 opens its endpoints without
+/// peer error handling, as UCX's shared-memory transports need.
 inline coll::communicator join(const coll::bootstrap_params &params,
                                std::map<std::string, std::string> extra_config = {})
 {
     auto worker = ucp_cpp::worker::create(make_context(std::move(extra_config)));
-    return coll::communicator::bootstrap(worker, params);
+    coll::communicator_params options;
+    const char *peer_errors     = std::getenv("COLL_TEST_PEER_ERRORS");
+    options.peer_error_handling = !(peer_errors && std::string(peer_errors) == "0");
+    return coll::communicator::bootstrap(worker, params, options);
 }
 
 }  // namespace coll_test

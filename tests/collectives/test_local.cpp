@@ -345,6 +345,39 @@ TEST(CollLocalApi, CountMismatchFailsInsteadOfHanging)
     }
 }
 
+// A rank whose count differs is caught by the ranks that receive from it; the others would wait
+// for ranks that gave up.  The failure notice ends them too: every rank fails (none times out)
+// with a text naming both ranks of the message that disagreed.
+TEST(CollLocalApi, CountMismatchIsNamedOnEveryRank)
+{
+    constexpr int ranks = 4;
+    local_world world(ranks);
+    std::vector<std::vector<int32_t>> data;
+    std::vector<coll::request> requests;
+    coll::call_options ring;
+    ring.algo = coll::algorithm::ring;
+    for (int r = 0; r < ranks; ++r) {
+        data.emplace_back(r == 2 ? 128 : 64, 1);
+        requests.push_back(world.comm(r).iallreduce(data[size_t(r)].data(), data[size_t(r)].data(),
+                                                    data[size_t(r)].size(), coll::sum, ring));
+    }
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    bool all_done       = false;
+    while (!all_done && std::chrono::steady_clock::now() < deadline) {
+        all_done = true;
+        for (auto &req : requests)
+            all_done = req.test() && all_done;
+    }
+    ASSERT_TRUE(all_done) << "a rank still waits 20 s after the mismatch";
+    for (int r = 0; r < ranks; ++r) {
+        const coll::request &req = requests[size_t(r)];
+        EXPECT_EQ(req.status(), UCS_ERR_MESSAGE_TRUNCATED) << "rank " << r << ": " << req.error();
+        EXPECT_NE(req.error().find("different counts"), std::string::npos)
+            << "rank " << r << ": " << req.error();
+        EXPECT_NE(req.error().find("rank 2"), std::string::npos)
+            << "rank " << r << ": " << req.error();
+    }
+}
 
 // A collective nobody waits for any more (its caller gave up after a timeout, then dropped the
 // request and the communicator) must not keep the engine alive: the engine held its operations

@@ -144,12 +144,17 @@ void survive(coll::communicator world, fault how)
         const auto took = std::chrono::steady_clock::now() - start;
         std::fprintf(stderr, "[rank %d] failed as expected after %.1f s: %s\n", world.rank(),
                      std::chrono::duration<double>(took).count(), e.what());
+        const std::string what = e.what();
         if (how == fault::killed) {
+            // Found by this rank (the transport, or rank 2's process gone from this host) or
+            // by another survivor, whose failure notice names the rank too.
             RANK_CHECK(e.status() != UCS_ERR_TIMED_OUT);
             RANK_CHECK(took < 30s);
+            RANK_CHECK(what.find("(world rank 2) failed") != std::string::npos);
         } else {
             RANK_CHECK(e.status() == UCS_ERR_TIMED_OUT);
             RANK_CHECK(took >= frozen_timeout && took < frozen_timeout + 10s);
+            RANK_CHECK(what.find("waiting on rank ") != std::string::npos);
         }
         return;
     }

@@ -48,6 +48,7 @@
 #pragma once
 
 #include <ucp_cpp/coll/gpu.hpp>
+#include <ucp_cpp/coll/process.hpp>
 #include <ucp_cpp/coll/types.hpp>
 #include <ucp_cpp/endpoint.hpp>
 #include <ucp_cpp/request.hpp>
@@ -66,10 +67,26 @@
 
 namespace ucp_cpp::coll::detail {
 
-inline constexpr unsigned field_bits   = 14;
-inline constexpr uint64_t field_mask   = (uint64_t(1) << field_bits) - 1;
-inline constexpr int max_ranks         = int(field_mask) + 1;
-inline constexpr uint32_t max_comm_ids = uint32_t(field_mask) + 1;
+inline constexpr unsigned field_bits = 14;
+inline constexpr uint64_t field_mask = (uint64_t(1) << field_bits) - 1;
+inline constexpr int max_ranks       = int(field_mask) + 1;
+/// Communicator ids are 0 .. max_comm_ids - 1; the last id of the field is the engine's
+/// control channel (control_kind), which no communicator gets.
+inline constexpr uint32_t max_comm_ids    = uint32_t(field_mask);
+inline constexpr uint32_t control_comm_id = uint32_t(field_mask);
+
+/// What a message on the control channel says (its tag's step field).
+enum class control_kind : uint32_t {
+    hello  = 1,  ///< the sender's process_identity: sent once, when it connects to a rank
+    failed = 2  ///< failure_notice: the sender's engine failed, and why
+};
+
+/// A rank's engine failed: every rank it could reach is told, so that ranks that wait on
+/// somebody else (who will never send) end too, with the first cause.
+struct failure_notice {
+    int32_t status   = 0;  ///< the ucs_status_t of the failure
+    char reason[500] = {};  ///< its description, NUL-terminated (cut to fit)
+};
 
 inline ucp_tag_t make_tag(uint32_t comm_id, uint32_t sequence, uint32_t step, int sender)
 {
@@ -77,6 +94,16 @@ inline ucp_tag_t make_tag(uint32_t comm_id, uint32_t sequence, uint32_t step, in
                      (uint64_t(sequence & field_mask) << (2 * field_bits)) |
                      (uint64_t(step & field_mask) << field_bits) | (uint64_t(sender) & field_mask);
     return tag_space::make(tag_space::collectives, value);
+}
+
+/// Sender (world rank) and kind of a control message from its tag.
+inline int control_sender(ucp_tag_t tag)
+{
+    return int(tag & field_mask);
+}
+inline uint32_t control_step(ucp_tag_t tag)
+{
+    return uint32_t((tag >> field_bits) & field_mask);
 }
 
 /// One tagged transfer with a peer (a rank of the collective's communicator).
@@ -298,8 +325,13 @@ public:
           gpu_(gpu),
           addresses_(addresses),
           peer_error_handling_(peer_error_handling),
-          endpoints_(addresses.size())
-    {}
+          endpoints_(addresses.size()),
+          own_identity_(own_process_identity()),
+          identities_(addresses.size()),
+          gone_(addresses.size(), 0)
+    {
+        post_control_receive();
+    }
 
     /**
      * A collective still in flight when the last communicator of this worker goes (its caller
@@ -314,10 +346,14 @@ public:
     {
         for (auto &op : active_) {
             if (op->status == UCS_INPROGRESS) {
+                // Not a failure the peers need to hear of: this rank gave up (after its own
+                // timeout, say); they keep their own bounds.
                 fail(*op, UCS_ERR_CANCELED,
-                     "the communicator was destroyed while the collective was in flight");
+                     "the communicator was destroyed while the collective was in flight",
+                     /*tell_peers=*/false);
             }
         }
+        control_recv_.cancel();
         for (auto &op : active_) {  // drop the rest while the worker is alive
             if (op->lane)
                 op->lane->synchronize();
@@ -408,6 +444,12 @@ public:
     bool progress()
     {
         bool busy = worker_->progress() != 0;
+        if (control_recv_.done()) {
+            on_control_message();
+            busy = true;
+        }
+        if (!busy && !active_.empty())
+            check_awaited_processes();
         for (size_t i = 0; i < active_.size();) {
             if (advance(*active_[i])) {
                 active_[i] = std::move(active_.back());
@@ -418,6 +460,28 @@ public:
             }
         }
         return busy;
+    }
+
+    /// For a timeout's message: the ranks @p op still waits on ("rank 2 (world rank 5), ...").
+    std::string awaited(operation &op)
+    {
+        std::vector<int> ranks;
+        for (size_t i = 0; i < op.pending.size(); ++i) {
+            if (!op.pending[i].done())
+                ranks.push_back(op.pending_peers[i]);
+        }
+        for (const staged_segment &segment : op.segments) {
+            if (!segment.done)
+                ranks.push_back(segment.peer);
+        }
+        std::sort(ranks.begin(), ranks.end());
+        ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+        std::string text;
+        for (int r : ranks) {
+            text += (text.empty() ? "rank " : ", rank ") + std::to_string(r) + " (world rank " +
+                    std::to_string(op.comm->world_ranks[size_t(r)]) + ")";
+        }
+        return text.empty() ? "no transfer (a local step or the GPU stream)" : text;
     }
 
     /**
@@ -489,20 +553,24 @@ private:
                     check_awaited(op);
                     return op.status != UCS_INPROGRESS;
                 }
+                const bool sent = op.expected_lengths[i] == SIZE_MAX;
+                if (!sent && req.status() == UCS_ERR_MESSAGE_TRUNCATED) {
+                    fail(op, UCS_ERR_MESSAGE_TRUNCATED,
+                         count_mismatch(op, op.pending_peers[i], "more than",
+                                        op.expected_lengths[i]));
+                    return true;
+                }
                 if (req.status() != UCS_OK) {
-                    const bool sent = op.expected_lengths[i] == SIZE_MAX;
                     fail(op, req.status(),
                          std::string(sent ? "sending to" : "receiving from") + " rank " +
                              std::to_string(op.pending_peers[i]) +
                              " failed: " + ucs_status_string(req.status()));
                     return true;
                 }
-                if (op.expected_lengths[i] != SIZE_MAX && req.length() != op.expected_lengths[i]) {
+                if (!sent && req.length() != op.expected_lengths[i]) {
                     fail(op, UCS_ERR_MESSAGE_TRUNCATED,
-                         "received " + std::to_string(req.length()) + " bytes from rank " +
-                             std::to_string(op.pending_peers[i]) + " where " +
-                             std::to_string(op.expected_lengths[i]) + " were expected: the ranks " +
-                             "called the collective with different counts");
+                         count_mismatch(op, op.pending_peers[i], std::to_string(req.length()),
+                                        op.expected_lengths[i]));
                     return true;
                 }
             }
@@ -630,10 +698,7 @@ private:
                     }
                     if (s.req.length() != s.bytes) {
                         fail(op, UCS_ERR_MESSAGE_TRUNCATED,
-                             "received a segment of " + std::to_string(s.req.length()) +
-                                 " bytes from rank " + std::to_string(s.peer) + " where " +
-                                 std::to_string(s.bytes) + " were expected: the ranks called " +
-                                 "the collective with different counts");
+                             count_mismatch(op, s.peer, std::to_string(s.req.length()), s.bytes));
                         return true;
                     }
                     // The round's local action and the next round's copies queue behind this
@@ -701,6 +766,24 @@ private:
         std::shared_ptr<endpoint> &slot = endpoints_[size_t(world_peer)];
         if (slot) [[likely]]
             return true;
+        try {
+            slot = connect(world_peer);
+        } catch (const ucx_error &e) {
+            fail(op, e.status(),
+                 "connecting to rank " + std::to_string(peer) + " (world rank " +
+                     std::to_string(world_peer) + ") failed: " + e.what());
+            return false;
+        }
+        // Who this rank is, for the peer's liveness checks (check_awaited_processes()).
+        if (own_identity_.known() && world_peer != world_rank_) {
+            send_control(*slot, control_kind::hello, &own_identity_, sizeof(own_identity_));
+        }
+        return true;
+    }
+
+    /// A new endpoint to @p world_peer; throws ucx_error when UCX refuses it.
+    std::shared_ptr<endpoint> connect(int world_peer)
+    {
         endpoint_params params;
         params.name                = "ucp_cpp.coll";
         params.peer_error_handling = peer_error_handling_;
@@ -709,15 +792,131 @@ private:
         params.on_error = [table = peer_status_, world_peer](ucs_status_t status) {
             (*table)[size_t(world_peer)] = status;
         };
-        try {
-            slot = endpoint::connect(worker_, addresses_[size_t(world_peer)], params);
-        } catch (const ucx_error &e) {
-            fail(op, e.status(),
-                 "connecting to rank " + std::to_string(peer) + " (world rank " +
-                     std::to_string(world_peer) + ") failed: " + e.what());
-            return false;
+        return endpoint::connect(worker_, addresses_[size_t(world_peer)], params);
+    }
+
+    // ------------------------------------------------------------------ control channel
+    // One receive is always posted for messages tagged with control_comm_id (any kind, any
+    // sender): hellos carry a peer's process_identity, failure notices a peer's failure.
+
+    void post_control_receive()
+    {
+        ucp_cpp::request::builder receive(ucp_cpp::request::kind::tag_recv, op_options{});
+        const ucp_tag_t any_kind_any_sender = tag_space::full_mask &
+                                              ~((field_mask << field_bits) | field_mask);
+        control_recv_ = receive.finish(worker_,
+                                       ucp_tag_recv_nbx(worker_->handle(), control_buffer_,
+                                                        sizeof(control_buffer_),
+                                                        make_tag(control_comm_id, 0, 0, 0),
+                                                        any_kind_any_sender, receive.param()),
+                                       0);
+    }
+
+    void on_control_message()
+    {
+        const ucp_cpp::completion got = control_recv_.result();
+        if (got.status == UCS_ERR_CANCELED)
+            return;  // the engine is going
+        const int sender = control_sender(got.sender_tag);
+        if (got.status == UCS_OK && sender >= 0 && sender < world_size()) {
+            switch (control_kind(control_step(got.sender_tag))) {
+            case control_kind::hello:
+                if (got.length == sizeof(process_identity))
+                    std::memcpy(&identities_[size_t(sender)], control_buffer_, got.length);
+                break;
+            case control_kind::failed:
+                if (got.length == sizeof(failure_notice) && broken_status_ == UCS_OK) {
+                    failure_notice notice;
+                    std::memcpy(&notice, control_buffer_, sizeof(notice));
+                    notice.reason[sizeof(notice.reason) - 1] = '\0';
+                    const ucs_status_t status = notice.status < 0 ? ucs_status_t(notice.status)
+                                                                  : UCS_ERR_CONNECTION_RESET;
+                    break_engine(status,
+                                 "world rank " + std::to_string(sender) +
+                                     " failed: " + notice.reason,
+                                 nullptr, /*tell_peers=*/false);
+                }
+                break;
+            }
         }
-        return true;
+        post_control_receive();
+    }
+
+    void send_control(endpoint &ep, control_kind kind, const void *bytes, size_t length)
+    {
+        // Sends that completed are dropped here, so the list holds only those in flight.
+        control_sends_.erase(std::remove_if(control_sends_.begin(), control_sends_.end(),
+                                            [](ucp_cpp::request &r) { return r.done(); }),
+                             control_sends_.end());
+        try {
+            control_sends_.push_back(
+                ep.tag_send(bytes, length,
+                            make_tag(control_comm_id, 0, uint32_t(kind), world_rank_)));
+        } catch (const ucx_error &) {
+            // the endpoint failed: its error callback tells the collectives
+        }
+    }
+
+    /// Tells every rank it can still reach that this engine failed, and why; waits a bounded
+    /// moment for the notices to leave (the forced closes that follow would purge them).
+    void tell_peers(ucs_status_t status, const std::string &why)
+    {
+        outgoing_notice_.status = int32_t(status);
+        std::snprintf(outgoing_notice_.reason, sizeof(outgoing_notice_.reason), "%s", why.c_str());
+        for (int w = 0; w < world_size(); ++w) {
+            if (w == world_rank_ || peer_status(w) != UCS_OK)
+                continue;
+            std::shared_ptr<endpoint> &slot = endpoints_[size_t(w)];
+            if (!slot) {
+                try {
+                    slot = connect(w);
+                } catch (const ucx_error &) {
+                    continue;
+                }
+            }
+            send_control(*slot, control_kind::failed, &outgoing_notice_, sizeof(outgoing_notice_));
+        }
+        const auto deadline = std::chrono::steady_clock::now() + notice_wait;
+        try {
+            while (std::any_of(control_sends_.begin(), control_sends_.end(),
+                               [](ucp_cpp::request &r) { return !r.done(); }) &&
+                   std::chrono::steady_clock::now() < deadline) {
+                worker_->progress();
+            }
+        } catch (const ucx_error &) {
+            // progress failed: the notices that left, left
+        }
+    }
+
+    /// While collectives wait and nothing moves (at most every liveness_period): a rank they
+    /// wait on whose process, on this host, has ended is failed as UCX would fail it.
+    void check_awaited_processes()
+    {
+        const auto now = std::chrono::steady_clock::now();
+        if (now < next_liveness_check_ || !own_identity_.known())
+            return;
+        next_liveness_check_ = now + liveness_period;
+        for (const auto &op : active_) {
+            for (size_t i = 0; i < op->pending.size(); ++i) {
+                if (!op->pending[i].done())
+                    judge_process(op->comm->world_ranks[size_t(op->pending_peers[i])]);
+            }
+            for (const staged_segment &segment : op->segments) {
+                if (!segment.done)
+                    judge_process(op->comm->world_ranks[size_t(segment.peer)]);
+            }
+        }
+    }
+
+    void judge_process(int world_peer)
+    {
+        const process_identity &peer = identities_[size_t(world_peer)];
+        if (peer_status(world_peer) != UCS_OK || !own_identity_.shares_pids_with(peer) ||
+            !process_gone(peer)) {
+            return;
+        }
+        (*peer_status_)[size_t(world_peer)] = UCS_ERR_CONNECTION_RESET;
+        gone_[size_t(world_peer)]           = 1;
     }
 
     /// Cuts a device-memory transfer into pinned segments (see the file comment).
@@ -783,16 +982,30 @@ private:
         }
     }
 
+    /// "rank 3 sent 64 bytes where rank 0 (this rank) expected 32: ...": both ranks named, since
+    /// one message cannot tell which of the two called with the count the others used.
+    static std::string count_mismatch(const operation &op, int sender, const std::string &got,
+                                      size_t expected)
+    {
+        return "rank " + std::to_string(sender) + " sent " + got + " bytes where rank " +
+               std::to_string(op.comm->rank) + " (this rank) expected " + std::to_string(expected) +
+               ": the ranks called the collective with different counts";
+    }
+
     /// Fails @p op if communicator rank @p r failed; true then.
     bool failed_member(operation &op, size_t r)
     {
         const ucs_status_t status = peer_status(op.comm->world_ranks[r]);
         if (status == UCS_OK)
             return false;
+        const int world = op.comm->world_ranks[r];
         fail(op, UCS_ERR_CONNECTION_RESET,
              "rank " + std::to_string(r) + " of the communicator (world rank " +
-                 std::to_string(op.comm->world_ranks[r]) +
-                 ") failed: " + ucs_status_string(status));
+                 std::to_string(world) + ") failed: " +
+                 (gone_[size_t(world)]
+                      ? "its process (pid " + std::to_string(identities_[size_t(world)].pid) +
+                            ") on this host has ended"
+                      : std::string(ucs_status_string(status))));
         return true;
     }
 
@@ -811,27 +1024,38 @@ private:
     /// before this returns, so no collective buffer (scratch or the caller's) is read or written
     /// after a collective reported failure.  Unmatched receives are cancelled.  Every other
     /// collective in flight, and every later one, fails with the same reason.
-    void fail(operation &op, ucs_status_t status, const std::string &why)
+    /// Unless @p tell_peers is false, every rank this one can reach is told first (a failure
+    /// notice on the control channel), so ranks waiting on somebody else end too.
+    void fail(operation &op, ucs_status_t status, const std::string &why, bool tell_peers = true)
     {
-        if (broken_status_ == UCS_OK) {
-            broken_status_ = status;
-            broken_reason_ = why;
-            for (auto &ep : endpoints_) {
-                if (!ep)
-                    continue;
-                try {
-                    closing_.push_back(ep->close(/*force=*/true));
-                } catch (const ucx_error &) {
-                    // already closed
-                }
-            }
-            for (auto &other : active_) {
-                if (other.get() != &op) {
-                    abandon(*other, status, "failed with an earlier collective: " + why);
-                }
+        if (broken_status_ == UCS_OK)
+            break_engine(status, why, &op, tell_peers);
+        abandon(op, status, why);
+    }
+
+    /// The engine fails for @p why: endpoints closed by force, every collective in flight but
+    /// @p cause abandoned, every later one failed at once.
+    void break_engine(ucs_status_t status, const std::string &why, const operation *cause,
+                      bool tell_peers)
+    {
+        broken_status_ = status;
+        broken_reason_ = why;
+        if (tell_peers)
+            this->tell_peers(status, why);
+        for (auto &ep : endpoints_) {
+            if (!ep)
+                continue;
+            try {
+                closing_.push_back(ep->close(/*force=*/true));
+            } catch (const ucx_error &) {
+                // already closed
             }
         }
-        abandon(op, status, why);
+        for (auto &other : active_) {
+            if (other.get() != cause) {
+                abandon(*other, status, cause ? "failed with an earlier collective: " + why : why);
+            }
+        }
     }
 
     void abandon(operation &op, ucs_status_t status, const std::string &why)
@@ -879,6 +1103,21 @@ private:
     ucs_status_t broken_status_ = UCS_OK;
     std::string broken_reason_;
     uint32_t next_comm_id_ = 1;  // 0 is the world communicator
+
+    process_identity own_identity_;
+    /// Indexed by world rank: from the rank's hello; unknown until it connected to this one.
+    std::vector<process_identity> identities_;
+    /// Indexed by world rank: 1 once check_awaited_processes() found its process ended.
+    std::vector<char> gone_;
+    std::chrono::steady_clock::time_point next_liveness_check_{};
+    /// How often waiting collectives look for ended processes on this host.
+    static constexpr std::chrono::milliseconds liveness_period{100};
+    /// Bound on the failure notices' leaving (tell_peers()).
+    static constexpr std::chrono::milliseconds notice_wait{1000};
+    alignas(8) std::byte control_buffer_[sizeof(failure_notice)];
+    ucp_cpp::request control_recv_;
+    std::vector<ucp_cpp::request> control_sends_;
+    failure_notice outgoing_notice_;
 };
 
 }  // namespace ucp_cpp::coll::detail
@@ -946,7 +1185,9 @@ public:
             }
             if (clock::now() >= deadline) {
                 throw ucx_error(UCS_ERR_TIMED_OUT,
-                                "coll: collective still incomplete after the timeout");
+                                "coll: collective still incomplete after the timeout, waiting "
+                                "on " +
+                                    engine_->awaited(*op_));
             }
             // Spin a little (latency), then leave the CPU to the ranks that work: on an
             // oversubscribed host a spinning waiter delays the very peer it waits for.  The
