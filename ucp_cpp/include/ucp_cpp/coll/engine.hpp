@@ -448,7 +448,9 @@ public:
             on_control_message();
             busy = true;
         }
-        if (!busy && !active_.empty())
+        // The clock is read every 64 idle rounds only: wait() spins before it sleeps, and
+        // idle() checks on every sleep.
+        if (!busy && !active_.empty() && (++idle_rounds_ & 63) == 0)
             check_awaited_processes();
         for (size_t i = 0; i < active_.size();) {
             if (advance(*active_[i])) {
@@ -494,6 +496,7 @@ public:
      */
     void idle(std::chrono::nanoseconds limit)
     {
+        check_awaited_processes();
         const bool device_work = std::any_of(active_.begin(), active_.end(),
                                              [](const auto &op) { return op->lane != nullptr; });
         if (worker_->has_wakeup() && !device_work) {
@@ -562,9 +565,7 @@ private:
                 }
                 if (req.status() != UCS_OK) {
                     fail(op, req.status(),
-                         std::string(sent ? "sending to" : "receiving from") + " rank " +
-                             std::to_string(op.pending_peers[i]) +
-                             " failed: " + ucs_status_string(req.status()));
+                         transfer_failed(op, sent, op.pending_peers[i], req.status()));
                     return true;
                 }
                 if (!sent && req.length() != op.expected_lengths[i]) {
@@ -671,9 +672,7 @@ private:
                     continue;
                 }
                 if (s.req.status() != UCS_OK) {
-                    fail(op, s.req.status(),
-                         "sending to rank " + std::to_string(s.peer) +
-                             " failed: " + ucs_status_string(s.req.status()));
+                    fail(op, s.req.status(), transfer_failed(op, true, s.peer, s.req.status()));
                     return true;
                 }
                 if (s.forwarded != nullptr) {
@@ -692,8 +691,7 @@ private:
                     }
                     if (s.req.status() != UCS_OK) {
                         fail(op, s.req.status(),
-                             "receiving from rank " + std::to_string(s.peer) +
-                                 " failed: " + ucs_status_string(s.req.status()));
+                             transfer_failed(op, false, s.peer, s.req.status()));
                         return true;
                     }
                     if (s.req.length() != s.bytes) {
@@ -982,6 +980,16 @@ private:
         }
     }
 
+    /// "sending to rank 2 of the communicator (world rank 5) failed: Endpoint timeout".
+    static std::string transfer_failed(const operation &op, bool sent, int peer,
+                                       ucs_status_t status)
+    {
+        return std::string(sent ? "sending to" : "receiving from") + " rank " +
+               std::to_string(peer) + " of the communicator (world rank " +
+               std::to_string(op.comm->world_ranks[size_t(peer)]) +
+               ") failed: " + ucs_status_string(status);
+    }
+
     /// "rank 3 sent 64 bytes where rank 0 (this rank) expected 32: ...": both ranks named, since
     /// one message cannot tell which of the two called with the count the others used.
     static std::string count_mismatch(const operation &op, int sender, const std::string &got,
@@ -1110,6 +1118,7 @@ private:
     /// Indexed by world rank: 1 once check_awaited_processes() found its process ended.
     std::vector<char> gone_;
     std::chrono::steady_clock::time_point next_liveness_check_{};
+    unsigned idle_rounds_ = 0;  ///< progress() calls that moved nothing
     /// How often waiting collectives look for ended processes on this host.
     static constexpr std::chrono::milliseconds liveness_period{100};
     /// Bound on the failure notices' leaving (tell_peers()).
