@@ -3,10 +3,11 @@
 # Lmod"):
 #   <prefix>/<GDR_MODULEFILE_DIR>/ucx-gdr/<version>      (default share/modulefiles/ucx-gdr/0.1.0)
 # One Tcl modulefile: Lmod reads Tcl and Lua, Environment Modules only Tcl.  It sets PATH (the
-# tools), PKG_CONFIG_PATH (ucx-gdr.pc, ucp_cpp.pc), CMAKE_PREFIX_PATH (find_package(ucp_cpp)) and
-# how this UCX gets the plugin: LD_PRELOAD of the loader up to UCX 1.21 (only compiled-in
-# modules load there, the plugin registers from its ELF constructor); nothing from 1.22 on when
-# the plugin is installed into UCX's module directory (GDR_UCX_MODULE_DIR), else UCX_PLUGIN_PATH.
+# tools), PKG_CONFIG_PATH (ucx-gdr.pc, ucp_cpp.pc, ucp_cpp_coll.pc), CMAKE_PREFIX_PATH
+# (find_package(ucp_cpp)) and how this UCX gets the plugin: LD_PRELOAD of the loader up to UCX
+# 1.21 (only compiled-in modules load there, the plugin registers from its ELF constructor);
+# nothing from 1.22 on when the plugin is installed into UCX's module directory
+# (GDR_UCX_MODULE_DIR), else UCX_PLUGIN_PATH.
 # No MANPATH (the project installs no man pages) and no OMPI_MCA_* (Open MPI's policy, not the
 # plugin's: docs/install.md says why).
 #

@@ -71,8 +71,9 @@ function(gdr_sanitize_executables dir)
     endif()
   endforeach()
   # GCC 12's null checks make a comparison of a function pointer with nullptr non-constant,
-  # which breaks ucp_cpp::coll's constexpr algorithm table (a static_assert): its users are built
-  # without the three null-pointer checks, everything else with them.
+  # which breaks ucp_cpp::coll's constexpr algorithm table (a static_assert).  The wrapper's target
+  # carries the flags: the collectives' users (through ucp_cpp::coll, which links it) and the
+  # wrapper's own are built without the three null-pointer checks, everything else with them.
   if(dir STREQUAL PROJECT_SOURCE_DIR AND TARGET ucp_cpp AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     set(_no_null -fno-sanitize=null,nonnull-attribute,returns-nonnull-attribute)
     target_compile_options(ucp_cpp INTERFACE $<$<COMPILE_LANGUAGE:CXX>:${_no_null}>)

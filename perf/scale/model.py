@@ -57,7 +57,7 @@ BETA_NDR = 1 / (4 * 100e9 * 64 / 66 / 8)
 # c + m * UCX_NUM_EPS (ucp/wireup/select.c).  dc_mlx5.c: NUM_DCI default 32.
 RC_NS_PER_QP, DC_EXTRA_NS, DC_NUM_DCI = 1, 60, 32
 
-# The selector's cut-overs (ucp_cpp/include/ucp_cpp/coll/algorithms.hpp, coll::thresholds).
+# The selector's cut-overs (ucp_cpp_coll/include/ucp_cpp/coll/algorithms.hpp, coll::thresholds).
 CUT_RABENSEIFNER, CUT_KNOMIAL_RANKS, CUT_ALPHA_BETA, KNOMIAL_RADIX = 16 * 1024, 16, 16 * 1024, 4
 ELEM = 4  # float
 

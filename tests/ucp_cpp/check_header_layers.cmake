@@ -3,7 +3,9 @@
 # ucp_cpp's headers read top-down: each includes only headers of lower layers, so that no
 # include runs back up and no include circle can form (docs/ucp_cpp.md, "Headers").  This checks
 # it, and that the umbrella ucp_cpp.hpp includes every other header.  A header missing from the
-# table below is an error: a new header gets its layer when it is added.
+# table below is an error: a new header gets its layer when it is added.  The collectives
+# (<ucp_cpp/coll/...>, the module ../../ucp_cpp_coll) sit above the whole wrapper: no header of
+# the wrapper includes one, nor does a coll/ folder live among the wrapper's headers.
 cmake_minimum_required(VERSION 3.20)
 
 # Lowest layer first.  A header may include headers of the layers above its own line only.
@@ -17,7 +19,7 @@ set(layers
   "blocking.hpp rkey.hpp"
   "detail/endpoint.inl detail/worker.inl"
   "ucp_cpp.hpp")
-# coll/ keeps its own layering; of the headers here only the umbrella includes it.
+# The collectives' headers: the module above; never included from here.
 set(coll_prefix "coll/")
 
 get_filename_component(root ${UCP_CPP_INCLUDE_DIR}/ucp_cpp ABSOLUTE)
@@ -35,7 +37,11 @@ foreach(layer IN LISTS layers)
 endforeach()
 
 file(GLOB_RECURSE files RELATIVE ${root} ${root}/*.hpp ${root}/*.inl)
-list(FILTER files EXCLUDE REGEX "^${coll_prefix}")
+if(EXISTS ${root}/${coll_prefix})
+  list(APPEND errors "${root}/${coll_prefix} exists: the collectives are a module of their own \
+(ucp_cpp_coll/include/ucp_cpp/coll), not part of the wrapper")
+  list(FILTER files EXCLUDE REGEX "^${coll_prefix}")
+endif()
 file(STRINGS ${root}/ucp_cpp.hpp umbrella_lines REGEX "#include <ucp_cpp/")
 foreach(file IN LISTS files)
   if(NOT DEFINED rank_of_${file})
@@ -49,9 +55,8 @@ foreach(file IN LISTS files)
   foreach(line IN LISTS lines)
     string(REGEX REPLACE ".*<ucp_cpp/([^>]+)>.*" "\\1" included "${line}")
     if(included MATCHES "^${coll_prefix}")
-      if(NOT file STREQUAL "ucp_cpp.hpp")
-        list(APPEND errors "${file} includes ${included}: only the umbrella includes coll/")
-      endif()
+      list(APPEND errors "${file} includes ${included}: the wrapper never includes the \
+collectives (they are built on it: ucp_cpp::coll depends on ucp_cpp::ucp_cpp, not the reverse)")
     elseif(NOT DEFINED rank_of_${included})
       list(APPEND errors "${file} includes ${included}, which has no layer")
     elseif(NOT rank_of_${included} LESS rank_of_${file})
@@ -66,4 +71,4 @@ if(errors)
   message(FATAL_ERROR "ucp_cpp header layering:\n  ${text}")
 endif()
 list(LENGTH files count)
-message(STATUS "ucp_cpp header layering: ${count} headers, every include goes down")
+message(STATUS "ucp_cpp header layering: ${count} headers, every include goes down, none to coll/")

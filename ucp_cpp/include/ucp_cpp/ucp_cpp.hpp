@@ -1,7 +1,8 @@
 /**
  * @file ucp_cpp.hpp
- * @brief Everything in ucp_cpp: header-only C++17 RAII layer over UCX's UCP API.  Programs
- *        include this header.
+ * @brief Everything in ucp_cpp's wrapper: header-only C++17 RAII layer over UCX's UCP API.
+ *        Programs include this header (programs that use the collectives: coll/coll.hpp, which
+ *        includes this one).
  *
  * Ownership graph (shared_ptr): endpoint/listener/request/progress_thread -> worker -> context;
  * memory_handle -> context; remote_key -> endpoint.  Any destruction order is safe.
@@ -36,5 +37,5 @@
 #include <ucp_cpp/detail/endpoint.inl>
 #include <ucp_cpp/detail/worker.inl>
 
-// The collectives, built on all of the above.
-#include <ucp_cpp/coll/coll.hpp>
+// The collectives are a module on top of this one (<ucp_cpp/coll/coll.hpp>, target ucp_cpp::coll),
+// which includes this header; nothing here includes them.
