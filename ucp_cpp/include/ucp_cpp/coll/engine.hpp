@@ -89,7 +89,20 @@ struct transfer {
     /// The buffer is host memory also in a collective of CUDA buffers (a control message of
     /// the direct allreduce): never staged.
     bool host = false;
+    /// A receive of a block the peer forwards (rings): the block whose count sized it, named
+    /// when the length disagrees; -1: the peer's own.
+    int block = -1;
 };
+
+/// Why a receive of @p expected bytes from @p peer failed when @p got (a length, or "more
+/// than ...") came instead.
+inline std::string count_mismatch(const std::string &got, int peer, size_t expected, int block)
+{
+    return "received " + got + " bytes from rank " + std::to_string(peer) + " where " +
+           std::to_string(expected) + " were expected" +
+           (block >= 0 ? " (for block " + std::to_string(block) + ", which it forwards)" : "") +
+           ": the ranks called the collective with different counts";
+}
 
 struct round {
     std::vector<transfer> transfers;
@@ -214,6 +227,7 @@ struct plan_cache {
 struct staged_segment {
     bool is_send;
     int peer;  ///< communicator rank
+    int block;  ///< transfer::block
     ucp_tag_t tag;
     std::byte *device;
     size_t bytes;
@@ -251,6 +265,7 @@ struct operation {
     std::vector<ucp_cpp::request> pending;
     std::vector<size_t> expected_lengths;  ///< per pending entry; SIZE_MAX for sends
     std::vector<int> pending_peers;  ///< per pending entry: the communicator rank
+    std::vector<int> pending_blocks;  ///< per pending entry: transfer::block
     ucs_status_t status = UCS_INPROGRESS;
     std::string error;
 
@@ -264,6 +279,7 @@ struct operation {
         pending.clear();
         expected_lengths.clear();
         pending_peers.clear();
+        pending_blocks.clear();
     }
 };
 
@@ -489,6 +505,14 @@ private:
                     check_awaited(op);
                     return op.status != UCS_INPROGRESS;
                 }
+                if (req.status() == UCS_ERR_MESSAGE_TRUNCATED &&
+                    op.expected_lengths[i] != SIZE_MAX) {
+                    fail(op, UCS_ERR_MESSAGE_TRUNCATED,
+                         count_mismatch("more than " + std::to_string(op.expected_lengths[i]),
+                                        op.pending_peers[i], op.expected_lengths[i],
+                                        op.pending_blocks[i]));
+                    return true;
+                }
                 if (req.status() != UCS_OK) {
                     const bool sent = op.expected_lengths[i] == SIZE_MAX;
                     fail(op, req.status(),
@@ -499,16 +523,15 @@ private:
                 }
                 if (op.expected_lengths[i] != SIZE_MAX && req.length() != op.expected_lengths[i]) {
                     fail(op, UCS_ERR_MESSAGE_TRUNCATED,
-                         "received " + std::to_string(req.length()) + " bytes from rank " +
-                             std::to_string(op.pending_peers[i]) + " where " +
-                             std::to_string(op.expected_lengths[i]) + " were expected: the ranks " +
-                             "called the collective with different counts");
+                         count_mismatch(std::to_string(req.length()), op.pending_peers[i],
+                                        op.expected_lengths[i], op.pending_blocks[i]));
                     return true;
                 }
             }
             op.pending.clear();
             op.expected_lengths.clear();
             op.pending_peers.clear();
+            op.pending_blocks.clear();
             op.segments.clear();
             if (op.next_round > 0) {
                 auto &then = op.plan.rounds[op.next_round - 1].then;
@@ -622,6 +645,12 @@ private:
                         all_done = false;
                         continue;
                     }
+                    if (s.req.status() == UCS_ERR_MESSAGE_TRUNCATED) {
+                        fail(op, UCS_ERR_MESSAGE_TRUNCATED,
+                             count_mismatch("a segment of more than " + std::to_string(s.bytes),
+                                            s.peer, s.bytes, s.block));
+                        return true;
+                    }
                     if (s.req.status() != UCS_OK) {
                         fail(op, s.req.status(),
                              "receiving from rank " + std::to_string(s.peer) +
@@ -630,10 +659,8 @@ private:
                     }
                     if (s.req.length() != s.bytes) {
                         fail(op, UCS_ERR_MESSAGE_TRUNCATED,
-                             "received a segment of " + std::to_string(s.req.length()) +
-                                 " bytes from rank " + std::to_string(s.peer) + " where " +
-                                 std::to_string(s.bytes) + " were expected: the ranks called " +
-                                 "the collective with different counts");
+                             count_mismatch("a segment of " + std::to_string(s.req.length()),
+                                            s.peer, s.bytes, s.block));
                         return true;
                     }
                     // The round's local action and the next round's copies queue behind this
@@ -669,6 +696,7 @@ private:
                 continue;
             }
             op.pending_peers.push_back(t.peer);
+            op.pending_blocks.push_back(t.block);
             if (t.is_send) {
                 op.pending.push_back(
                     endpoints_[size_t(world_peer)]->tag_send(t.buffer, t.bytes, tag));
@@ -736,6 +764,7 @@ private:
             staged_segment s;
             s.is_send = t.is_send;
             s.peer    = t.peer;
+            s.block   = t.block;
             s.tag     = tag;
             s.device  = static_cast<std::byte *>(t.buffer) + offset;
             s.bytes   = std::min(segment, t.bytes - offset);
@@ -847,6 +876,7 @@ private:
         op.pending.clear();  // frees them; nothing of theirs runs after the forced closes
         op.expected_lengths.clear();
         op.pending_peers.clear();
+        op.pending_blocks.clear();
         if (op.lane) {
             // Copies in flight may still use pinned blocks and scratch: drain before freeing.
             op.lane->synchronize();
