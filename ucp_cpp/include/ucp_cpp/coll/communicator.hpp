@@ -1,6 +1,7 @@
 /**
  * @file coll/communicator.hpp
- * @brief ucp_cpp::coll::communicator: ranks, bootstrap, split/dup and the nine collectives.
+ * @brief ucp_cpp::coll::communicator: ranks, bootstrap, split/dup, the nine collectives and
+ *        their v-variants (per-rank counts).
  *
  * @code
  *   namespace coll = ucp_cpp::coll;
@@ -588,6 +589,8 @@ public:
      * fails the collective with UCS_ERR_MESSAGE_TRUNCATED naming the rank (and the engine, as
      * every failure does), also when one side's count is 0.  This rank's own count given twice
      * (e.g. allgatherv's send_count and recv_counts[rank()]) must agree: checked at the call.
+     * The data buffers, unlike the counts, must stay valid until the collective completes (see
+     * the file comment); threading as every call of a communicator.
      * @{
      */
 
