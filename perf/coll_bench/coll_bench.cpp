@@ -11,7 +11,10 @@
 //
 //   mpirun -np 4 --mca pml ucx -x UCX_TLS=tcp,self build/perf/coll_bench/coll_bench \
 //       [--op NAME[,NAME...]|all]   (barrier bcast reduce allreduce allgather reduce_scatter
-//                                    alltoall gather scatter; default allreduce)
+//                                    alltoall gather scatter; default allreduce; not in all:
+//                                    allgatherv alltoallv gatherv scatterv reduce_scatterv,
+//                                    uneven counts with zeros and gaps, results compared
+//                                    with MPI's element for element)
 //       [--max-size 64M]            (largest size; sizes 8 B, then x --step, then the maximum)
 //       [--sizes 8,3K,1M]           (these sizes instead, in this order; K/M/G suffixes)
 //       [--step 4]                  (factor between sizes)
@@ -75,6 +78,13 @@ struct options {
 
 const char *const all_ops[] = {"barrier",        "bcast",    "reduce", "allreduce", "allgather",
                                "reduce_scatter", "alltoall", "gather", "scatter"};
+/// The v-variants (not in --op all): uneven counts with zeros and gaps, checked against MPI's.
+const char *const v_ops[] = {"allgatherv", "alltoallv", "gatherv", "scatterv", "reduce_scatterv"};
+
+bool is_v_op(const std::string &op)
+{
+    return std::find(std::begin(v_ops), std::end(v_ops), op) != std::end(v_ops);
+}
 
 /// The algorithm called @p name (a name of the algorithm table, or automatic); exits on others.
 coll::algorithm parse_algorithm(const std::string &name)
@@ -92,7 +102,8 @@ std::vector<std::string> parse_ops(const std::string &text)
     std::vector<std::string> ops;
     std::stringstream in(text);
     for (std::string op; std::getline(in, op, ',');) {
-        if (std::find(std::begin(all_ops), std::end(all_ops), op) == std::end(all_ops)) {
+        if (std::find(std::begin(all_ops), std::end(all_ops), op) == std::end(all_ops) &&
+            !is_v_op(op)) {
             std::fprintf(stderr, "coll_bench: unknown collective %s\n", op.c_str());
             std::exit(2);
         }
@@ -200,8 +211,10 @@ struct bench {
             factor = (p - 1) / p;
         else if (op == "gather" || op == "scatter")
             factor = (p - 1) / p;
+        else if (is_v_op(op))
+            factor = (p - 1) / p;  // nominal: as if every block were of the size
         const bool blocks = op == "allgather" || op == "alltoall" || op == "reduce_scatter" ||
-                            op == "gather" || op == "scatter";
+                            op == "gather" || op == "scatter" || is_v_op(op);
         size_t max = opt.max_size;
         if (blocks && opt.max_total > 0)
             max = std::min(max, opt.max_total / size_t(size));
@@ -233,7 +246,7 @@ struct bench {
             }
         }
         for (size_t bytes : ladder) {
-            const measured t   = size_point(op, bytes);
+            const measured t   = is_v_op(op) ? v_point(op, bytes) : size_point(op, bytes);
             const double moved = blocks ? double(bytes) * p : double(bytes);
             if (bytes == 8) {
                 latency_ours = t.ours;
@@ -256,6 +269,138 @@ struct bench {
                     t.ratio, ok ? "ok" : "WRONG", t.ratio_min, t.ratio_max, t.iterations,
                     algo.c_str());
         std::fflush(stdout);
+    }
+
+    /// The v-variants: rank r's block of @p bytes nominal size holds v_count(r, j) elements
+    /// (0, n/2 or n: uneven, with zeros), the blocks one element apart (gaps).  Ours and MPI's
+    /// run once each into buffers prefilled alike, and must agree element for element (gaps
+    /// included) on every rank: the check.
+    measured v_point(const std::string &op, size_t bytes)
+    {
+        const size_t n = bytes / sizeof(float);
+        const int p    = size;
+        // Elements rank a sends rank b (alltoallv), or rank a's block (the others: b unused).
+        auto v_count = [n, p, &op](int a, int b) {
+            const int k = op == "alltoallv" ? (a + 2 * b) % 3 : a % 3;
+            (void)p;
+            return n * size_t(k) / 2;
+        };
+        struct side {
+            std::vector<size_t> counts, displs;
+            std::vector<int> mpi_counts, mpi_displs;
+            size_t extent = 0;
+        };
+        auto layout = [&](auto count_of, size_t gap) {
+            side s;
+            for (int i = 0; i < p; ++i) {
+                s.counts.push_back(count_of(i));
+                s.displs.push_back(s.extent + gap);
+                s.extent = s.displs.back() + s.counts.back();
+                s.mpi_counts.push_back(int(s.counts.back()));
+                s.mpi_displs.push_back(int(s.displs.back()));
+            }
+            return s;
+        };
+        const int root = 0;
+        side in, out;  // this rank's receive and send layouts
+        if (op == "alltoallv") {
+            in  = layout([&](int i) { return v_count(i, rank); }, 1);
+            out = layout([&](int j) { return v_count(rank, j); }, 2);
+        } else if (op == "reduce_scatterv") {
+            in = out = layout([&](int i) { return v_count(i, 0); }, 0);
+        } else {  // allgatherv, gatherv, scatterv: the blocks of every rank
+            in = out = layout([&](int i) { return v_count(i, 0); }, 1);
+        }
+        const size_t mine = v_count(rank, 0);
+        std::vector<float> send(std::max(out.extent, mine) + 1), recv, theirs_recv;
+        for (size_t i = 0; i < send.size(); ++i)
+            send[i] = float((rank + 1) * int(i % 7 + 1));
+        const size_t recv_size = op == "reduce_scatterv" || op == "scatterv" ? mine : in.extent;
+        recv.assign(recv_size + 1, -1.0f);
+        theirs_recv = recv;
+        coll::call_options how;
+        how.algo = opt.algo;
+        std::function<coll::request(float *)> ours_into;
+        std::function<void(float *)> theirs_into;
+#ifdef UCP_CPP_PERSISTENT_COLLECTIVES
+        std::optional<coll::persistent> plan;
+#else
+        std::optional<int> plan;
+#endif
+        if (op == "allgatherv") {
+            ours_into = [&](float *to) {
+                return comm.iallgatherv(send.data(), mine, to, in.counts, in.displs, how);
+            };
+            theirs_into = [&](float *to) {
+                MPI_Allgatherv(send.data(), int(mine), MPI_FLOAT, to, in.mpi_counts.data(),
+                               in.mpi_displs.data(), MPI_FLOAT, MPI_COMM_WORLD);
+            };
+            PERSISTENT(
+                comm.allgatherv_init(send.data(), mine, recv.data(), in.counts, in.displs, how));
+        } else if (op == "alltoallv") {
+            ours_into = [&](float *to) {
+                return comm.ialltoallv(send.data(), out.counts, out.displs, to, in.counts,
+                                       in.displs, how);
+            };
+            theirs_into = [&](float *to) {
+                MPI_Alltoallv(send.data(), out.mpi_counts.data(), out.mpi_displs.data(), MPI_FLOAT,
+                              to, in.mpi_counts.data(), in.mpi_displs.data(), MPI_FLOAT,
+                              MPI_COMM_WORLD);
+            };
+            PERSISTENT(comm.alltoallv_init(send.data(), out.counts, out.displs, recv.data(),
+                                           in.counts, in.displs, how));
+        } else if (op == "gatherv") {
+            ours_into = [&](float *to) {
+                return comm.igatherv(send.data(), mine, to, in.counts, in.displs, root, how);
+            };
+            theirs_into = [&](float *to) {
+                MPI_Gatherv(send.data(), int(mine), MPI_FLOAT, to, in.mpi_counts.data(),
+                            in.mpi_displs.data(), MPI_FLOAT, root, MPI_COMM_WORLD);
+            };
+            PERSISTENT(
+                comm.gatherv_init(send.data(), mine, recv.data(), in.counts, in.displs, root, how));
+        } else if (op == "scatterv") {
+            ours_into = [&](float *to) {
+                return comm.iscatterv(send.data(), out.counts, out.displs, to, mine, root, how);
+            };
+            theirs_into = [&](float *to) {
+                MPI_Scatterv(send.data(), out.mpi_counts.data(), out.mpi_displs.data(), MPI_FLOAT,
+                             to, int(mine), MPI_FLOAT, root, MPI_COMM_WORLD);
+            };
+            PERSISTENT(comm.scatterv_init(send.data(), out.counts, out.displs, recv.data(), mine,
+                                          root, how));
+        } else {  // reduce_scatterv
+            ours_into = [&](float *to) {
+                return comm.ireduce_scatter(send.data(), to, in.counts, coll::sum, how);
+            };
+            theirs_into = [&](float *to) {
+                MPI_Reduce_scatter(send.data(), to, in.mpi_counts.data(), MPI_FLOAT, MPI_SUM,
+                                   MPI_COMM_WORLD);
+            };
+            PERSISTENT(
+                comm.reduce_scatter_init(send.data(), recv.data(), in.counts, coll::sum, how));
+        }
+        // Once, checked against MPI's result.
+        {
+#ifdef UCP_CPP_PERSISTENT_COLLECTIVES
+            coll::request first = plan ? plan->start() : ours_into(recv.data());
+#else
+            coll::request first = ours_into(recv.data());
+#endif
+            first.wait();
+            last_algorithm_ = coll::name_of(first.algorithm());
+            theirs_into(theirs_recv.data());
+        }
+        const bool significant = !((op == "gatherv") && rank != root);
+        int local_ok = !significant || recv == theirs_recv ? 1 : 0, all_ok = 0;
+        MPI_Allreduce(&local_ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        last_ok_                   = all_ok != 0;
+        std::function<void()> ours = [&] { ours_into(recv.data()).wait(); };
+#ifdef UCP_CPP_PERSISTENT_COLLECTIVES
+        if (plan)
+            ours = [&] { plan->start().wait(); };
+#endif
+        return compare(ours, [&] { theirs_into(theirs_recv.data()); }, opt, bytes);
     }
 
     measured size_point(const std::string &op, size_t bytes)
@@ -387,7 +532,9 @@ const char usage[] =
     "       [--repeat R] [--algorithm NAME] [--no-peer-errors] [--persistent] [--help]\n"
     "  ucp_cpp::coll against the MPI library's collectives, interleaved, same ranks.\n"
     "  --op        barrier bcast reduce allreduce allgather reduce_scatter alltoall\n"
-    "              gather scatter, or all (default allreduce)\n"
+    "              gather scatter, or all (default allreduce); allgatherv alltoallv\n"
+    "              gatherv scatterv reduce_scatterv (uneven counts, gaps; checked\n"
+    "              against MPI's results)\n"
     "  --max-size  largest size; sizes 8 B, then x --step, then the maximum\n"
     "  --sizes     these sizes instead, in this order (K/M/G suffixes)\n"
     "  --max-total largest per-rank buffer of the block collectives (0: none)\n"

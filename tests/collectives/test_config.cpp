@@ -3,7 +3,7 @@
 // values select what they say, malformed ones are errors that name the variable, unknown names
 // warn once, code overrides the environment, and every row of the table runs every collective
 // it claims (real collectives over the test transports, results against references).
-#include "coll_checks.hpp"
+#include "coll_vchecks.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -632,6 +632,17 @@ void check_collective(local_world &world, collective which, algorithm algo)
         return check_gather<int32_t>(world, count, root, false, algo);
     case collective::scatter:
         return check_scatter<int32_t>(world, count, root, false, algo);
+    case collective::allgatherv:
+        return check_allgatherv<int32_t>(world, v_shape{1, 2, 1}, algo, false);
+    case collective::alltoallv:
+        return check_alltoallv<int32_t>(world, v_shape{1, 2, 1}, algo, false);
+    case collective::gatherv:
+        return check_gatherv<int32_t>(world, v_shape{1, 2, 1}, root, algo, false);
+    case collective::scatterv:
+        return check_scatterv<int32_t>(world, v_shape{1, 2, 1}, root, algo, false);
+    case collective::reduce_scatterv:
+        return check_reduce_scatterv<int32_t>(world, v_shape{1, 2, 0}, coll::op_kind::max, algo,
+                                              false);
     }
 }
 

@@ -1,10 +1,11 @@
 // Collectives on CUDA buffers (label gpu): every collective x {int32, float, double, float16,
 // bfloat16} x {sum, max} (prod/min for float) x counts {0, 1, odd, 1 MiB + odd} x ranks 1..4,
-// each algorithm of the collective, against a host reference.  Ranks are workers of this process
+// each algorithm of the collective, against a host reference; the v-variants with uneven counts
+// and gaps.  Ranks are workers of this process
 // on one GPU (coll_harness.hpp); CUDA is reached through coll/gpu.hpp's dlopen'ed driver, so the
 // test links no CUDA library.  Skips (with the reason) without a usable CUDA driver/device.
 // With Debian's UCX (no CUDA transports) transfers are staged through pinned host memory.
-#include "coll_harness.hpp"
+#include "coll_vchecks.hpp"
 
 #include "../common/loopback_port.hpp"
 #include "coll_processes.hpp"
@@ -548,6 +549,130 @@ TEST_P(CollGpu, PersistentCollectivesOnDeviceBuffers)
             }
         }
     }
+}
+
+/// The v-variants on CUDA buffers: uneven counts with zeros, blocks in reverse order with gaps
+/// (the gaps must stay as they were), small and multi-segment blocks, every algorithm; results
+/// against the host reference of coll_vchecks.hpp.
+TEST_P(CollGpu, VariantsOnDeviceBuffers)
+{
+    auto on_device = [&](const auto &host) {
+        using T = typename std::decay_t<decltype(host)>::value_type;
+        return std::make_unique<device_array<T>>(cu(), host);
+    };
+    auto each = [&](auto zero) {
+        using T       = decltype(zero);
+        using buffers = std::vector<std::unique_ptr<device_array<T>>>;
+        for (size_t scale : {size_t(1), size_t(70001)}) {
+            const v_shape s{1, scale, 3};
+            const std::vector<size_t> counts = s.column(p(), 0);
+            const v_blocks blocks(counts, s.gap), packed(counts, 0);
+            const auto gathered     = spread<T>(blocks,
+                                                [](int i, size_t k) { return payload<T>(i, k); });
+            const std::string label = std::string(coll::name_of(coll::datatype_of<T>())) + " " +
+                                      s.name() + " ranks=" + std::to_string(p());
+            std::vector<std::vector<T>> own(static_cast<size_t>(p()));
+            for (int r = 0; r < p(); ++r) {
+                for (size_t k = 0; k < counts[size_t(r)]; ++k)
+                    own[size_t(r)].push_back(payload<T>(r, k));
+            }
+            const std::vector<T> empty_output(blocks.extent + 1, untouched<T>);
+            for_each_algorithm({"ring", "linear"}, [&](const char *algo) {
+                buffers send, recv;
+                for (int r = 0; r < p(); ++r) {
+                    send.push_back(on_device(own[size_t(r)]));
+                    recv.push_back(on_device(empty_output));
+                }
+                world_->run([&](int r) {
+                    return world_->comm(r).iallgatherv(send[size_t(r)]->get(), counts[size_t(r)],
+                                                       recv[size_t(r)]->get(), counts,
+                                                       blocks.displs, run_with(algo));
+                });
+                for (int r = 0; r < p(); ++r) {
+                    ASSERT_TRUE(same_buffer(recv[size_t(r)]->download(), gathered,
+                                            "allgatherv " + label + " " + algo));
+                }
+            });
+            for_each_algorithm({"linear", "pairwise"}, [&](const char *algo) {
+                // Rank r sends rank j the block j of the gathered layout, as rank j's own:
+                // every rank ends with the gathered buffer.
+                buffers send, recv;
+                std::vector<std::vector<size_t>> out(static_cast<size_t>(p()));
+                for (int r = 0; r < p(); ++r) {
+                    out[size_t(r)].assign(size_t(p()), counts[size_t(r)]);
+                    std::vector<T> mine;
+                    for (int j = 0; j < p(); ++j)
+                        mine.insert(mine.end(), own[size_t(r)].begin(), own[size_t(r)].end());
+                    send.push_back(on_device(mine));
+                    recv.push_back(on_device(empty_output));
+                }
+                world_->run([&](int r) {
+                    return world_->comm(r).ialltoallv(send[size_t(r)]->get(), out[size_t(r)], {},
+                                                      recv[size_t(r)]->get(), counts, blocks.displs,
+                                                      run_with(algo));
+                });
+                for (int r = 0; r < p(); ++r) {
+                    ASSERT_TRUE(same_buffer(recv[size_t(r)]->download(), gathered,
+                                            "alltoallv " + label + " " + algo));
+                }
+            });
+            {
+                const int root = p() - 1;
+                buffers send;
+                for (int r = 0; r < p(); ++r)
+                    send.push_back(on_device(own[size_t(r)]));
+                auto at_root = on_device(empty_output);
+                world_->run([&](int r) {
+                    return world_->comm(r).igatherv(send[size_t(r)]->get(), counts[size_t(r)],
+                                                    at_root->get(), counts, blocks.displs, root);
+                });
+                ASSERT_TRUE(same_buffer(at_root->download(), gathered, "gatherv " + label));
+                auto blocks_at_root = on_device(gathered);
+                buffers recv;
+                for (int r = 0; r < p(); ++r) {
+                    recv.push_back(on_device(std::vector<T>(counts[size_t(r)] + 1, untouched<T>)));
+                }
+                world_->run([&](int r) {
+                    return world_->comm(r).iscatterv(blocks_at_root->get(), counts, blocks.displs,
+                                                     recv[size_t(r)]->get(), counts[size_t(r)], 0);
+                });
+                for (int r = 0; r < p(); ++r) {
+                    std::vector<T> want = own[size_t(r)];
+                    want.push_back(untouched<T>);
+                    ASSERT_TRUE(same_buffer(recv[size_t(r)]->download(), want,
+                                            "scatterv " + label + " rank " + std::to_string(r)));
+                }
+            }
+            for_each_algorithm({"ring", "knomial"}, [&](const char *algo) {
+                buffers send, recv;
+                for (int r = 0; r < p(); ++r) {
+                    std::vector<T> all;
+                    for (size_t i = 0; i < packed.extent; ++i)
+                        all.push_back(input<T>(r, i, coll::op_kind::sum));
+                    send.push_back(on_device(all));
+                    recv.push_back(on_device(std::vector<T>(counts[size_t(r)] + 1, untouched<T>)));
+                }
+                world_->run([&](int r) {
+                    return world_->comm(r).ireduce_scatter(send[size_t(r)]->get(),
+                                                           recv[size_t(r)]->get(), counts,
+                                                           coll::sum, run_with(algo));
+                });
+                for (int r = 0; r < p(); ++r) {
+                    std::vector<T> want;
+                    for (size_t k = 0; k < counts[size_t(r)]; ++k) {
+                        want.push_back(
+                            reference<T>(p(), packed.at[size_t(r)] + k, coll::op_kind::sum));
+                    }
+                    want.push_back(untouched<T>);
+                    ASSERT_TRUE(same_buffer(recv[size_t(r)]->download(), want,
+                                            "reduce_scatter(counts) " + label + " " + algo));
+                }
+            });
+        }
+    };
+    each(int32_t{});
+    each(float{});
+    each(double{});
 }
 
 /// Host and CUDA buffers in one call are refused with a clear error on every rank.

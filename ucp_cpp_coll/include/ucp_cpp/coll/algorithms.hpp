@@ -13,7 +13,9 @@
  * Every builder appends rounds to a detail::schedule for the calling rank.  Conventions:
  * p = communicator size, r = own rank, "relative rank" vr = (r - root) mod p for rooted
  * collectives, so binomial trees work for any root and any p (non powers of two included).
- * Blocks: n elements split into p blocks, the first n mod p one element larger.
+ * Blocks: n elements split into p blocks, the first n mod p one element larger (block_layout);
+ * the v-variants' blocks sit where the caller's counts and displacements say (uneven_layout).
+ * The helpers that move blocks take either (a `Layout` template parameter).
  * Steps (the tag field that pairs a send with its receive) are chosen so that a pair of ranks
  * never has two messages with the same step in one collective.
  *
@@ -52,8 +54,38 @@ struct block_layout {
     size_t bytes(int i) const { return (first(i + 1) - first(i)) * elem; }
     size_t elements(int i) const { return first(i + 1) - first(i); }
     size_t max_bytes() const { return bytes(0); }
+    /// Bytes from the start to the end of the last block.
+    size_t extent() const { return count * elem; }
     /// Bytes of blocks [from, to).
     size_t span(int from, int to) const { return offset(to) - offset(from); }
+};
+
+/// p blocks where a v-variant's caller put them: block i is counts[i] elements from element
+/// displs[i] (gaps and any order allowed).  Offsets and sizes in bytes, as block_layout's.  Views
+/// the arrays of a detail::v_arguments, which outlive the building of the schedule (the
+/// schedule keeps the offsets it computed, not the layout).
+struct uneven_layout {
+    const size_t *counts;
+    const size_t *displs;
+    int parts;
+    size_t elem;
+    size_t offset(int i) const { return displs[i] * elem; }
+    size_t bytes(int i) const { return counts[i] * elem; }
+    size_t elements(int i) const { return counts[i]; }
+    size_t max_bytes() const
+    {
+        size_t most = 0;
+        for (int i = 0; i < parts; ++i)
+            most = std::max(most, bytes(i));
+        return most;
+    }
+    size_t extent() const
+    {
+        size_t end = 0;
+        for (int i = 0; i < parts; ++i)
+            end = std::max(end, counts[i] == 0 ? 0 : offset(i) + bytes(i));
+        return end;
+    }
 };
 
 /// A layout of p equal blocks of `block` elements (allgather, gather, alltoall...).
@@ -98,9 +130,11 @@ struct context {
     {
         rd.transfers.push_back(transfer{true, peer, const_cast<void *>(buf), bytes, step});
     }
-    void recv(round &rd, int peer, void *buf, size_t bytes, uint32_t step)
+    /// @p block: the block (rank) whose count sized the receive, when the peer forwards it
+    /// (rings); named when the length disagrees.
+    void recv(round &rd, int peer, void *buf, size_t bytes, uint32_t step, int block = -1)
     {
-        rd.transfers.push_back(transfer{false, peer, buf, bytes, step});
+        rd.transfers.push_back(transfer{false, peer, buf, bytes, step, false, block});
     }
 };
 
@@ -121,8 +155,9 @@ inline void barrier_dissemination(context &c)
 
 /// Ring reduce-scatter over `layout` on `buf` (full input, reduced in place): afterwards block
 /// `index` holds the reduction of everyone's block.  Steps [step_base, step_base + p - 1).
-inline void ring_reduce_scatter(context &c, std::byte *buf, const block_layout &layout, int index,
-                                const reduction &op, uint32_t step_base)
+template <class Layout>
+void ring_reduce_scatter(context &c, std::byte *buf, const Layout &layout, int index,
+                         const reduction &op, uint32_t step_base)
 {
     const int p = c.size, right = mod(c.rank + 1, p), left = mod(c.rank - 1, p);
     std::byte *incoming = c.plan.allocate(layout.max_bytes());
@@ -131,7 +166,7 @@ inline void ring_reduce_scatter(context &c, std::byte *buf, const block_layout &
         round &rd = c.plan.add_round();
         c.send(rd, right, buf + layout.offset(send_block), layout.bytes(send_block),
                step_base + uint32_t(s));
-        c.recv(rd, left, incoming, layout.bytes(recv_block), step_base + uint32_t(s));
+        c.recv(rd, left, incoming, layout.bytes(recv_block), step_base + uint32_t(s), recv_block);
         rd.then = [x = c.actions(), &op, incoming, target = buf + layout.offset(recv_block),
                    n = layout.elements(recv_block)] { x.reduce(op, incoming, target, n); };
     }
@@ -139,8 +174,8 @@ inline void ring_reduce_scatter(context &c, std::byte *buf, const block_layout &
 
 /// Ring allgather over `layout` on `buf`, where this rank already holds block `index`.
 /// Steps [step_base, step_base + p - 1).
-inline void ring_allgather(context &c, std::byte *buf, const block_layout &layout, int index,
-                           uint32_t step_base)
+template <class Layout>
+void ring_allgather(context &c, std::byte *buf, const Layout &layout, int index, uint32_t step_base)
 {
     const int p = c.size, right = mod(c.rank + 1, p), left = mod(c.rank - 1, p);
     for (int s = 0; s < p - 1; ++s) {
@@ -149,7 +184,7 @@ inline void ring_allgather(context &c, std::byte *buf, const block_layout &layou
         c.send(rd, right, buf + layout.offset(send_block), layout.bytes(send_block),
                step_base + uint32_t(s));
         c.recv(rd, left, buf + layout.offset(recv_block), layout.bytes(recv_block),
-               step_base + uint32_t(s));
+               step_base + uint32_t(s), recv_block);
     }
 }
 
@@ -579,100 +614,123 @@ inline void scatter_binomial(context &c, const std::byte *send, std::byte *recv,
 
 // ---------------------------------------------------------------- alltoall
 
-/// The alltoall prologue: the own block goes straight to recv, or, in place, the whole input to
-/// a snapshot the sends read.  Returns where the sends read from.
-inline const std::byte *alltoall_source(context &c, const std::byte *send, std::byte *recv,
-                                        size_t block_bytes)
+/// The alltoall prologue: the own block goes straight to recv, or, in place (send == recv, the
+/// blocks where @p to says), the input to a snapshot the sends read, laid out as recv.  Returns
+/// where the sends read from (with @p from's offsets; in place @p from is @p to).
+template <class From, class To>
+const std::byte *alltoall_source(context &c, const std::byte *send, const From &from,
+                                 std::byte *recv, const To &to)
 {
-    const int p = c.size, r = c.rank;
+    const int r             = c.rank;
     const std::byte *source = send;
     if (send == recv) {  // in place: send from a snapshot
-        std::byte *snapshot = c.plan.allocate(block_bytes * size_t(p));
-        c.plan.prologue     = [x = c.actions(), snapshot, recv, bytes = block_bytes * size_t(p)] {
+        std::byte *snapshot = c.plan.allocate(to.extent());
+        c.plan.prologue     = [x = c.actions(), snapshot, recv, bytes = to.extent()] {
             x.copy(snapshot, recv, bytes);
         };
         source = snapshot;
     } else {
-        c.plan.prologue = [x = c.actions(), send, recv, block_bytes, r] {
-            x.copy(recv + size_t(r) * block_bytes, send + size_t(r) * block_bytes, block_bytes);
-        };
+        c.plan.prologue = [x = c.actions(), mine = recv + to.offset(r), own = send + from.offset(r),
+                           bytes = to.bytes(r)] { x.copy(mine, own, bytes); };
     }
     return source;
 }
 
-/// Pairwise exchange: round i sends to r+i and receives from r-i (p-1 rounds).
-inline void alltoall_pairwise(context &c, const std::byte *send, std::byte *recv,
-                              size_t block_bytes)
+/// Pairwise exchange: round i sends to r+i and receives from r-i (p-1 rounds).  Block j of
+/// the input (@p from) goes to rank j, block j of the output (@p to) comes from rank j.
+template <class From, class To>
+void alltoall_pairwise(context &c, const std::byte *send, const From &from, std::byte *recv,
+                       const To &to)
 {
     const int p = c.size, r = c.rank;
-    const std::byte *source = alltoall_source(c, send, recv, block_bytes);
+    const std::byte *source = alltoall_source(c, send, from, recv, to);
     for (int i = 1; i < p; ++i) {
-        const int to = mod(r + i, p), from = mod(r - i, p);
+        const int dst = mod(r + i, p), src = mod(r - i, p);
         round &rd = c.plan.add_round();
-        c.send(rd, to, source + size_t(to) * block_bytes, block_bytes, uint32_t(i));
-        c.recv(rd, from, recv + size_t(from) * block_bytes, block_bytes, uint32_t(i));
+        c.send(rd, dst, source + from.offset(dst), from.bytes(dst), uint32_t(i));
+        c.recv(rd, src, recv + to.offset(src), to.bytes(src), uint32_t(i));
     }
 }
 
 /// Linear alltoall: one round, every send and receive posted at once (sends from r+1 on, so
 /// that the ranks do not all start with rank 0).  Steps 0: one message per pair.
-inline void alltoall_linear(context &c, const std::byte *send, std::byte *recv, size_t block_bytes)
+template <class From, class To>
+void alltoall_linear(context &c, const std::byte *send, const From &from, std::byte *recv,
+                     const To &to)
 {
     const int p = c.size, r = c.rank;
-    const std::byte *source = alltoall_source(c, send, recv, block_bytes);
+    const std::byte *source = alltoall_source(c, send, from, recv, to);
     round &rd               = c.plan.add_round();
     for (int i = 1; i < p; ++i) {
-        const int from = mod(r - i, p);
-        c.recv(rd, from, recv + size_t(from) * block_bytes, block_bytes, 0);
+        const int src = mod(r - i, p);
+        c.recv(rd, src, recv + to.offset(src), to.bytes(src), 0);
     }
     for (int i = 1; i < p; ++i) {
-        const int to = mod(r + i, p);
-        c.send(rd, to, source + size_t(to) * block_bytes, block_bytes, 0);
+        const int dst = mod(r + i, p);
+        c.send(rd, dst, source + from.offset(dst), from.bytes(dst), 0);
     }
 }
 
-/// Linear gather: one round, the root receives every block straight into its place (no
-/// staging, no forwarding: each block crosses once, and a rendezvous transport moves it
-/// zero-copy); the others send from their own buffer.
-inline void gather_linear(context &c, const std::byte *own, std::byte *recv, size_t block_bytes,
-                          int root)
+/// Linear gather: one round, the root receives every block straight into its place in recv
+/// (@p blocks; no staging, no forwarding: each block crosses once, and a rendezvous transport
+/// moves it zero-copy); the others send their @p own_bytes from their own buffer.
+template <class Layout>
+void gather_linear(context &c, const std::byte *own, size_t own_bytes, std::byte *recv,
+                   const Layout &blocks, int root)
 {
     round &rd = c.plan.add_round();
     if (c.rank != root) {
-        c.send(rd, root, own, block_bytes, 0);
+        c.send(rd, root, own, own_bytes, 0);
         return;
     }
-    std::byte *mine = recv + size_t(root) * block_bytes;
+    std::byte *mine = recv + blocks.offset(root);
     if (own != mine) {
-        c.plan.prologue = [x = c.actions(), mine, own, block_bytes] {
-            x.copy(mine, own, block_bytes);
+        c.plan.prologue = [x = c.actions(), mine, own, bytes = blocks.bytes(root)] {
+            x.copy(mine, own, bytes);
         };
     }
     for (int i = 1; i < c.size; ++i) {
         const int from = mod(root + i, c.size);
-        c.recv(rd, from, recv + size_t(from) * block_bytes, block_bytes, 0);
+        c.recv(rd, from, recv + blocks.offset(from), blocks.bytes(from), 0);
     }
 }
 
-/// Linear scatter (mirror of gather_linear).
-inline void scatter_linear(context &c, const std::byte *send, std::byte *recv, size_t block_bytes,
-                           int root)
+/// Linear scatter (mirror of gather_linear): the root sends block i of send (@p blocks) to
+/// rank i, which receives @p own_bytes.
+template <class Layout>
+void scatter_linear(context &c, const std::byte *send, const Layout &blocks, std::byte *recv,
+                    size_t own_bytes, int root)
 {
     round &rd = c.plan.add_round();
     if (c.rank != root) {
-        c.recv(rd, root, recv, block_bytes, 0);
+        c.recv(rd, root, recv, own_bytes, 0);
         return;
     }
-    const std::byte *mine = send + size_t(root) * block_bytes;
+    const std::byte *mine = send + blocks.offset(root);
     if (mine != recv) {
-        c.plan.prologue = [x = c.actions(), recv, mine, block_bytes] {
-            x.copy(recv, mine, block_bytes);
+        c.plan.prologue = [x = c.actions(), recv, mine, bytes = blocks.bytes(root)] {
+            x.copy(recv, mine, bytes);
         };
     }
     for (int i = 1; i < c.size; ++i) {
         const int to = mod(root + i, c.size);
-        c.send(rd, to, send + size_t(to) * block_bytes, block_bytes, 0);
+        c.send(rd, to, send + blocks.offset(to), blocks.bytes(to), 0);
     }
+}
+
+/// Linear allgather (allgatherv for small messages): one round, every rank sends its @p own
+/// block to every other and receives every other block straight into its place (@p blocks).
+template <class Layout>
+void allgather_linear(context &c, const std::byte *own, std::byte *recv, const Layout &blocks)
+{
+    const int p = c.size, r = c.rank;
+    round &rd = c.plan.add_round();
+    for (int i = 1; i < p; ++i) {
+        const int from = mod(r - i, p);
+        c.recv(rd, from, recv + blocks.offset(from), blocks.bytes(from), 0);
+    }
+    for (int i = 1; i < p; ++i)
+        c.send(rd, mod(r + i, p), own, blocks.bytes(r), 0);
 }
 
 /// Runs @p deliver after the last round's local action (in the prologue when there is none).
@@ -695,6 +753,28 @@ template <class F> void at_end(context &c, F deliver)
 
 // ---------------------------------------------------------------- the algorithm table
 
+/// The counts and displacements of a v-variant call, in elements, one per rank, copied when
+/// the call is issued (communicator fills them in; displacements given empty are packed).
+/// Where the collective has one count on a side (allgatherv's and gatherv's send, scatterv's
+/// receive, reduce_scatter's own block) it is arguments::count and that side's arrays are empty;
+/// so are the root's arrays at the other ranks of gatherv and scatterv.
+struct v_arguments {
+    std::vector<size_t> send_counts, send_displs;
+    std::vector<size_t> recv_counts, recv_displs;
+    /// Elements that decide the automatic choice: the same on every rank (allgatherv and
+    /// reduce_scatter: all ranks' blocks together; 0 where no rank knows them all).
+    size_t total = 0;
+
+    uneven_layout send_blocks(const context &c) const
+    {
+        return uneven_layout{send_counts.data(), send_displs.data(), c.size, c.elem};
+    }
+    uneven_layout recv_blocks(const context &c) const
+    {
+        return uneven_layout{recv_counts.data(), recv_displs.data(), c.size, c.elem};
+    }
+};
+
 /// What a collective call hands to the builder of its algorithm (communicator fills it in).
 struct arguments {
     const std::byte *send = nullptr;  ///< the caller's input (null where there is none)
@@ -703,6 +783,7 @@ struct arguments {
     const reduction *op   = nullptr;  ///< reductions: the schedule's own copy
     int root              = 0;  ///< rooted collectives
     int knomial_radix     = 0;  ///< the communicator's config::knomial_radix()
+    const v_arguments *v  = nullptr;  ///< the v-variants' counts and displacements
 };
 
 /// Compiles the schedule of one collective with one algorithm into c.plan.
@@ -782,13 +863,19 @@ inline void allreduce_rabenseifner(context &c, const arguments &a)
     detail::allreduce_rabenseifner(c, allreduce_buffer(c, a), a.count, *a.op);
 }
 
-/// allgather: the own block goes to its place in recv first; returns the blocks of recv.
+/// allgather(v): the own block goes to its place in recv (@p blocks) first (nothing to copy in
+/// place); returns @p blocks.
+template <class Layout>
+Layout allgather_in_place(context &c, const arguments &a, const Layout &blocks)
+{
+    c.plan.prologue = [x = c.actions(), own = a.recv + blocks.offset(c.rank), send = a.send,
+                       bytes = blocks.bytes(c.rank)] { x.copy(own, send, bytes); };
+    return blocks;
+}
+
 inline block_layout allgather_in_place(context &c, const arguments &a)
 {
-    const size_t block = a.count * c.elem;
-    c.plan.prologue    = [x = c.actions(), own = a.recv + size_t(c.rank) * block, send = a.send,
-                       block] { x.copy(own, send, block); };
-    return equal_blocks(a.count, c.size, c.elem);
+    return allgather_in_place(c, a, equal_blocks(a.count, c.size, c.elem));
 }
 
 inline void allgather_ring(context &c, const arguments &a)
@@ -812,51 +899,123 @@ inline void allgather_bruck(context &c, const arguments &a)
     detail::allgather_bruck(c, a.recv, a.count * c.elem);
 }
 
-/// Block reduce-scatter: the ring reduce-scatter in a scratch copy of send, then block rank to
-/// recv (which may alias send: the copy comes after the last round).
-inline void reduce_scatter_ring(context &c, const arguments &a)
+/// reduce_scatter (block or with counts): the input, packed blocks (@p blocks), in a scratch
+/// copy of send; returns it.  Block rank goes to recv (which may alias send) by reduce_scatter_out
+/// after the last round.
+template <class Layout>
+std::byte *reduce_scatter_work(context &c, const arguments &a, const Layout &blocks)
 {
-    const size_t total = a.count * size_t(c.size) * c.elem;
+    const size_t total = blocks.offset(c.size - 1) + blocks.bytes(c.size - 1);
     std::byte *work    = c.plan.allocate(total);
     c.plan.prologue = [x = c.actions(), work, send = a.send, total] { x.copy(work, send, total); };
-    const block_layout layout = equal_blocks(a.count, c.size, c.elem);
-    ring_reduce_scatter(c, work, layout, c.rank, *a.op, 0);
-    at_end(c, [x = c.actions(), out = a.recv, mine = work + layout.offset(c.rank),
-               bytes = layout.bytes(c.rank)] { x.copy(out, mine, bytes); });
+    return work;
 }
 
-/// Block reduce-scatter for small messages: the k-nomial allreduce of the whole vector in a
-/// scratch copy (log_k p rounds instead of the ring's p - 1), then block rank to recv.
+template <class Layout>
+void reduce_scatter_out(context &c, const arguments &a, const Layout &blocks, std::byte *work)
+{
+    at_end(c, [x = c.actions(), out = a.recv, mine = work + blocks.offset(c.rank),
+               bytes = blocks.bytes(c.rank)] { x.copy(out, mine, bytes); });
+}
+
+/// reduce_scatter: the ring reduce-scatter over @p blocks in a scratch copy of send.
+template <class Layout>
+void reduce_scatter_ring(context &c, const arguments &a, const Layout &blocks)
+{
+    std::byte *work = reduce_scatter_work(c, a, blocks);
+    ring_reduce_scatter(c, work, blocks, c.rank, *a.op, 0);
+    reduce_scatter_out(c, a, blocks, work);
+}
+
+/// reduce_scatter for small messages: the k-nomial allreduce of the whole vector in a scratch
+/// copy (log_k p rounds instead of the ring's p - 1), then block rank to recv.
+template <class Layout>
+void reduce_scatter_knomial(context &c, const arguments &a, const Layout &blocks)
+{
+    std::byte *work  = reduce_scatter_work(c, a, blocks);
+    const size_t all = (blocks.offset(c.size - 1) + blocks.bytes(c.size - 1)) / c.elem;
+    detail::allreduce_knomial(c, work, all, *a.op, a.knomial_radix);
+    reduce_scatter_out(c, a, blocks, work);
+}
+
+/// Block reduce-scatter (MPI_Reduce_scatter_block): send holds p blocks of count.
+inline void reduce_scatter_ring(context &c, const arguments &a)
+{
+    reduce_scatter_ring(c, a, equal_blocks(a.count, c.size, c.elem));
+}
+
 inline void reduce_scatter_knomial(context &c, const arguments &a)
 {
-    const size_t all = a.count * size_t(c.size), total = all * c.elem;
-    std::byte *work = c.plan.allocate(total);
-    c.plan.prologue = [x = c.actions(), work, send = a.send, total] { x.copy(work, send, total); };
-    detail::allreduce_knomial(c, work, all, *a.op, a.knomial_radix);
-    const size_t block = a.count * c.elem;
-    at_end(c, [x = c.actions(), out = a.recv, mine = work + size_t(c.rank) * block, block] {
-        x.copy(out, mine, block);
-    });
+    reduce_scatter_knomial(c, a, equal_blocks(a.count, c.size, c.elem));
+}
+
+/// reduce_scatter with counts (MPI_Reduce_scatter): send holds the blocks packed, block i of
+/// recv_counts[i] elements (recv_displs: their prefix sums).
+inline void reduce_scatterv_ring(context &c, const arguments &a)
+{
+    reduce_scatter_ring(c, a, a.v->recv_blocks(c));
+}
+
+inline void reduce_scatterv_knomial(context &c, const arguments &a)
+{
+    reduce_scatter_knomial(c, a, a.v->recv_blocks(c));
 }
 
 inline void alltoall_linear(context &c, const arguments &a)
 {
-    detail::alltoall_linear(c, a.send, a.recv, a.count * c.elem);
+    const block_layout blocks = equal_blocks(a.count, c.size, c.elem);
+    detail::alltoall_linear(c, a.send, blocks, a.recv, blocks);
 }
 
 inline void gather_linear(context &c, const arguments &a)
 {
-    detail::gather_linear(c, a.send, a.recv, a.count * c.elem, a.root);
+    detail::gather_linear(c, a.send, a.count * c.elem, a.recv,
+                          equal_blocks(a.count, c.size, c.elem), a.root);
 }
 
 inline void scatter_linear(context &c, const arguments &a)
 {
-    detail::scatter_linear(c, a.send, a.recv, a.count * c.elem, a.root);
+    detail::scatter_linear(c, a.send, equal_blocks(a.count, c.size, c.elem), a.recv,
+                           a.count * c.elem, a.root);
 }
 
 inline void alltoall_pairwise(context &c, const arguments &a)
 {
-    detail::alltoall_pairwise(c, a.send, a.recv, a.count * c.elem);
+    const block_layout blocks = equal_blocks(a.count, c.size, c.elem);
+    detail::alltoall_pairwise(c, a.send, blocks, a.recv, blocks);
+}
+
+// The v-variants: the same schedules over the caller's counts and displacements (in place,
+// alltoallv's send arrays are the receive ones: communicator sees to it).
+
+inline void allgatherv_ring(context &c, const arguments &a)
+{
+    ring_allgather(c, a.recv, allgather_in_place(c, a, a.v->recv_blocks(c)), c.rank, 0);
+}
+
+inline void allgatherv_linear(context &c, const arguments &a)
+{
+    detail::allgather_linear(c, a.send, a.recv, allgather_in_place(c, a, a.v->recv_blocks(c)));
+}
+
+inline void alltoallv_linear(context &c, const arguments &a)
+{
+    detail::alltoall_linear(c, a.send, a.v->send_blocks(c), a.recv, a.v->recv_blocks(c));
+}
+
+inline void alltoallv_pairwise(context &c, const arguments &a)
+{
+    detail::alltoall_pairwise(c, a.send, a.v->send_blocks(c), a.recv, a.v->recv_blocks(c));
+}
+
+inline void gatherv_linear(context &c, const arguments &a)
+{
+    detail::gather_linear(c, a.send, a.count * c.elem, a.recv, a.v->recv_blocks(c), a.root);
+}
+
+inline void scatterv_linear(context &c, const arguments &a)
+{
+    detail::scatter_linear(c, a.send, a.v->send_blocks(c), a.recv, a.count * c.elem, a.root);
 }
 
 inline void gather_binomial(context &c, const arguments &a)
@@ -881,7 +1040,7 @@ struct implementation {
 struct algorithm_row {
     algorithm id;
     const char *name;  ///< what UCP_CPP_COLL_<COLLECTIVE>_ALGORITHM and messages call it
-    implementation implementations[4];
+    implementation implementations[8];
 
     /// The builder of @p which, or null when this algorithm does not implement it.
     [[nodiscard]] constexpr builder builder_for(collective which) const
@@ -920,21 +1079,31 @@ inline constexpr algorithm_row algorithm_table[] = {
      "ring",
      {{collective::allreduce, build::allreduce_ring},
       {collective::allgather, build::allgather_ring},
-      {collective::reduce_scatter, build::reduce_scatter_ring}}},
+      {collective::reduce_scatter, build::reduce_scatter_ring},
+      {collective::allgatherv, build::allgatherv_ring},
+      {collective::reduce_scatterv, build::reduce_scatterv_ring}}},
     {algorithm::knomial,
      "knomial",
      {{collective::allreduce, build::allreduce_knomial},
-      {collective::reduce_scatter, build::reduce_scatter_knomial}}},
+      {collective::reduce_scatter, build::reduce_scatter_knomial},
+      {collective::reduce_scatterv, build::reduce_scatterv_knomial}}},
     {algorithm::rabenseifner,
      "rabenseifner",
      {{collective::allreduce, build::allreduce_rabenseifner}}},
     {algorithm::bruck, "bruck", {{collective::allgather, build::allgather_bruck}}},
-    {algorithm::pairwise, "pairwise", {{collective::alltoall, build::alltoall_pairwise}}},
+    {algorithm::pairwise,
+     "pairwise",
+     {{collective::alltoall, build::alltoall_pairwise},
+      {collective::alltoallv, build::alltoallv_pairwise}}},
     {algorithm::linear,
      "linear",
      {{collective::alltoall, build::alltoall_linear},
       {collective::gather, build::gather_linear},
-      {collective::scatter, build::scatter_linear}}},
+      {collective::scatter, build::scatter_linear},
+      {collective::allgatherv, build::allgatherv_linear},
+      {collective::alltoallv, build::alltoallv_linear},
+      {collective::gatherv, build::gatherv_linear},
+      {collective::scatterv, build::scatterv_linear}}},
 };
 
 /// What can be checked at compile time: ids and names unique, automatic nobody's id, every
@@ -954,8 +1123,9 @@ constexpr bool algorithm_table_is_consistent()
             if (std::string_view(algorithm_table[j].name) == row.name)
                 return false;
         }
-        for (size_t a = 0; a < 4; ++a) {
-            for (size_t b = a + 1; b < 4; ++b) {
+        const size_t slots = sizeof(row.implementations) / sizeof(row.implementations[0]);
+        for (size_t a = 0; a < slots; ++a) {
+            for (size_t b = a + 1; b < slots; ++b) {
                 const implementation &x = row.implementations[a], &y = row.implementations[b];
                 if (x.build != nullptr && y.build != nullptr && x.serves == y.serves)
                     return false;
@@ -1096,10 +1266,22 @@ inline algorithm choose_allgather(const thresholds &cut, size_t count, size_t el
     return (p & (p - 1)) == 0 ? algorithm::recursive_doubling : algorithm::bruck;
 }
 
+/// reduce_scatter with counts: @p total elements of input (all blocks), known on every rank.
+inline algorithm choose_reduce_scatterv(const thresholds &cut, size_t total, size_t elem, int p)
+{
+    const bool small = p >= 8 && total * elem < cut.reduce_scatter_ring;
+    return small ? algorithm::knomial : algorithm::ring;
+}
+
 inline algorithm choose_reduce_scatter(const thresholds &cut, size_t count, size_t elem, int p)
 {
-    const bool small = p >= 8 && count * elem * size_t(p) < cut.reduce_scatter_ring;
-    return small ? algorithm::knomial : algorithm::ring;
+    return choose_reduce_scatterv(cut, count * size_t(p), elem, p);
+}
+
+/// allgatherv: @p total elements gathered (all blocks), known on every rank.
+inline algorithm choose_allgatherv(const thresholds &cut, size_t total, size_t elem, int)
+{
+    return total * elem >= cut.allgather_ring ? algorithm::ring : algorithm::linear;
 }
 
 inline algorithm choose_alltoall(const thresholds &cut, size_t count, size_t elem, int p)
@@ -1136,6 +1318,13 @@ inline constexpr collective_row collective_table[] = {
     {collective::alltoall, "alltoall", choose_alltoall},
     {collective::gather, "gather", choose_gather},
     {collective::scatter, "scatter", choose_scatter},
+    {collective::allgatherv, "allgatherv", choose_allgatherv},
+    // Only the counts of its own blocks are known to a rank (alltoallv), or to the root
+    // (gatherv, scatterv): the choice cannot depend on them, every rank must choose alike.
+    {collective::alltoallv, "alltoallv", always<algorithm::linear>},
+    {collective::gatherv, "gatherv", always<algorithm::linear>},
+    {collective::scatterv, "scatterv", always<algorithm::linear>},
+    {collective::reduce_scatterv, "reduce_scatterv", choose_reduce_scatterv},
 };
 
 /// How many collectives there are.

@@ -1,6 +1,7 @@
 /**
  * @file coll/communicator.hpp
- * @brief ucp_cpp::coll::communicator: ranks, bootstrap, split/dup and the nine collectives.
+ * @brief ucp_cpp::coll::communicator: ranks, bootstrap, split/dup, the nine collectives and
+ *        their v-variants (per-rank counts).
  *
  * @code
  *   namespace coll = ucp_cpp::coll;
@@ -575,6 +576,212 @@ public:
         finish(iscatter(send, recv, count, root, options), options);
     }
 
+    // ------------------------------------------------------------------ v-variants
+
+    /**
+     * @name Collectives with per-rank counts (MPI's v-variants)
+     * Counts and displacements are in elements, one per rank, as coll::counts_view: a
+     * std::vector<size_t>, a std::array, a braced list, or a pointer and a length.  They are
+     * copied when the call is issued.  Displacements may leave gaps, which are neither read nor
+     * written (blocks must not overlap); an empty displacements view means packed (the
+     * exclusive prefix sum of the counts).  Every rank's counts must agree with the ranks it
+     * exchanges blocks with: a rank that receives a block of another size than its counts say
+     * fails the collective with UCS_ERR_MESSAGE_TRUNCATED naming the rank (and the engine, as
+     * every failure does), also when one side's count is 0.  This rank's own count given twice
+     * (e.g. allgatherv's send_count and recv_counts[rank()]) must agree: checked at the call.
+     * The data buffers, unlike the counts, must stay valid until the collective completes (see
+     * the file comment); threading as every call of a communicator.
+     * @{
+     */
+
+    /**
+     * @brief Starts an allgatherv (MPI_Allgatherv): block i of recv, recv_counts[i] elements
+     *        from recv + displs[i], = rank i's send, on every rank.
+     * @param send @p send_count elements; in place: send == recv + displs[rank()]
+     * @param send_count elements of this rank's block: recv_counts[rank()]
+     * @param recv the blocks of every rank (the gaps between them untouched)
+     * @param recv_counts elements of each rank's block, one per rank, alike on every rank
+     * @param displs where block i starts in recv, in elements; empty: packed
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: not one count or displacement per rank,
+     *         send_count other than recv_counts[rank()], or an algorithm that does not implement
+     *         it; UCS_ERR_UNSUPPORTED: host and CUDA buffers mixed
+     */
+    template <class T>
+    [[nodiscard]] request iallgatherv(const T *send, size_t send_count, T *recv,
+                                      counts_view recv_counts, counts_view displs,
+                                      const call_options &options = {}) const
+    {
+        const detail::v_arguments v = allgatherv_arguments(send_count, recv_counts, displs);
+        return issue(collective::allgatherv, options, send, recv, send_count, nullptr, 0, &v);
+    }
+    /// @brief Blocking iallgatherv(). @param send see iallgatherv()
+    /// @param send_count see iallgatherv() @param recv see iallgatherv()
+    /// @param recv_counts see iallgatherv() @param displs see iallgatherv()
+    /// @param options see iallgatherv()
+    /// @throws ucx_error as iallgatherv(), the collective's failure or UCS_ERR_TIMED_OUT
+    template <class T>
+    void allgatherv(const T *send, size_t send_count, T *recv, counts_view recv_counts,
+                    counts_view displs, const call_options &options = {}) const
+    {
+        finish(iallgatherv(send, send_count, recv, recv_counts, displs, options), options);
+    }
+
+    /**
+     * @brief Starts an alltoallv (MPI_Alltoallv): block j of this rank's send goes to rank j,
+     *        block i of recv comes from rank i.
+     * @param send the blocks to send: block j is send_counts[j] elements from
+     *        send + send_displs[j]; in place: send == recv (the blocks to send are where
+     *        recv_counts and recv_displs say, and are replaced by the ones received)
+     * @param send_counts elements this rank sends to each rank; in place: ignored (may be empty)
+     * @param send_displs where block j starts in send, in elements; empty: packed; in place:
+     *        ignored
+     * @param recv the blocks received: block i is recv_counts[i] elements from
+     *        recv + recv_displs[i] (the gaps untouched)
+     * @param recv_counts elements this rank receives from each rank: rank i's send_counts[rank()]
+     * @param recv_displs where block i starts in recv, in elements; empty: packed
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: not one count or displacement per rank,
+     *         send_counts[rank()] other than recv_counts[rank()], or an algorithm that does not
+     *         implement it; UCS_ERR_UNSUPPORTED: host and CUDA buffers mixed
+     */
+    template <class T>
+    [[nodiscard]] request ialltoallv(const T *send, counts_view send_counts,
+                                     counts_view send_displs, T *recv, counts_view recv_counts,
+                                     counts_view recv_displs,
+                                     const call_options &options = {}) const
+    {
+        const detail::v_arguments v = alltoallv_arguments(send == recv, send_counts, send_displs,
+                                                          recv_counts, recv_displs);
+        return issue(collective::alltoallv, options, send, recv, 0, nullptr, 0, &v);
+    }
+    /// @brief Blocking ialltoallv(). @param send see ialltoallv()
+    /// @param send_counts see ialltoallv() @param send_displs see ialltoallv()
+    /// @param recv see ialltoallv() @param recv_counts see ialltoallv()
+    /// @param recv_displs see ialltoallv() @param options see ialltoallv()
+    /// @throws ucx_error as ialltoallv(), the collective's failure or UCS_ERR_TIMED_OUT
+    template <class T>
+    void alltoallv(const T *send, counts_view send_counts, counts_view send_displs, T *recv,
+                   counts_view recv_counts, counts_view recv_displs,
+                   const call_options &options = {}) const
+    {
+        finish(ialltoallv(send, send_counts, send_displs, recv, recv_counts, recv_displs, options),
+               options);
+    }
+
+    /**
+     * @brief Starts a gatherv (MPI_Gatherv): block i of recv at the root, recv_counts[i]
+     *        elements from recv + displs[i], = rank i's send.
+     * @param send @p send_count elements; in place at the root: send == recv + displs[root]
+     * @param send_count elements of this rank's block (the root's recv_counts[rank()])
+     * @param recv at the root: the blocks (the gaps untouched); ignored elsewhere
+     * @param recv_counts at the root: elements of each rank's block; ignored elsewhere (may be
+     *        empty)
+     * @param displs at the root: where block i starts in recv, in elements (empty: packed);
+     *        ignored elsewhere
+     * @param root the rank that gets the blocks
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: a bad root, at the root not one count or
+     *         displacement per rank or send_count other than recv_counts[root], or an algorithm
+     *         that does not implement it; UCS_ERR_UNSUPPORTED: host and CUDA buffers mixed
+     */
+    template <class T>
+    [[nodiscard]] request igatherv(const T *send, size_t send_count, T *recv,
+                                   counts_view recv_counts, counts_view displs, int root,
+                                   const call_options &options = {}) const
+    {
+        const detail::v_arguments v = gatherv_arguments(send_count, recv_counts, displs, root);
+        return issue(collective::gatherv, options, send, rank() == root ? recv : nullptr,
+                     send_count, nullptr, root, &v);
+    }
+    /// @brief Blocking igatherv(). @param send see igatherv() @param send_count see igatherv()
+    /// @param recv see igatherv() @param recv_counts see igatherv() @param displs see igatherv()
+    /// @param root see igatherv() @param options see igatherv()
+    /// @throws ucx_error as igatherv(), the collective's failure or UCS_ERR_TIMED_OUT
+    template <class T>
+    void gatherv(const T *send, size_t send_count, T *recv, counts_view recv_counts,
+                 counts_view displs, int root, const call_options &options = {}) const
+    {
+        finish(igatherv(send, send_count, recv, recv_counts, displs, root, options), options);
+    }
+
+    /**
+     * @brief Starts a scatterv (MPI_Scatterv): recv = block rank() of the root's send,
+     *        send_counts[rank()] elements from send + displs[rank()].
+     * @param send at the root: the blocks; ignored elsewhere
+     * @param send_counts at the root: elements of each rank's block; ignored elsewhere (may be
+     *        empty)
+     * @param displs at the root: where block i starts in send, in elements (empty: packed);
+     *        ignored elsewhere
+     * @param recv @p recv_count elements; in place at the root: recv == send + displs[root]
+     * @param recv_count elements of this rank's block (the root's send_counts[rank()])
+     * @param root the rank that holds the blocks
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: a bad root, at the root not one count or
+     *         displacement per rank or recv_count other than send_counts[root], or an algorithm
+     *         that does not implement it; UCS_ERR_UNSUPPORTED: host and CUDA buffers mixed
+     */
+    template <class T>
+    [[nodiscard]] request iscatterv(const T *send, counts_view send_counts, counts_view displs,
+                                    T *recv, size_t recv_count, int root,
+                                    const call_options &options = {}) const
+    {
+        const detail::v_arguments v = scatterv_arguments(send_counts, displs, recv_count, root);
+        return issue(collective::scatterv, options, rank() == root ? send : nullptr, recv,
+                     recv_count, nullptr, root, &v);
+    }
+    /// @brief Blocking iscatterv(). @param send see iscatterv()
+    /// @param send_counts see iscatterv() @param displs see iscatterv()
+    /// @param recv see iscatterv() @param recv_count see iscatterv()
+    /// @param root see iscatterv() @param options see iscatterv()
+    /// @throws ucx_error as iscatterv(), the collective's failure or UCS_ERR_TIMED_OUT
+    template <class T>
+    void scatterv(const T *send, counts_view send_counts, counts_view displs, T *recv,
+                  size_t recv_count, int root, const call_options &options = {}) const
+    {
+        finish(iscatterv(send, send_counts, displs, recv, recv_count, root, options), options);
+    }
+
+    /**
+     * @brief Starts a reduce-scatter with per-rank counts (MPI_Reduce_scatter): recv = block
+     *        rank() of op over all ranks' send, where block i is recv_counts[i] elements.
+     * @param send the sum of recv_counts elements, the blocks packed in rank order; in place:
+     *        send == recv (the buffer holds the input, its start the result)
+     * @param recv recv_counts[rank()] elements
+     * @param recv_counts elements of each rank's block, one per rank, alike on every rank
+     * @param op the reduction
+     * @param options algorithm and timeout
+     * @return the collective in flight
+     * @throws ucx_error UCS_ERR_INVALID_PARAM: not one count per rank, a custom op of another
+     *         type or an algorithm that does not implement it; UCS_ERR_UNSUPPORTED: host and
+     *         CUDA buffers mixed
+     */
+    template <class T>
+    [[nodiscard]] request ireduce_scatter(const T *send, T *recv, counts_view recv_counts,
+                                          const reduction &op,
+                                          const call_options &options = {}) const
+    {
+        const detail::v_arguments v = reduce_scatterv_arguments(recv_counts);
+        return issue(collective::reduce_scatterv, options, send, recv,
+                     v.recv_counts[size_t(rank())], &op, 0, &v);
+    }
+    /// @brief Blocking ireduce_scatter() with per-rank counts.
+    /// @param send see ireduce_scatter(const T *, T *, counts_view, const reduction &, const call_options &) const
+    /// @param recv see there @param recv_counts see there @param op see there
+    /// @param options see there
+    /// @throws ucx_error as there, the collective's failure or UCS_ERR_TIMED_OUT
+    template <class T>
+    void reduce_scatter(const T *send, T *recv, counts_view recv_counts, const reduction &op,
+                        const call_options &options = {}) const
+    {
+        finish(ireduce_scatter(send, recv, recv_counts, op, options), options);
+    }
+    /// @}
+
     // ------------------------------------------------------------------ persistent
 
     /**
@@ -671,6 +878,79 @@ public:
         check_root(root, collective::scatter);
         return make_persistent(collective::scatter, options, send, recv, count, nullptr, root);
     }
+    /// @brief Persistent iallgatherv(). @param send see iallgatherv()
+    /// @param send_count see iallgatherv() @param recv see iallgatherv()
+    /// @param recv_counts see iallgatherv() (copied) @param displs see iallgatherv() (copied)
+    /// @param options see iallgatherv() @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent allgatherv_init(const T *send, size_t send_count, T *recv,
+                                             counts_view recv_counts, counts_view displs,
+                                             const call_options &options = {}) const
+    {
+        auto v = std::make_shared<const detail::v_arguments>(
+            allgatherv_arguments(send_count, recv_counts, displs));
+        return make_persistent(collective::allgatherv, options, send, recv, send_count, nullptr, 0,
+                               std::move(v));
+    }
+    /// @brief Persistent ialltoallv(). @param send see ialltoallv()
+    /// @param send_counts see ialltoallv() (copied) @param send_displs see ialltoallv() (copied)
+    /// @param recv see ialltoallv() @param recv_counts see ialltoallv() (copied)
+    /// @param recv_displs see ialltoallv() (copied) @param options see ialltoallv()
+    /// @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent alltoallv_init(const T *send, counts_view send_counts,
+                                            counts_view send_displs, T *recv,
+                                            counts_view recv_counts, counts_view recv_displs,
+                                            const call_options &options = {}) const
+    {
+        auto v = std::make_shared<const detail::v_arguments>(
+            alltoallv_arguments(send == recv, send_counts, send_displs, recv_counts, recv_displs));
+        return make_persistent(collective::alltoallv, options, send, recv, 0, nullptr, 0,
+                               std::move(v));
+    }
+    /// @brief Persistent igatherv(). @param send see igatherv() @param send_count see igatherv()
+    /// @param recv see igatherv() @param recv_counts see igatherv() (copied)
+    /// @param displs see igatherv() (copied) @param root see igatherv()
+    /// @param options see igatherv() @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent gatherv_init(const T *send, size_t send_count, T *recv,
+                                          counts_view recv_counts, counts_view displs, int root,
+                                          const call_options &options = {}) const
+    {
+        auto v = std::make_shared<const detail::v_arguments>(
+            gatherv_arguments(send_count, recv_counts, displs, root));
+        return make_persistent(collective::gatherv, options, send, rank() == root ? recv : nullptr,
+                               send_count, nullptr, root, std::move(v));
+    }
+    /// @brief Persistent iscatterv(). @param send see iscatterv()
+    /// @param send_counts see iscatterv() (copied) @param displs see iscatterv() (copied)
+    /// @param recv see iscatterv() @param recv_count see iscatterv() @param root see iscatterv()
+    /// @param options see iscatterv() @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent scatterv_init(const T *send, counts_view send_counts,
+                                           counts_view displs, T *recv, size_t recv_count, int root,
+                                           const call_options &options = {}) const
+    {
+        auto v = std::make_shared<const detail::v_arguments>(
+            scatterv_arguments(send_counts, displs, recv_count, root));
+        return make_persistent(collective::scatterv, options, rank() == root ? send : nullptr, recv,
+                               recv_count, nullptr, root, std::move(v));
+    }
+    /// @brief Persistent ireduce_scatter() with per-rank counts.
+    /// @param send see ireduce_scatter(const T *, T *, counts_view, const reduction &, const call_options &) const
+    /// @param recv see there @param recv_counts see there (copied) @param op see there (copied)
+    /// @param options see there @return the persistent collective
+    template <class T>
+    [[nodiscard]] persistent reduce_scatter_init(const T *send, T *recv, counts_view recv_counts,
+                                                 const reduction &op,
+                                                 const call_options &options = {}) const
+    {
+        auto v = std::make_shared<const detail::v_arguments>(
+            reduce_scatterv_arguments(recv_counts));
+        const size_t mine = v->recv_counts[size_t(rank())];
+        return make_persistent(collective::reduce_scatterv, options, send, recv, mine, &op, 0,
+                               std::move(v));
+    }
     /// @}
 
 private:
@@ -704,6 +984,122 @@ private:
                                                        " is not a rank of a communicator of size " +
                                                        std::to_string(size()));
         }
+    }
+
+    /// A counts or displacements argument of a v-variant: one value per rank, copied.
+    std::vector<size_t> per_rank(collective which, const char *what, counts_view values) const
+    {
+        if (values.size() != size_t(size())) {
+            throw ucx_error(UCS_ERR_INVALID_PARAM, std::string("coll::") + name_of(which) + ": " +
+                                                       what + " has " +
+                                                       std::to_string(values.size()) +
+                                                       " values for a communicator of size " +
+                                                       std::to_string(size()) + " (one per rank)");
+        }
+        return values.copy();
+    }
+
+    /// Displacements of a v-variant: @p displs, or packed (the exclusive prefix sum of
+    /// @p counts) when empty.
+    std::vector<size_t> displacements(collective which, const char *what, counts_view displs,
+                                      const std::vector<size_t> &counts) const
+    {
+        if (!displs.empty())
+            return per_rank(which, what, displs);
+        std::vector<size_t> packed(counts.size());
+        size_t at = 0;
+        for (size_t i = 0; i < counts.size(); ++i) {
+            packed[i] = at;
+            at += counts[i];
+        }
+        return packed;
+    }
+
+    /// This rank's own block, counted by two arguments: they must agree (a local error, before
+    /// the call takes a sequence number).
+    void check_own_block(collective which, const char *one, size_t one_count, const char *other,
+                         size_t other_count) const
+    {
+        if (one_count != other_count) {
+            throw ucx_error(UCS_ERR_INVALID_PARAM,
+                            std::string("coll::") + name_of(which) + ": " + one + " = " +
+                                std::to_string(one_count) + " differs from " + other + "[" +
+                                std::to_string(rank()) + "] = " + std::to_string(other_count) +
+                                " (both count rank " + std::to_string(rank()) + "'s own block)");
+        }
+    }
+
+    /// allgatherv's (and gatherv's, at the root) counts and displacements.
+    detail::v_arguments allgatherv_arguments(size_t send_count, counts_view recv_counts,
+                                             counts_view displs,
+                                             collective which = collective::allgatherv) const
+    {
+        detail::v_arguments v;
+        v.recv_counts = per_rank(which, "recv_counts", recv_counts);
+        v.recv_displs = displacements(which, "displs", displs, v.recv_counts);
+        check_own_block(which, "send_count", send_count, "recv_counts",
+                        v.recv_counts[size_t(rank())]);
+        for (size_t n : v.recv_counts)
+            v.total += n;
+        return v;
+    }
+
+    detail::v_arguments alltoallv_arguments(bool in_place, counts_view send_counts,
+                                            counts_view send_displs, counts_view recv_counts,
+                                            counts_view recv_displs) const
+    {
+        const collective which = collective::alltoallv;
+        detail::v_arguments v;
+        v.recv_counts = per_rank(which, "recv_counts", recv_counts);
+        v.recv_displs = displacements(which, "recv_displs", recv_displs, v.recv_counts);
+        if (in_place) {  // MPI_IN_PLACE: the blocks to send are the receive blocks
+            v.send_counts = v.recv_counts;
+            v.send_displs = v.recv_displs;
+            return v;
+        }
+        v.send_counts = per_rank(which, "send_counts", send_counts);
+        v.send_displs = displacements(which, "send_displs", send_displs, v.send_counts);
+        check_own_block(which, "send_counts[rank]", v.send_counts[size_t(rank())], "recv_counts",
+                        v.recv_counts[size_t(rank())]);
+        return v;
+    }
+
+    /// gatherv's: the root's counts and displacements (none elsewhere: ignored there).
+    detail::v_arguments gatherv_arguments(size_t send_count, counts_view recv_counts,
+                                          counts_view displs, int root) const
+    {
+        check_root(root, collective::gatherv);
+        if (rank() != root)
+            return {};
+        return allgatherv_arguments(send_count, recv_counts, displs, collective::gatherv);
+    }
+
+    /// scatterv's: the root's counts and displacements (none elsewhere: ignored there).
+    detail::v_arguments scatterv_arguments(counts_view send_counts, counts_view displs,
+                                           size_t recv_count, int root) const
+    {
+        const collective which = collective::scatterv;
+        check_root(root, which);
+        detail::v_arguments v;
+        if (rank() != root)
+            return v;
+        v.send_counts = per_rank(which, "send_counts", send_counts);
+        v.send_displs = displacements(which, "displs", displs, v.send_counts);
+        check_own_block(which, "recv_count", recv_count, "send_counts",
+                        v.send_counts[size_t(rank())]);
+        return v;
+    }
+
+    /// reduce_scatter with counts: the blocks of send are packed.
+    detail::v_arguments reduce_scatterv_arguments(counts_view recv_counts) const
+    {
+        const collective which = collective::reduce_scatterv;
+        detail::v_arguments v;
+        v.recv_counts = per_rank(which, "recv_counts", recv_counts);
+        v.recv_displs = displacements(which, "", {}, v.recv_counts);
+        for (size_t n : v.recv_counts)
+            v.total += n;
+        return v;
     }
 
     /// A copy of @p op owned by the schedule (the caller's may be a temporary).
@@ -806,21 +1202,24 @@ private:
      * (kept when it may be).  @p cached false: always a new one, kept nowhere (persistent).
      * A call that throws takes no sequence number.  @p send / @p recv: the caller's (null
      * where the collective has none), host or CUDA memory (see place()); @p op: reductions
-     * only.
+     * only; @p v: the v-variants only (never kept: the key would be the counts too).
      */
     template <class T>
     std::shared_ptr<detail::operation> prepare(collective which, const call_options &options,
                                                const T *send, T *recv, size_t count,
-                                               const reduction *op, int root, bool cached) const
+                                               const reduction *op, int root, bool cached,
+                                               const detail::v_arguments *v = nullptr) const
     {
         detail::comm_state &self = const_cast<detail::comm_state &>(live());
         if (op != nullptr)
             op->check(datatype_of<T>());
-        const algorithm chosen = choose(which, options.algo, count, sizeof(T));
+        const algorithm chosen = choose(which, options.algo, v ? v->total : count, sizeof(T));
         // The barrier moves no data; another collective of no elements only takes its number.
-        const bool empty = which != collective::barrier && count == 0;
+        // A v-variant always runs: its messages of no elements are how a rank whose counts
+        // disagree with this rank's learns it (instead of waiting for ever).
+        const bool empty = which != collective::barrier && count == 0 && v == nullptr;
         detail::plan_key key;
-        bool keep_plan = cached && !empty && config_->plan_cache() > 0 &&
+        bool keep_plan = cached && !empty && v == nullptr && config_->plan_cache() > 0 &&
                          (op == nullptr || op->kind() != op_kind::custom) && on_host({send, recv});
         if (keep_plan) {
             key.which  = which;
@@ -858,6 +1257,7 @@ private:
             call.op                     = op != nullptr ? &keep(c, *op) : nullptr;
             call.root                   = root;
             call.knomial_radix          = config_->knomial_radix();
+            call.v                      = v;
             const detail::builder build = detail::row_of(chosen).builder_for(which);
             if (tries_direct(*started, which, options, op)) {
                 // Rank 0 keeps its mappings of the peers' buffers only where UCX moves no CUDA
@@ -890,9 +1290,10 @@ private:
     /// aligned.
     template <class T>
     request issue(collective which, const call_options &options, const T *send, T *recv,
-                  size_t count, const reduction *op = nullptr, int root = 0) const
+                  size_t count, const reduction *op = nullptr, int root = 0,
+                  const detail::v_arguments *v = nullptr) const
     {
-        auto started      = prepare(which, options, send, recv, count, op, root, true);
+        auto started      = prepare(which, options, send, recv, count, op, root, true, v);
         started->sequence = state_->next_sequence++;
         engine_->start(started);
         return request(engine_, started);
@@ -901,26 +1302,26 @@ private:
     /// A persistent collective of the call (see coll::persistent).
     template <class T>
     persistent make_persistent(collective which, const call_options &options, const T *send,
-                               T *recv, size_t count, const reduction *op = nullptr,
-                               int root = 0) const
+                               T *recv, size_t count, const reduction *op = nullptr, int root = 0,
+                               std::shared_ptr<const detail::v_arguments> v = nullptr) const
     {
         persistent made;
         made.engine_ = engine_;
         made.state_  = state_;
         made.which_  = which;
         if (on_host({send, recv})) {
-            made.op_         = prepare(which, options, send, recv, count, op, root, false);
+            made.op_         = prepare(which, options, send, recv, count, op, root, false, v.get());
             made.op_->status = UCS_OK;  // not started
             made.chosen_     = made.op_->chosen;
             return made;
         }
         if (op != nullptr)
             op->check(datatype_of<T>());
-        made.chosen_                          = choose(which, options.algo, count, sizeof(T));
+        made.chosen_ = choose(which, options.algo, v ? v->total : count, sizeof(T));
         std::shared_ptr<const reduction> held = op != nullptr ? std::make_shared<reduction>(*op)
                                                               : nullptr;
-        made.reissue_ = [self = *this, which, options, send, recv, count, held, root] {
-            return self.issue(which, options, send, recv, count, held.get(), root);
+        made.reissue_ = [self = *this, which, options, send, recv, count, held, root, v] {
+            return self.issue(which, options, send, recv, count, held.get(), root, v.get());
         };
         return made;
     }

@@ -116,6 +116,9 @@ struct transfer {
     /// The buffer is host memory also in a collective of CUDA buffers (a control message of
     /// the direct allreduce): never staged.
     bool host = false;
+    /// A receive of a block the peer forwards (rings): the block whose count sized it, named
+    /// when the length disagrees; -1: the peer's own.
+    int block = -1;
 };
 
 struct round {
@@ -241,6 +244,7 @@ struct plan_cache {
 struct staged_segment {
     bool is_send;
     int peer;  ///< communicator rank
+    int block;  ///< transfer::block
     ucp_tag_t tag;
     std::byte *device;
     size_t bytes;
@@ -278,6 +282,7 @@ struct operation {
     std::vector<ucp_cpp::request> pending;
     std::vector<size_t> expected_lengths;  ///< per pending entry; SIZE_MAX for sends
     std::vector<int> pending_peers;  ///< per pending entry: the communicator rank
+    std::vector<int> pending_blocks;  ///< per pending entry: transfer::block
     ucs_status_t status = UCS_INPROGRESS;
     std::string error;
 
@@ -291,6 +296,7 @@ struct operation {
         pending.clear();
         expected_lengths.clear();
         pending_peers.clear();
+        pending_blocks.clear();
     }
 };
 
@@ -559,8 +565,8 @@ private:
                 const bool sent = op.expected_lengths[i] == SIZE_MAX;
                 if (!sent && req.status() == UCS_ERR_MESSAGE_TRUNCATED) {
                     fail(op, UCS_ERR_MESSAGE_TRUNCATED,
-                         count_mismatch(op, op.pending_peers[i], "more than",
-                                        op.expected_lengths[i]));
+                         count_mismatch(op, op.pending_peers[i], more_than_expected,
+                                        op.expected_lengths[i], op.pending_blocks[i]));
                     return true;
                 }
                 if (req.status() != UCS_OK) {
@@ -570,14 +576,15 @@ private:
                 }
                 if (!sent && req.length() != op.expected_lengths[i]) {
                     fail(op, UCS_ERR_MESSAGE_TRUNCATED,
-                         count_mismatch(op, op.pending_peers[i], std::to_string(req.length()),
-                                        op.expected_lengths[i]));
+                         count_mismatch(op, op.pending_peers[i], req.length(),
+                                        op.expected_lengths[i], op.pending_blocks[i]));
                     return true;
                 }
             }
             op.pending.clear();
             op.expected_lengths.clear();
             op.pending_peers.clear();
+            op.pending_blocks.clear();
             op.segments.clear();
             if (op.next_round > 0) {
                 auto &then = op.plan.rounds[op.next_round - 1].then;
@@ -689,6 +696,11 @@ private:
                         all_done = false;
                         continue;
                     }
+                    if (s.req.status() == UCS_ERR_MESSAGE_TRUNCATED) {
+                        fail(op, UCS_ERR_MESSAGE_TRUNCATED,
+                             count_mismatch(op, s.peer, more_than_expected, s.bytes, s.block));
+                        return true;
+                    }
                     if (s.req.status() != UCS_OK) {
                         fail(op, s.req.status(),
                              transfer_failed(op, false, s.peer, s.req.status()));
@@ -696,7 +708,7 @@ private:
                     }
                     if (s.req.length() != s.bytes) {
                         fail(op, UCS_ERR_MESSAGE_TRUNCATED,
-                             count_mismatch(op, s.peer, std::to_string(s.req.length()), s.bytes));
+                             count_mismatch(op, s.peer, s.req.length(), s.bytes, s.block));
                         return true;
                     }
                     // The round's local action and the next round's copies queue behind this
@@ -732,6 +744,7 @@ private:
                 continue;
             }
             op.pending_peers.push_back(t.peer);
+            op.pending_blocks.push_back(t.block);
             if (t.is_send) {
                 op.pending.push_back(
                     endpoints_[size_t(world_peer)]->tag_send(t.buffer, t.bytes, tag));
@@ -933,6 +946,7 @@ private:
             staged_segment s;
             s.is_send = t.is_send;
             s.peer    = t.peer;
+            s.block   = t.block;
             s.tag     = tag;
             s.device  = static_cast<std::byte *>(t.buffer) + offset;
             s.bytes   = std::min(segment, t.bytes - offset);
@@ -992,13 +1006,22 @@ private:
 
     /// "rank 3 sent 64 bytes where rank 0 (this rank) expected 32: ...": both ranks named, since
     /// one message cannot tell which of the two called with the count the others used.
-    static std::string count_mismatch(const operation &op, int sender, const std::string &got,
-                                      size_t expected)
+    /// @p got: the bytes that came, or more_than_expected (UCP truncated the message).
+    /// @p block: the block (rank) whose count sized the receive when the sender forwards it
+    /// (rings), else -1.
+    static std::string count_mismatch(const operation &op, int sender, size_t got, size_t expected,
+                                      int block)
     {
-        return "rank " + std::to_string(sender) + " sent " + got + " bytes where rank " +
-               std::to_string(op.comm->rank) + " (this rank) expected " + std::to_string(expected) +
+        const std::string me = "rank " + std::to_string(op.comm->rank) + " (this rank)";
+        return "rank " + std::to_string(sender) + " sent " +
+               (got == more_than_expected
+                    ? "more than the " + std::to_string(expected) + " bytes " + me + " expected"
+                    : std::to_string(got) + " bytes where " + me + " expected " +
+                          std::to_string(expected)) +
+               (block >= 0 ? " (for block " + std::to_string(block) + ", which it forwards)" : "") +
                ": the ranks called the collective with different counts";
     }
+    static constexpr size_t more_than_expected = SIZE_MAX;
 
     /// Fails @p op if communicator rank @p r failed; true then.
     bool failed_member(operation &op, size_t r)
@@ -1079,6 +1102,7 @@ private:
         op.pending.clear();  // frees them; nothing of theirs runs after the forced closes
         op.expected_lengths.clear();
         op.pending_peers.clear();
+        op.pending_blocks.clear();
         if (op.lane) {
             // Copies in flight may still use pinned blocks and scratch: drain before freeing.
             op.lane->synchronize();

@@ -18,12 +18,15 @@
 #include <ucp_cpp/error.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 /// @brief Collectives over ucp_cpp: communicators, their algorithms and their configuration.
 namespace ucp_cpp::coll {
@@ -467,7 +470,64 @@ enum class collective : uint8_t {
     reduce_scatter,  ///< communicator::reduce_scatter (block variant)
     alltoall,  ///< communicator::alltoall
     gather,  ///< communicator::gather
-    scatter  ///< communicator::scatter
+    scatter,  ///< communicator::scatter
+    allgatherv,  ///< communicator::allgatherv (per-rank counts and displacements)
+    alltoallv,  ///< communicator::alltoallv
+    gatherv,  ///< communicator::gatherv
+    scatterv,  ///< communicator::scatterv
+    reduce_scatterv  ///< communicator::reduce_scatter with per-rank counts (MPI_Reduce_scatter)
+};
+
+/**
+ * @brief Counts or displacements of a v-variant collective (allgatherv, alltoallv, gatherv,
+ *        scatterv, reduce_scatter with counts): one entry per rank, in elements.
+ *
+ * A read-only view of @p size() values: of a std::vector<size_t>, a std::array, a braced list
+ * (`{3, 0, 5}`) or a pointer and a length.  The call copies the values when it is issued, so
+ * the view, and what it views, need to live only as long as the call itself (also for the
+ * nonblocking and persistent forms, unlike MPI's arrays).  An empty view where displacements
+ * are asked for means "packed": the exclusive prefix sum of the counts.
+ */
+class counts_view {
+public:
+    /// No values (displacements: packed).
+    counts_view() = default;
+    /// @brief @p size values at @p data. @param data the first @param size how many
+    counts_view(const size_t *data, size_t size) : data_(data), size_(size) {}
+    /// @brief The values of a vector. @param values one per rank
+    counts_view(const std::vector<size_t> &values) : data_(values.data()), size_(values.size()) {}
+    /// @brief The values of an array. @param values one per rank
+    template <size_t N>
+    counts_view(const std::array<size_t, N> &values) : data_(values.data()), size_(N)
+    {}
+    /// @brief A braced list, valid until the end of the call's full expression.
+    /// @param values one per rank
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+// The list's array lives until the end of the caller's full expression, as documented.
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
+    counts_view(std::initializer_list<size_t> values) : data_(values.begin()), size_(values.size())
+    {}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+    /// @brief How many values. @return the count
+    [[nodiscard]] size_t size() const noexcept { return size_; }
+    /// @brief Whether there are none. @return true for an empty view
+    [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+    /// @brief Value @p i (unchecked). @param i in [0, size()) @return the value
+    [[nodiscard]] size_t operator[](size_t i) const noexcept { return data_[i]; }
+    /// @brief The values as a vector. @return a copy
+    [[nodiscard]] std::vector<size_t> copy() const
+    {
+        return std::vector<size_t>(data_, data_ + size_);
+    }
+
+private:
+    const size_t *data_ = nullptr;
+    size_t size_        = 0;
 };
 
 /**
