@@ -315,7 +315,7 @@ TEST(CollVariantsErrors, CountsThatDisagreeNameTheRank)
                                               root_counts, {}, 0, with(algorithm::linear));
             },
             0);
-        expect_truncated(got, 0, {"from rank"});
+        expect_truncated(got, 0, {"(this rank) expected"});
         const std::string &m = got[0].second;
         EXPECT_TRUE(m.find("rank 2 sent 12 bytes where rank 0 (this rank) expected 20") !=
                         std::string::npos ||

@@ -43,7 +43,13 @@
  * engine: all its endpoints are closed by force, which purges every outstanding transfer before
  * the failure is reported, so no buffer is touched afterwards; every in-flight and later
  * collective on any communicator of this worker fails with the first reason (errors are fatal
- * to the communicators, as MPI's default error handler has it).
+ * to the communicators, as MPI's default error handler has it).  Before its forced closes, an
+ * engine that failed sends a failure notice to every rank it can reach, so that ranks waiting on
+ * somebody else end too.  The notices and the hellos (each rank's process identity, sent when it
+ * first connects to a rank) travel on the control channel: tags of the last communicator id,
+ * which no communicator gets, with one receive always posted.  UCX's shared-memory transports
+ * report no dead peer: a collective that waits on a rank of the same host with nothing moving
+ * looks its process up in /proc (coll/process.hpp).
  */
 #pragma once
 
