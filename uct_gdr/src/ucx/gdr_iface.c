@@ -5,6 +5,7 @@
  * are in their own files (gdr_iface.h).
  */
 #include "gdr_iface.h"
+#include "gdr_iface_mpool.h"
 #include "gdr_device.h"
 
 #include <ucs/debug/log.h>

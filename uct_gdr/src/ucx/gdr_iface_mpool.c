@@ -3,7 +3,7 @@
  * headers and atomic results), ops without a buffer, and receive buffers (registered, laid out
  * for UCP's headroom and the iface params' AM alignment, bounded by UCX_GDR_RX_MAX_BUFS).
  */
-#include "gdr_iface.h"
+#include "gdr_iface_mpool.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/sys/sys.h>

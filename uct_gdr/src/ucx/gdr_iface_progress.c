@@ -5,6 +5,7 @@
  */
 #include "gdr_ep.h"
 #include "gdr_am_rx.h"
+#include "gdr_iface_mpool.h"
 
 #include <ucs/debug/log.h>
 #include <arpa/inet.h>
