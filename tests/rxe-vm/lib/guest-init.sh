@@ -149,6 +149,13 @@ printf '%s\n' "$name" > /run/hostname && mount --bind /run/hostname /etc/hostnam
 ulimit -l unlimited
 ulimit -n 65536 2>/dev/null
 
+# The checkout, read-only at its path, where this guest's own /tmp would hide it (the run's
+# hidden_checkout); the working directory is mounted after it, so it may lie inside.
+if [ -n "${RXE_SRC:-}" ]; then
+  mkdir -p "$RXE_SRC" 2>/dev/null
+  mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,ro,cache=mmap src "$RXE_SRC" \
+    || fail "cannot mount the checkout share at $RXE_SRC"
+fi
 # The caller's working directory, writable, at the same path.
 if [ "$RXE_CWD" != / ]; then
   mkdir -p "$RXE_CWD" 2>/dev/null

@@ -81,3 +81,18 @@ guest_qemu_args() {
     -virtfs "local,path=$BUNDLE,mount_tag=kroot,security_model=none,readonly=on"
     -virtfs "local,path=$ctl,mount_tag=ctl,security_model=none")
 }
+
+# The checkout where a guest cannot see it: a guest mounts its own tmpfs on /tmp, /var/tmp and
+# /dev/shm, so a clone under those shows only the shared working directory.  hidden_checkout CWD
+# sets SRC_SHARE (qemu arguments: the checkout, read-only, tag "src") and SRC_PARAM (guest-init's
+# RXE_SRC line) when the checkout lies there and outside CWD; both empty otherwise.
+hidden_checkout() {
+  local cwd=$1 src
+  src=$(cd "$LIB/../../.." && pwd -P)
+  SRC_SHARE=() SRC_PARAM=
+  case $src in /tmp/*|/var/tmp/*|/dev/shm/*) ;; *) return 0 ;; esac
+  case $cwd/ in "$src"/*) [[ $cwd == "$src" ]] && return 0 ;; esac
+  case $src/ in "$cwd"/*) return 0 ;; esac   # the working directory holds the checkout
+  SRC_SHARE=(-virtfs "local,path=$src,mount_tag=src,security_model=none,readonly=on,multidevs=remap")
+  printf -v SRC_PARAM 'RXE_SRC=%q\n' "$src"
+}
