@@ -160,13 +160,20 @@ static int gdr_iface_soft_roce_on_a_wire(gdr_iface_t *iface, char *netdev)
  * ends a stream under a 3 s cut that an HCA at 7 (and rxe at 7) survives.
  * The check keeps 7 on the wire and gives the endpoint the bound an HCA keeps,
  * TIMEOUT * (RETRY_COUNT + 1), counted while a signaled WR waits.  Where
- * retries end by themselves, 'auto' leaves it off.
+ * retries end by themselves, 'auto' leaves it off.  rxe's retransmission
+ * timer counts in jiffies, at least one (10 ms at HZ=100, the coarsest), so
+ * the ack timeout counts as no less than that: with UCX_GDR_TIMEOUT=10us a
+ * bound of 8 x 8.192 us would fail endpoints that merely wait for rxe's first
+ * retransmission.
  */
 static void
 gdr_iface_init_stall_check(gdr_iface_t *iface, const gdr_iface_config_t *config)
 {
-    ucs_time_t timeout = config->stall_timeout;
-    double ack_timeout = 4.096e-6 * (double)(1ul << iface->qp_local.timeout);
+    static const double rxe_timer_tick = 10e-3; /* one jiffy at HZ=100 */
+    ucs_time_t timeout                 = config->stall_timeout;
+    double ack_timeout =
+            ucs_max(4.096e-6 * (double)(1ul << iface->qp_local.timeout),
+                    rxe_timer_tick);
 
     if (timeout == UCS_TIME_AUTO) {
         timeout = ((config->retry_count == 7) &&

@@ -78,8 +78,9 @@ ucs_config_field_t gdr_iface_config_table[] = {
          "long fails with \"Endpoint timeout\", as one whose retries ran\n"
          "out.  'auto': where the device would otherwise retry for ever\n"
          "(Soft-RoCE at RETRY_COUNT=7), TIMEOUT * (RETRY_COUNT + 1), the\n"
-         "bound an HCA keeps, counted while the device receives no packet\n"
-         "either; elsewhere off.  'inf': off.",
+         "bound an HCA keeps (TIMEOUT taken as at least 10 ms, rxe's\n"
+         "coarsest retransmission tick), counted while the device receives\n"
+         "no packet either; elsewhere off.  'inf': off.",
          ucs_offsetof(gdr_iface_config_t, stall_timeout),
          UCS_CONFIG_TYPE_TIME_UNITS},
 
