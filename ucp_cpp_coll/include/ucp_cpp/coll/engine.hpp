@@ -480,14 +480,7 @@ public:
     std::string awaited(operation &op)
     {
         std::vector<int> ranks;
-        for (size_t i = 0; i < op.pending.size(); ++i) {
-            if (!op.pending[i].done())
-                ranks.push_back(op.pending_peers[i]);
-        }
-        for (const staged_segment &segment : op.segments) {
-            if (!segment.done)
-                ranks.push_back(segment.peer);
-        }
+        for_each_awaited(op, [&](int r) { ranks.push_back(r); });
         std::sort(ranks.begin(), ranks.end());
         ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
         std::string text;
@@ -914,14 +907,21 @@ private:
             return;
         next_liveness_check_ = now + liveness_period;
         for (const auto &op : active_) {
-            for (size_t i = 0; i < op->pending.size(); ++i) {
-                if (!op->pending[i].done())
-                    judge_process(op->comm->world_ranks[size_t(op->pending_peers[i])]);
-            }
-            for (const staged_segment &segment : op->segments) {
-                if (!segment.done)
-                    judge_process(op->comm->world_ranks[size_t(segment.peer)]);
-            }
+            for_each_awaited(*op, [&](int r) { judge_process(op->comm->world_ranks[size_t(r)]); });
+        }
+    }
+
+    /// Calls @p f with the communicator rank of every transfer of @p op's current round that
+    /// has not completed (a rank once per transfer).
+    template <class F> static void for_each_awaited(operation &op, F &&f)
+    {
+        for (size_t i = 0; i < op.pending.size(); ++i) {
+            if (!op.pending[i].done())
+                f(op.pending_peers[i]);
+        }
+        for (const staged_segment &segment : op.segments) {
+            if (!segment.done)
+                f(segment.peer);
         }
     }
 
